@@ -1,0 +1,28 @@
+# Two commands on a fresh machine: `make demo` and `make test`. Both create .venv when it is missing.
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+DEMO_DIR := runs/demo
+DEMO_BUDGET ?= 4m
+
+.PHONY: install demo test clean
+
+install: $(STAMP)
+
+# pip (not uv) so torch/torchvision come from the machine's local wheel store when present.
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/runner demo --out $(DEMO_DIR) --budget $(DEMO_BUDGET)
+
+# pytest exits 5 when it collected nothing; that must fail too, and it does since make fails on any non-zero exit.
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+clean:
+	rm -rf $(DEMO_DIR) .pytest_cache

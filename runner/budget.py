@@ -1,0 +1,64 @@
+"""Wall-clock budget: absolute monotonic deadlines measured from the start of a run.
+
+time.monotonic() is one system-wide clock on Linux, so deadlines can be handed to child processes as numbers.
+"""
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+
+import psutil
+
+from runner.errors import RunnerError
+
+_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0}
+_DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s?)?$")
+
+
+def parse_duration(text: str) -> float:
+    """'2h', '30m', '1h30m', '90s' or plain seconds ('90') -> seconds."""
+    match = _DURATION.match(text.strip().lower())
+    if not text.strip() or not match or not any(match.groups()):
+        raise RunnerError(f"--budget: cannot read duration {text!r}; use e.g. 2h, 30m, 1h30m, 90s")
+    hours, minutes, seconds = (float(g) if g else 0.0 for g in match.groups())
+    total = hours * 3600 + minutes * 60 + seconds
+    if total <= 0:
+        raise RunnerError(f"--budget: duration {text!r} must be positive")
+    return total
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A run's time budget. `cut` is the fraction of it after which no training may continue."""
+
+    seconds: float
+    started: float  # time.monotonic() at the start of the run
+    cut: float = 0.85
+
+    @classmethod
+    def start(cls, seconds: float, cut: float = 0.85) -> "Budget":
+        return cls(seconds=seconds, started=time.monotonic(), cut=cut)
+
+    @property
+    def deadline(self) -> float:
+        return self.started + self.seconds
+
+    @property
+    def training_deadline(self) -> float:
+        return self.started + self.seconds * self.cut
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def left(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def training_left(self) -> float:
+        return self.training_deadline - time.monotonic()
+
+
+def process_start() -> float:
+    """time.monotonic() at this process's start, so start-up and imports count against budgets too."""
+    age = time.time() - psutil.Process().create_time()
+    return time.monotonic() - max(0.0, age)

@@ -1,0 +1,138 @@
+"""Command line: `runner run | grade | plan | demo-data | demo | specs`."""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+from runner.budget import Budget, parse_duration, process_start
+from runner.errors import RunnerError
+
+log = logging.getLogger("runner")
+
+
+def _run(args) -> int:
+    from runner.console import console, plan_table, run_progress, setup_logging, summary_table
+    from runner.run import run_competition
+
+    budget = Budget(parse_duration(args.budget), process_start(), args.cut)
+    out = Path(args.out)
+    setup_logging(out / "run.log", args.verbose)
+    with run_progress(budget) as status:
+        report = run_competition(args.competition, Path(args.data), budget, out,
+                                 on_plan=lambda plan: console.print(plan_table(plan)), on_status=status)
+    console.print(summary_table(report))
+    if report.error:  # plain lines: the message must survive any terminal width
+        print(f"runner: error: {report.error}", file=sys.stderr)
+        print(f"runner: a valid baseline submission was written to {report.submission}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _grade(args) -> int:
+    from runner.grade import grade
+    from runner.spec import load_spec
+
+    spec = load_spec(args.competition)
+    report = grade(Path(args.submission), spec, Path(args.answers), Path(args.leaderboard) if args.leaderboard
+                   else None)
+    print(json.dumps(report.to_json(), indent=2))
+    return 0 if report.valid_submission else 1
+
+
+def _plan(args) -> int:
+    from runner.console import console, plan_table
+    from runner.data import load_dataset
+    from runner.hardware import probe_hardware
+    from runner.planner import make_plan
+    from runner.spec import load_spec
+
+    spec = load_spec(args.competition, Path(args.data))
+    plan = make_plan(spec, probe_hardware(), parse_duration(args.budget))
+    console.print(plan_table(plan))
+    if args.out:
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        plan.save(Path(args.out) / "plan.json")
+    return 0
+
+
+def _demo_data(args) -> int:
+    from runner.demo import write_demo
+
+    path = write_demo(args.competition, Path(args.out), seed=args.seed)
+    print(path)
+    return 0
+
+
+def _demo(args) -> int:
+    from runner.console import setup_logging
+    from runner.demo import run_demo
+
+    setup_logging(Path(args.out) / "demo.log", args.verbose)
+    run_demo(Path(args.out), args.budget, args.competitions)
+    return 0
+
+
+def _specs(args) -> int:
+    from runner.spec import known_specs
+
+    for spec in known_specs().values():
+        print(f"{spec.id:45s} {spec.task:8s} {spec.metric:20s} aliases: {', '.join(spec.aliases)}")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="runner", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="train and write OUT/submission.csv within the budget")
+    run.add_argument("competition", help="MLE-bench id or alias (dog-breed, spaceship, ...)")
+    run.add_argument("--data", required=True, help="the competition's prepared/public folder")
+    run.add_argument("--budget", required=True, help="wall-clock budget: 2h, 30m, 1h30m, 90s")
+    run.add_argument("--out", required=True, help="output folder")
+    run.add_argument("--cut", type=float, default=0.85, help="fraction of the budget after which training stops")
+    run.add_argument("-v", "--verbose", action="store_true")
+    run.set_defaults(func=_run)
+    grade = sub.add_parser("grade", help="score a submission with MLE-bench's rules")
+    grade.add_argument("submission")
+    grade.add_argument("competition")
+    grade.add_argument("--answers", required=True, help="the competition's prepared/private folder")
+    grade.add_argument("--leaderboard", help="a leaderboard CSV with a 'score' column, best first")
+    grade.set_defaults(func=_grade)
+    plan = sub.add_parser("plan", help="print the plan a run would use")
+    plan.add_argument("competition")
+    plan.add_argument("--data", required=True)
+    plan.add_argument("--budget", required=True)
+    plan.add_argument("--out")
+    plan.set_defaults(func=_plan)
+    demo_data = sub.add_parser("demo-data", help="write a synthetic competition in the MLE-bench layout")
+    demo_data.add_argument("competition")
+    demo_data.add_argument("--out", required=True)
+    demo_data.add_argument("--seed", type=int, default=0)
+    demo_data.set_defaults(func=_demo_data)
+    demo = sub.add_parser("demo", help="generate, run and grade every demo competition")
+    demo.add_argument("--out", default="runs/demo")
+    demo.add_argument("--budget", default=None, help="budget per competition (default: each demo's own)")
+    demo.add_argument("--competitions", nargs="*", default=None)
+    demo.add_argument("-v", "--verbose", action="store_true")
+    demo.set_defaults(func=_demo)
+    specs = sub.add_parser("specs", help="list the competitions with a spec")
+    specs.set_defaults(func=_specs)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except RunnerError as exc:
+        print(f"runner: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("runner: interrupted; the last valid submission is kept", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,242 @@
+"""Reading a competition's public folder into a Dataset: inputs for the train and test rows, targets as arrays.
+
+Every failure names the file or column at fault. Rows that cannot be used (a missing label, a missing image)
+are dropped with a warning instead of stopping the run.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from runner.errors import InputError
+from runner.spec import CompetitionSpec
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Dataset:
+    """What the engines train on. Test rows are in the sample submission's order."""
+
+    spec: CompetitionSpec
+    value_columns: list[str]  # the sample submission's columns that predictions fill
+    classes: list | None  # class values in output order; None for regression
+    y: np.ndarray  # (n,) class indices, or (n, t) regression targets
+    train: pd.DataFrame | list  # tabular features, texts, or image paths
+    test: pd.DataFrame | list
+    warnings: list[str] = field(default_factory=list)
+    image_cache: str | None = None  # decoded images (.npy): train rows then test rows; train/test hold row numbers
+
+    @property
+    def n_outputs(self) -> int:
+        return len(self.classes) if self.classes is not None else self.y.shape[1]
+
+    def subset(self, keep: np.ndarray) -> "Dataset":
+        """The same dataset keeping only the train rows where `keep` is true."""
+        train = self.train.loc[keep].reset_index(drop=True) if isinstance(self.train, pd.DataFrame) \
+            else [x for x, k in zip(self.train, keep) if k]
+        return dataclasses.replace(self, y=self.y[keep], train=train, warnings=list(self.warnings))
+
+
+def read_csv(path: Path, what: str) -> pd.DataFrame:
+    """A CSV file, or an InputError that says which file and why."""
+    if not path.is_file():
+        raise InputError(f"{path}: {what} not found")
+    try:
+        frame = pd.read_csv(path)
+    except Exception as exc:  # pandas raises ParserError, UnicodeDecodeError, EmptyDataError, OSError...
+        raise InputError(f"{path}: cannot read {what}: {exc}") from exc
+    if frame.empty:
+        raise InputError(f"{path}: {what} has no rows")
+    return frame
+
+
+def read_sample(spec: CompetitionSpec, data_dir: Path) -> pd.DataFrame:
+    sample = read_csv(data_dir / spec.sample_submission, "sample submission")
+    if spec.id_column not in sample.columns:
+        raise InputError(f"{data_dir / spec.sample_submission}: no id column {spec.id_column!r}")
+    if sample[spec.id_column].isna().any():
+        raise InputError(f"{data_dir / spec.sample_submission}: column {spec.id_column!r} has empty ids")
+    return sample
+
+
+def value_columns(spec: CompetitionSpec, sample: pd.DataFrame) -> list[str]:
+    """Columns of the sample submission that hold predictions (others, like detecting-insults' Date, are kept)."""
+    if spec.submission == "probabilities" and len(spec.targets) == 1:
+        return [c for c in sample.columns if c != spec.id_column]
+    missing = [t for t in spec.targets if t not in sample.columns]
+    if missing:
+        raise InputError(f"{spec.sample_submission}: missing column(s) {missing}")
+    return list(spec.targets)
+
+
+def _labels(spec: CompetitionSpec, train: pd.DataFrame, columns: list[str], path: Path,
+            warnings: list[str]) -> tuple[pd.DataFrame, list | None, np.ndarray]:
+    """(rows kept, classes, y) for the spec's submission format."""
+    missing = [t for t in spec.targets if t not in train.columns]
+    if missing:
+        raise InputError(f"{path}: missing target column(s) {missing}")
+    nan_rows = train[list(spec.targets)].isna().any(axis=1)
+    if nan_rows.all():
+        raise InputError(f"{path}: target column(s) {list(spec.targets)} are empty in every row")
+    if nan_rows.any():
+        warnings.append(f"{path}: dropped {int(nan_rows.sum())} row(s) with an empty {list(spec.targets)}")
+        train = train.loc[~nan_rows].reset_index(drop=True)
+    if spec.submission == "regression":
+        return train, None, train[list(spec.targets)].to_numpy(dtype=np.float64)
+    if len(spec.targets) > 1:  # one-hot columns
+        return train, list(columns), train[columns].to_numpy(dtype=np.float64).argmax(axis=1)
+    labels = train[spec.targets[0]]
+    if spec.submission == "probabilities":
+        classes = list(columns)
+        names = labels.astype(str)
+        unknown = ~names.isin(classes)
+        if unknown.all():
+            raise InputError(f"{path}: no value of {spec.targets[0]!r} is a column of the sample submission")
+        if unknown.any():
+            warnings.append(f"{path}: dropped {int(unknown.sum())} row(s) whose {spec.targets[0]!r} is not a "
+                            f"sample submission column (e.g. {names[unknown].iloc[0]!r})")
+            train, names = train.loc[~unknown].reset_index(drop=True), names[~unknown].reset_index(drop=True)
+        return train, classes, names.map({c: i for i, c in enumerate(classes)}).to_numpy()
+    classes = sorted(labels.unique().tolist(), key=lambda v: (str(type(v)), v))
+    if spec.submission == "probability" and len(classes) != 2:
+        raise InputError(f"{path}: column {spec.targets[0]!r} should have 2 values, found {len(classes)}")
+    return train, classes, labels.map({c: i for i, c in enumerate(classes)}).to_numpy()
+
+
+def _align_test(spec: CompetitionSpec, test: pd.DataFrame, sample: pd.DataFrame, path: Path) -> pd.DataFrame:
+    """Test rows in the sample submission's order."""
+    if spec.id_column not in test.columns:
+        raise InputError(f"{path}: no id column {spec.id_column!r}")
+    ids = sample[spec.id_column]
+    if len(test) == len(sample) and test[spec.id_column].astype(str).tolist() == ids.astype(str).tolist():
+        return test.reset_index(drop=True)
+    indexed = test.drop_duplicates(spec.id_column).set_index(test[spec.id_column].drop_duplicates().astype(str))
+    missing = ~ids.astype(str).isin(indexed.index)
+    if missing.any():
+        raise InputError(f"{path}: {int(missing.sum())} id(s) of the sample submission are not in it "
+                         f"(e.g. {ids[missing].iloc[0]!r})")
+    return indexed.loc[ids.astype(str)].reset_index(drop=True)
+
+
+def image_folder(data_dir: Path, name: str, work_dir: Path) -> Path:
+    """A folder of images: `name` itself, or where its .zip was extracted (once) under work_dir."""
+    source = data_dir / name
+    if not source.exists():
+        raise InputError(f"{source}: image folder not found")
+    if source.is_dir():
+        return source
+    target = work_dir / "extracted" / source.stem
+    if not (target / ".complete").exists():
+        try:
+            with zipfile.ZipFile(source) as archive:
+                archive.extractall(target)
+        except (zipfile.BadZipFile, OSError) as exc:
+            raise InputError(f"{source}: cannot extract: {exc}") from exc
+        (target / ".complete").touch()
+    return target
+
+
+def _image_paths(folder: Path, ids: pd.Series, suffix: str) -> list[Path | None]:
+    """Path per id (None when missing); files may sit in sub-folders, as in Kaggle's zips."""
+    found = {p.name: p for p in folder.rglob("*") if p.is_file()}
+    return [found.get(f"{i}{suffix}") for i in ids.astype(str)]
+
+
+def _image_inputs(spec, train, sample, data_dir, work_dir, warnings):
+    train_paths = _image_paths(image_folder(data_dir, spec.image_dir, work_dir), train[spec.id_column],
+                               spec.image_suffix)
+    test_paths = _image_paths(image_folder(data_dir, spec.test_image_dir or spec.image_dir, work_dir),
+                              sample[spec.id_column], spec.image_suffix)
+    missing_train = np.array([p is None for p in train_paths])
+    if missing_train.all():
+        raise InputError(f"{data_dir / spec.image_dir}: none of the training images named in "
+                         f"{spec.train_file} was found")
+    if missing_train.any():
+        warnings.append(f"{data_dir / spec.image_dir}: {int(missing_train.sum())} training image(s) missing, "
+                        "skipped")
+    missing_test = sum(p is None for p in test_paths)
+    if missing_test:
+        warnings.append(f"{data_dir / (spec.test_image_dir or spec.image_dir)}: {missing_test} test image(s) "
+                        "missing; their rows get the prior")
+    return ~missing_train, train_paths, test_paths
+
+
+def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path) -> Dataset:
+    """Read everything the engines need, checking each file and column as it goes."""
+    data_dir = Path(data_dir)
+    sample = read_sample(spec, data_dir)
+    columns = value_columns(spec, sample)
+    warnings: list[str] = []
+    train_path = data_dir / spec.train_file
+    train = read_csv(train_path, "train file")
+    train, classes, y = _labels(spec, train, columns, train_path, warnings)
+    if spec.task == "image":
+        keep, train_paths, test_paths = _image_inputs(spec, train, sample, data_dir, work_dir, warnings)
+        data = Dataset(spec, columns, classes, y, train_paths, test_paths, warnings)
+        return data.subset(keep)
+    if spec.test_file is None:
+        raise InputError(f"spec {spec.id}: a {spec.task} competition needs a test file with features")
+    test_path = data_dir / spec.test_file
+    test = _align_test(spec, read_csv(test_path, "test file"), sample, test_path)
+    if spec.task == "text":
+        for frame, path in ((train, train_path), (test, test_path)):
+            if spec.text_column not in frame.columns:
+                raise InputError(f"{path}: no text column {spec.text_column!r}")
+        return Dataset(spec, columns, classes, y, train[spec.text_column].fillna("").astype(str).tolist(),
+                       test[spec.text_column].fillna("").astype(str).tolist(), warnings)
+    features, test_features = tabular_features(spec, train, test)
+    return Dataset(spec, columns, classes, y, features, test_features, warnings)
+
+
+# --- tabular features ----------------------------------------------------------------------------------------
+
+def _split(frame: pd.DataFrame, spec: CompetitionSpec) -> pd.DataFrame:
+    for split in spec.split_columns:
+        if split.column in frame.columns:
+            parts = frame[split.column].astype("string").str.split(split.sep, expand=True)
+            for i, name in enumerate(split.into):
+                frame[name] = parts[i] if i in parts.columns else pd.NA
+            frame = frame.drop(columns=split.column)
+    return frame
+
+
+def _codes(frame: pd.DataFrame, column: str, width: int) -> pd.DataFrame:
+    """A fixed-width code such as 'ABBCAD' becomes one categorical feature per position plus its letter count."""
+    text = frame[column].astype(str)
+    for i in range(width):
+        frame[f"{column}_{i}"] = text.str[i].map(ord).astype("float64")
+    frame[f"{column}_unique"] = text.map(lambda s: len(set(s))).astype("float64")
+    return frame.drop(columns=column)
+
+
+def tabular_features(spec: CompetitionSpec, train: pd.DataFrame, test: pd.DataFrame):
+    """Model-ready features: parts of split columns, booleans as numbers, strings as pandas categories
+    (LightGBM's native categoricals), fixed-width codes spread per position, id-like strings dropped."""
+    drop = [spec.id_column, *spec.targets, *spec.drop_columns]
+    both = pd.concat([train.drop(columns=[c for c in drop if c in train.columns]),
+                      test.drop(columns=[c for c in drop if c in test.columns])], keys=["train", "test"])
+    both = _split(both, spec)
+    for column in list(both.columns):
+        values = both[column]
+        if pd.api.types.is_bool_dtype(values) or set(values.dropna().astype(str).unique()) <= {"True", "False"}:
+            both[column] = values.astype("string").map({"True": 1.0, "False": 0.0}).astype("float64")
+        elif pd.api.types.is_numeric_dtype(values):
+            continue
+        else:
+            text = values.dropna().astype(str)
+            unique = text.nunique()
+            lengths = text.str.len()
+            if unique > 0.5 * len(text) and lengths.nunique() == 1 and lengths.iloc[0] <= 20:
+                both = _codes(both, column, int(lengths.iloc[0]))
+            elif unique > 0.5 * len(text) or unique > 1000:
+                both = both.drop(columns=column)  # id-like: no signal a tree can use
+            else:
+                both[column] = pd.Categorical(values.astype("string"))
+    return both.loc["train"].reset_index(drop=True), both.loc["test"].reset_index(drop=True)

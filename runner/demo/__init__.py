@@ -1,0 +1,73 @@
+"""Synthetic competitions in the exact MLE-bench layout, and `runner demo`, which generates, runs and grades them."""
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from runner.errors import SpecError
+from runner.spec import find_spec
+
+log = logging.getLogger("runner")
+
+# competition id -> (generator module, default budget for `runner demo`)
+DEMOS = {"dog-breed-identification": ("dog_breed", "3m"), "spaceship-titanic": ("spaceship", "1m")}
+
+
+def resolve(name: str) -> str:
+    spec = find_spec(name)
+    if spec is None or spec.id not in DEMOS:
+        raise SpecError(f"no demo data for {name!r}; demos: {', '.join(DEMOS)}")
+    return spec.id
+
+
+def write_demo(name: str, out: Path, seed: int = 0) -> Path:
+    """Write OUT/<id>/prepared/{public,private}; returns the competition folder. Replaces an earlier one."""
+    import importlib
+
+    competition = resolve(name)
+    root = Path(out) / competition
+    shutil.rmtree(root / "prepared", ignore_errors=True)
+    module = importlib.import_module(f"runner.demo.{DEMOS[competition][0]}")
+    module.generate(root, np.random.default_rng(seed))
+    return root
+
+
+def run_demo(out: Path, budget: str | None = None, competitions: list[str] | None = None) -> list[dict]:
+    """Generate each demo, run it, grade the submission and the baseline; print and save the summary."""
+    from runner.budget import Budget, parse_duration
+    from runner.console import console
+    from runner.grade import grade
+    from runner.run import run_competition
+    from runner.spec import load_spec
+    from rich.table import Table
+
+    rows = []
+    for name in competitions or list(DEMOS):
+        competition = resolve(name)
+        root = write_demo(competition, out / "data")
+        seconds = parse_duration(budget or DEMOS[competition][1])
+        log.info("%s: running with a %.0f s budget", competition, seconds)
+        report = run_competition(competition, root / "prepared" / "public", Budget.start(seconds),
+                                 out / competition)
+        spec, answers = load_spec(competition), root / "prepared" / "private"
+        test = grade(Path(report.submission), spec, answers)
+        baseline = grade(out / competition / "baseline.csv", spec, answers)
+        rows.append(dict(competition=competition, metric=spec.metric, cv_score=report.cv_score,
+                         test_score=test.score, baseline_test_score=baseline.score,
+                         valid_submission=test.valid_submission, wall_seconds=report.wall_seconds,
+                         budget_seconds=seconds, status=report.status))
+    (out / "summary.json").write_text(json.dumps(rows, indent=2))
+    table = Table(title="demo summary")
+    for column in ("competition", "metric", "CV", "test", "baseline test", "valid", "wall / budget (s)"):
+        table.add_column(column)
+    fmt = lambda v: "-" if v is None else f"{v:.4f}"
+    for row in rows:
+        table.add_row(row["competition"], row["metric"], fmt(row["cv_score"]), fmt(row["test_score"]),
+                      fmt(row["baseline_test_score"]), str(row["valid_submission"]),
+                      f"{row['wall_seconds']:.0f} / {row['budget_seconds']:.0f}")
+    console.print(table)
+    return rows

@@ -1,0 +1,184 @@
+"""Image folds: a timm CNN trained on the cached pixels, stopping at an epoch boundary before the deadline.
+
+Precision is decided once (autocast context + GradScaler enabled only for fp16), so the loop has no branches.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import timm
+import torch
+import torch.nn.functional as F
+from timm.optim import create_optimizer_v2
+from torch.utils.data import DataLoader
+from torchvision.transforms import v2
+
+from runner import metrics
+from runner.atomic import replacing
+from runner.engines import DeadlineReached, EngineResult, FoldData
+from runner.planner import Plan
+
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+WEIGHT_SUFFIXES = (".safetensors", ".pth", ".bin")
+
+
+class CachedImages(torch.utils.data.Dataset):
+    """Rows of the decoded-image cache as uint8 CHW tensors, with their labels."""
+
+    def __init__(self, cache: str, rows, labels: np.ndarray | None, transform):
+        self.cache, self.rows, self.labels, self.transform = cache, np.asarray(rows), labels, transform
+        self._array = None  # opened lazily so each loader worker maps the file itself
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, i: int):
+        if self._array is None:
+            self._array = np.load(self.cache, mmap_mode="r")
+        image = self.transform(torch.from_numpy(np.array(self._array[self.rows[i]])).permute(2, 0, 1))
+        return image, (int(self.labels[i]) if self.labels is not None else -1)
+
+
+def find_weights(model: str) -> Path | None:
+    """Local pretrained weights `<model>.safetensors|.pth|.bin` under $RUNNER_WEIGHTS_DIR (never a model hub)."""
+    folder = os.environ.get("RUNNER_WEIGHTS_DIR")
+    if not folder:
+        return None
+    return next((Path(folder) / f"{model}{s}" for s in WEIGHT_SUFFIXES if (Path(folder) / f"{model}{s}").is_file()),
+                None)
+
+
+def create_model(plan: Plan, classes: int) -> tuple[torch.nn.Module, str]:
+    weights = find_weights(plan.model)
+    overlay = dict(file=str(weights)) if weights else None
+    model = timm.create_model(plan.model, pretrained=weights is not None, num_classes=classes,
+                              pretrained_cfg_overlay=overlay)
+    return model, f"pretrained from {weights}" if weights else "random init (no local weights configured)"
+
+
+def _loaders(plan: Plan, data: FoldData, cache: str):
+    size = plan.image_size
+    train_tf = v2.Compose([v2.RandomResizedCrop(size, scale=(0.35, 1.0), antialias=True), v2.RandomHorizontalFlip()])
+    eval_tf = v2.Compose([v2.Resize(size, antialias=True), v2.CenterCrop(size)])
+    common = dict(batch_size=plan.batch_size, num_workers=plan.num_workers, pin_memory=plan.device == "cuda",
+                  persistent_workers=plan.num_workers > 0)
+    train = DataLoader(CachedImages(cache, data.x_train, data.y_train, train_tf), shuffle=True, drop_last=True,
+                       **common)
+    val = DataLoader(CachedImages(cache, data.x_val, data.y_val, eval_tf), shuffle=False, **common)
+    test = DataLoader(CachedImages(cache, data.x_test, None, eval_tf), shuffle=False, **common)
+    return train, val, test
+
+
+class Trainer:
+    """One fold's model, optimiser and precision settings."""
+
+    def __init__(self, plan: Plan, data: FoldData):
+        self.plan, self.data = plan, data
+        self.device = torch.device(plan.device)
+        model, self.init = create_model(plan, data.n_outputs)
+        self.memory_format = torch.channels_last if plan.channels_last else torch.contiguous_format
+        self.model = model.to(self.device, memory_format=self.memory_format)
+        config = timm.data.resolve_data_config({}, model=model)
+        self.mean = torch.tensor(config["mean"], device=self.device).view(1, 3, 1, 1) * 255
+        self.std = torch.tensor(config["std"], device=self.device).view(1, 3, 1, 1) * 255
+        lr = 5e-4 if self.init.startswith("pretrained") else 2e-3
+        self.optimizer = create_optimizer_v2(self.model, "adamw", lr=lr, weight_decay=0.05)
+        dtype = DTYPES.get(plan.precision)
+        self.autocast = torch.autocast(self.device.type, dtype=dtype) if dtype else contextlib.nullcontext()
+        self.scaler = torch.amp.GradScaler(self.device.type, enabled=plan.precision == "fp16")
+        self.scheduler = None
+
+    def _inputs(self, images: torch.Tensor) -> torch.Tensor:
+        # normalise on the device: uint8 crosses the bus, four times smaller than float
+        images = images.to(self.device, non_blocking=True).float()
+        return ((images - self.mean) / self.std).contiguous(memory_format=self.memory_format)
+
+    def train_epoch(self, loader: DataLoader, stop_at: float) -> bool:
+        """One epoch; False when `stop_at` arrived before it ended (the epoch then does not count)."""
+        self.model.train()
+        for images, labels in loader:
+            if time.monotonic() > stop_at:
+                return False
+            with self.autocast:
+                loss = F.cross_entropy(self.model(self._inputs(images)), labels.to(self.device, non_blocking=True))
+            self.optimizer.zero_grad(set_to_none=True)
+            self.scaler.scale(loss).backward()
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+            if self.scheduler is not None:
+                self.scheduler.step()
+        return True
+
+    @torch.inference_mode()
+    def predict(self, loader: DataLoader) -> np.ndarray:
+        self.model.eval()
+        out = []
+        for images, _ in loader:
+            with self.autocast:
+                logits = self.model(self._inputs(images))
+            out.append(torch.softmax(logits.double(), dim=1).cpu().numpy())
+        return np.concatenate(out)
+
+    def schedule(self, steps: int) -> None:
+        """Cosine decay over the steps that fit before the deadline (known once the first epoch is timed)."""
+        self.scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(self.optimizer, T_max=max(1, steps))
+
+    def save(self, path: Path, epoch: int, score: float) -> None:
+        with replacing(path) as tmp:
+            torch.save({"model": self.plan.model, "state_dict": self.model.state_dict(), "epoch": epoch,
+                        "score": score, "classes": self.data.classes}, tmp)
+
+    def load(self, path: Path) -> None:
+        self.model.load_state_dict(torch.load(path, map_location=self.device)["state_dict"])
+
+
+def train(plan: Plan, data: FoldData, out_dir: Path, deadline: float) -> EngineResult:
+    torch.set_num_threads(plan.threads)
+    torch.manual_seed(plan.seed)
+    trainer = Trainer(plan, data)
+    train_loader, val_loader, test_loader = _loaders(plan, data, data.image_cache)
+    metric, checkpoint = data.spec.metric, out_dir / "model.pt"
+    started = time.monotonic()
+    best, best_epoch, best_val, epoch_times = None, 0, None, []
+    reserve = 0.0  # seconds to keep for predicting the test rows, measured on the validation pass
+    stopped, epochs_planned = False, plan.max_epochs
+    for epoch in range(plan.max_epochs):
+        if epoch >= epochs_planned:
+            break
+        t0 = time.monotonic()
+        if not trainer.train_epoch(train_loader, stop_at=deadline - reserve):
+            stopped = True
+            break
+        v0 = time.monotonic()
+        val_pred = trainer.predict(val_loader)
+        reserve = 1.25 * (time.monotonic() - v0) * len(data.x_test) / max(1, len(data.x_val)) + 1.0
+        score = metrics.score(metric, data.y_val, val_pred)
+        if best is None or metrics.better(metric, score, best):
+            best, best_epoch, best_val = score, epoch + 1, val_pred
+            trainer.save(checkpoint, epoch + 1, score)
+        epoch_times.append(time.monotonic() - t0)
+        mean_epoch = float(np.mean(epoch_times))
+        if epoch == 0:  # fit the schedule to the time left
+            fit = int((deadline - time.monotonic() - reserve) // mean_epoch)
+            epochs_planned = max(1, min(plan.max_epochs, 1 + fit))
+            trainer.schedule((epochs_planned - 1) * len(train_loader))
+        if time.monotonic() + mean_epoch + reserve > deadline:
+            stopped = epoch + 1 < epochs_planned
+            break
+        if epoch + 1 - best_epoch >= plan.patience:
+            break
+    if best is None:
+        raise DeadlineReached("no epoch finished before the fold's deadline")
+    train_seconds = time.monotonic() - started
+    t0 = time.monotonic()
+    trainer.load(checkpoint)
+    test_pred = trainer.predict(test_loader)
+    return EngineResult(best_val, test_pred, checkpoint, epochs=len(epoch_times), best_epoch=best_epoch,
+                        epoch_seconds=float(np.mean(epoch_times)), min_train_seconds=float(np.mean(epoch_times)),
+                        train_seconds=train_seconds,
+                        predict_seconds=time.monotonic() - t0, stopped_by_deadline=stopped,
+                        message=trainer.init)

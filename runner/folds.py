@@ -1,0 +1,81 @@
+"""The unit of work handed to a fold process, and what it hands back."""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from sklearn.model_selection import KFold, StratifiedKFold
+
+from runner.planner import Plan
+
+USABLE = ("completed", "stopped")  # statuses whose predictions go into the ensemble
+
+
+@dataclass(frozen=True)
+class FoldTask:
+    fold: int
+    plan: Plan
+    dataset: str  # pickle written by the supervisor: (Dataset, fold id per train row)
+    out_dir: str
+    deadline: float  # time.monotonic() by which training AND test prediction are done
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> "FoldTask":
+        return cls(**{**data, "plan": Plan.from_json(data["plan"])})
+
+
+@dataclass(frozen=True)
+class FoldResult:
+    fold: int
+    status: str  # completed | stopped (cut at its deadline, best checkpoint kept) | failed | skipped
+    score: float | None = None
+    epochs: int = 0  # epochs (timm) or boosting rounds (LightGBM) done
+    best_epoch: int = 0
+    n_train: int = 0
+    n_val: int = 0
+    startup_seconds: float = 0.0  # process start to data ready
+    epoch_seconds: float = 0.0  # mean seconds per epoch (or per whole fit for one-shot engines)
+    min_train_seconds: float = 0.0  # the least training that gives a usable model
+    train_seconds: float = 0.0
+    predict_seconds: float = 0.0
+    wall_seconds: float = 0.0
+    checkpoint: str | None = None
+    message: str = ""
+
+    @property
+    def usable(self) -> bool:
+        return self.status in USABLE
+
+    @property
+    def least_seconds(self) -> float:
+        """Shortest time a fold like this one needs to end with something usable."""
+        return self.startup_seconds + self.min_train_seconds + self.predict_seconds
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> "FoldResult":
+        return cls(**data)
+
+    @classmethod
+    def load(cls, path: Path) -> "FoldResult":
+        return cls.from_json(json.loads(Path(path).read_text()))
+
+
+def assign_folds(y: np.ndarray, classification: bool, folds: int, seed: int) -> np.ndarray:
+    """Fold id per train row: stratified for classification when every class has enough rows."""
+    ids = np.zeros(len(y), dtype=np.int64)
+    counts = np.bincount(y.astype(int)) if classification else np.array([])
+    stratify = classification and counts[counts > 0].min() >= folds
+    splitter = StratifiedKFold(folds, shuffle=True, random_state=seed) if stratify \
+        else KFold(folds, shuffle=True, random_state=seed)
+    for k, (_, val) in enumerate(splitter.split(np.zeros(len(y)), y if stratify else None)):
+        ids[val] = k
+    return ids

@@ -1,0 +1,95 @@
+"""What this process may use: GPUs (NVML), CPUs (affinity and cgroup quota), RAM, shared memory, disk.
+
+`probe_hardware()` is the only code here that touches the machine; everything downstream takes `Hardware` as data.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+GiB = 1024**3
+
+
+@dataclass(frozen=True)
+class Gpu:
+    name: str
+    memory_bytes: int
+    free_bytes: int
+    compute_capability: tuple[int, int]
+
+    @property
+    def bf16(self) -> bool:
+        return self.compute_capability >= (8, 0)
+
+
+@dataclass(frozen=True)
+class Hardware:
+    gpus: tuple[Gpu, ...]
+    cpus: int
+    ram_bytes: int
+    shm_bytes: int
+    disk_free_bytes: int
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Hardware":
+        gpus = tuple(Gpu(g["name"], g["memory_bytes"], g["free_bytes"], tuple(g["compute_capability"]))
+                     for g in data["gpus"])
+        return cls(gpus, data["cpus"], data["ram_bytes"], data["shm_bytes"], data["disk_free_bytes"])
+
+
+def cgroup_cpu_quota(cgroup_root: Path = Path("/sys/fs/cgroup")) -> float | None:
+    """CPUs allowed by the cgroup's quota (v2 `cpu.max`, else v1 `cpu.cfs_quota_us`); None when unlimited."""
+    v2 = cgroup_root / "cpu.max"
+    if v2.is_file():
+        quota, _, period = v2.read_text().strip().partition(" ")
+        return None if quota == "max" else int(quota) / int(period or 100000)
+    quota_file, period_file = cgroup_root / "cpu" / "cpu.cfs_quota_us", cgroup_root / "cpu" / "cpu.cfs_period_us"
+    if quota_file.is_file() and period_file.is_file():
+        quota = int(quota_file.read_text())
+        return None if quota <= 0 else quota / int(period_file.read_text())
+    return None
+
+
+def available_cpus(cgroup_root: Path = Path("/sys/fs/cgroup")) -> int:
+    """CPUs this process can really use: its affinity mask, capped by the cgroup quota (a container's --cpus)."""
+    count = len(os.sched_getaffinity(0))
+    quota = cgroup_cpu_quota(cgroup_root)
+    return max(1, min(count, math.floor(quota))) if quota else count
+
+
+def _probe_gpus() -> tuple[Gpu, ...]:
+    try:
+        import pynvml
+        pynvml.nvmlInit()
+    except Exception:  # no driver, no library: a CPU machine
+        return ()
+    try:
+        gpus = []
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        indices = range(pynvml.nvmlDeviceGetCount())
+        if visible is not None:
+            indices = [int(i) for i in visible.split(",") if i.strip().isdigit()]
+        for index in indices:
+            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+            memory = pynvml.nvmlDeviceGetMemoryInfo(handle)
+            name = pynvml.nvmlDeviceGetName(handle)
+            gpus.append(Gpu(name.decode() if isinstance(name, bytes) else name, int(memory.total),
+                            int(memory.free), tuple(pynvml.nvmlDeviceGetCudaComputeCapability(handle))))
+        return tuple(gpus)
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def probe_hardware(work_dir: Path = Path(".")) -> Hardware:
+    shm = shutil.disk_usage("/dev/shm").total if Path("/dev/shm").exists() else 0
+    return Hardware(gpus=_probe_gpus(), cpus=available_cpus(), ram_bytes=psutil.virtual_memory().total,
+                    shm_bytes=shm, disk_free_bytes=shutil.disk_usage(work_dir).free)

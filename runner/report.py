@@ -1,0 +1,44 @@
+"""report.json: what a run did, written after every change so a killed run still leaves one."""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from runner.atomic import write_json
+
+
+@dataclass(frozen=True)
+class RunReport:
+    competition: str
+    status: str  # running | trained | baseline (nothing trained) | error
+    metric: str
+    lower_is_better: bool
+    budget_seconds: float
+    wall_seconds: float
+    submission: str
+    submission_source: str
+    cv_score: float | None = None
+    baseline_cv_score: float | None = None  # the class prior / mean on the same out-of-fold rows
+    timings: dict = field(default_factory=dict)  # seconds from the start: baseline_written, data_loaded, ...
+    hardware: dict | None = None
+    plan: dict | None = None
+    spec: dict | None = None
+    folds: tuple[dict, ...] = ()
+    warnings: tuple[str, ...] = ()
+    error: str | None = None
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> "RunReport":
+        return cls(**{**data, "folds": tuple(data.get("folds", ())), "warnings": tuple(data.get("warnings", ()))})
+
+    @classmethod
+    def load(cls, path: Path) -> "RunReport":
+        return cls.from_json(json.loads(Path(path).read_text()))
+
+    def save(self, path: Path) -> None:
+        write_json(path, self.to_json())

@@ -1,0 +1,244 @@
+"""CompetitionSpec: what a competition's files are and how it is scored.
+
+Known competitions are described in `competitions/<id>.yaml`; any other MLE-bench id is inferred from its
+`sample_submission.csv`, its train file and `description.md`.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from runner.errors import InputError, SpecError
+
+TASKS = ("tabular", "image", "text", "unsupported")
+FORMATS = ("probabilities", "probability", "label", "regression")
+LOWER_IS_BETTER = {"log_loss": True, "rmsle": True, "rmse": True, "mae": True,
+                   "roc_auc": False, "mean_column_roc_auc": False, "accuracy": False}
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".tif", ".tiff", ".bmp")
+
+
+@dataclass(frozen=True)
+class ColumnSplit:
+    """A string column made of parts, such as spaceship-titanic's Cabin 'deck/num/side'."""
+
+    column: str
+    sep: str
+    into: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CompetitionSpec:
+    id: str
+    task: str  # one of TASKS
+    metric: str  # a key of LOWER_IS_BETTER
+    submission: str  # one of FORMATS: what the sample submission's value columns hold
+    id_column: str
+    targets: tuple[str, ...]  # label column, or one-hot columns, or regression targets, in the train file
+    train_file: str = "train.csv"
+    test_file: str | None = "test.csv"  # features of the test rows; None when only the sample lists them
+    sample_submission: str = "sample_submission.csv"
+    answers_file: str = "test.csv"  # in prepared/private
+    aliases: tuple[str, ...] = ()
+    image_dir: str | None = None  # folder or .zip with the training images
+    test_image_dir: str | None = None
+    image_suffix: str = ""  # file name = id + suffix
+    text_column: str | None = None
+    drop_columns: tuple[str, ...] = ()
+    split_columns: tuple[ColumnSplit, ...] = ()
+    grade_by: str = "id"  # "id": rows matched by id; "row": by position (nomad2018's grader)
+    folds: int = 5
+    inferred: bool = False
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        if self.task not in TASKS:
+            raise SpecError(f"spec {self.id}: task {self.task!r} is not one of {TASKS}")
+        if self.metric not in LOWER_IS_BETTER:
+            raise SpecError(f"spec {self.id}: metric {self.metric!r} is not one of {sorted(LOWER_IS_BETTER)}")
+        if self.submission not in FORMATS:
+            raise SpecError(f"spec {self.id}: submission {self.submission!r} is not one of {FORMATS}")
+
+    @property
+    def lower_is_better(self) -> bool:
+        return LOWER_IS_BETTER[self.metric]
+
+    @property
+    def is_classification(self) -> bool:
+        return self.submission != "regression"
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> "CompetitionSpec":
+        data = dict(data)
+        data["split_columns"] = tuple(
+            ColumnSplit(s["column"], s["sep"], tuple(s["into"])) for s in data.get("split_columns", ())
+        )
+        for key in ("targets", "aliases", "drop_columns"):
+            data[key] = tuple(data.get(key, ()))
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(data) - names
+        if unknown:
+            raise SpecError(f"spec {data.get('id', '?')}: unknown field(s) {sorted(unknown)}")
+        return cls(**data)
+
+
+def competitions_dir() -> Path:
+    """The folder of spec files: $RUNNER_COMPETITIONS, else `competitions/` beside the package."""
+    return Path(os.environ.get("RUNNER_COMPETITIONS", Path(__file__).resolve().parent.parent / "competitions"))
+
+
+def _load_yaml(path: Path) -> CompetitionSpec:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise SpecError(f"{path}: cannot read spec: {exc}") from exc
+    if "split_columns" in data:
+        data["split_columns"] = [
+            {"column": col, "sep": v["sep"], "into": v["into"]} for col, v in data["split_columns"].items()
+        ]
+    return CompetitionSpec.from_json(data)
+
+
+def known_specs() -> dict[str, CompetitionSpec]:
+    """Every spec in the competitions folder, keyed by id."""
+    specs = [_load_yaml(p) for p in sorted(competitions_dir().glob("*.yaml"))]
+    return {s.id: s for s in specs}
+
+
+def find_spec(name: str) -> CompetitionSpec | None:
+    for spec in known_specs().values():
+        if name == spec.id or name in spec.aliases:
+            return spec
+    return None
+
+
+def load_spec(name: str, data_dir: Path | None = None) -> CompetitionSpec:
+    """The spec for an id or alias; inferred from `data_dir` when the id is not known."""
+    spec = find_spec(name)
+    if spec is not None:
+        return spec
+    if data_dir is not None and (Path(data_dir) / "sample_submission.csv").is_file():
+        return infer_spec(name, Path(data_dir))
+    known = ", ".join(sorted(known_specs()))
+    where = f"; {data_dir}/sample_submission.csv not found either" if data_dir else ""
+    raise SpecError(f"unknown competition {name!r}{where}. Known: {known}")
+
+
+# --- inference for competitions without a spec -------------------------------------------------------------
+
+_METRIC_WORDS = (
+    ("log_loss", r"log[\s-]?loss|logarithmic loss|cross[\s-]?entropy"),
+    ("mean_column_roc_auc", r"mean column[\s-]?wise (roc )?auc|column[\s-]wise.*auc"),
+    ("roc_auc", r"\bauc\b|area under the (roc )?curve|roc[\s-]auc"),
+    ("accuracy", r"\baccuracy\b|categorization accuracy"),
+    ("rmsle", r"rmsle|root mean squared? log"),
+    ("rmse", r"\brmse\b|root mean squared? error"),
+    ("mae", r"\bmae\b|mean absolute error"),
+)
+
+
+def _metric_from_description(data_dir: Path) -> str | None:
+    path = data_dir / "description.md"
+    if not path.is_file():
+        return None
+    text = path.read_text(errors="replace").lower()
+    for metric, pattern in _METRIC_WORDS:
+        if re.search(pattern, text):
+            return metric
+    return None
+
+
+def _read_head(path: Path, rows: int | None = 5000) -> pd.DataFrame:
+    try:
+        return pd.read_csv(path, nrows=rows)
+    except Exception as exc:  # pandas raises many types for broken CSVs
+        raise InputError(f"{path}: cannot read CSV: {exc}") from exc
+
+
+def _find_images(data_dir: Path, ids: pd.Series) -> tuple[str, str] | None:
+    """(folder, suffix) of a folder whose file names are the given ids plus an image suffix."""
+    sample = [str(i) for i in ids.head(20)]
+    for folder in sorted(p for p in data_dir.iterdir() if p.is_dir()):
+        for suffix in ("",) + IMAGE_SUFFIXES:
+            if all((folder / f"{i}{suffix}").is_file() for i in sample) and (
+                suffix or Path(sample[0]).suffix.lower() in IMAGE_SUFFIXES
+            ):
+                return folder.name, suffix
+    return None
+
+
+def infer_spec(name: str, data_dir: Path) -> CompetitionSpec:
+    """A best-effort spec from the files of an MLE-bench public folder. Never raises for odd data: a spec that
+    cannot be trained comes back with task 'unsupported' and a note, so the sample submission is still written."""
+    sample = _read_head(data_dir / "sample_submission.csv")
+    id_column, targets = sample.columns[0], tuple(sample.columns[1:])
+    train_path = data_dir / "train.csv"
+    base = dict(id=name, id_column=id_column, targets=targets, inferred=True,
+                test_file="test.csv" if (data_dir / "test.csv").is_file() else None)
+    described = _metric_from_description(data_dir)
+
+    def unsupported(note: str) -> CompetitionSpec:
+        metric = described or "accuracy"
+        fmt = "regression" if metric in ("rmsle", "rmse", "mae") else "label"
+        return CompetitionSpec(task="unsupported", metric=metric, submission=fmt, note=note, **base)
+
+    if not targets:
+        return unsupported("sample_submission.csv has no value column")
+    if not train_path.is_file():
+        return unsupported("no train.csv: only the sample submission can be written")
+    train = _read_head(train_path)
+    if id_column not in train.columns:
+        return unsupported(f"train.csv has no id column {id_column!r}")
+
+    label_column = next((c for c in train.columns if set(map(str, train[c].dropna().unique())) >= set(targets)
+                         and len(targets) > 1), None)
+    if label_column is not None:  # one probability column per class of a label column
+        fmt, metric, train_targets = "probabilities", described or "log_loss", (label_column,)
+    elif all(t in train.columns for t in targets):
+        train_targets = targets
+        values = train[list(targets)]
+        binary = all(values[t].dropna().nunique() <= 2 for t in targets)
+        integer = all(pd.api.types.is_integer_dtype(values[t]) or pd.api.types.is_bool_dtype(values[t])
+                      for t in targets)
+        if len(targets) > 1 and binary:
+            fmt, metric = "probabilities", described or "mean_column_roc_auc"
+        elif described in ("roc_auc", "log_loss") and binary:
+            fmt, metric = "probability", described
+        elif integer and values[targets[0]].nunique() <= 50:
+            fmt, metric = "label", described or "accuracy"
+        else:
+            fmt, metric = "regression", described or "rmse"
+    else:
+        return unsupported(f"train.csv has none of the sample submission's columns {list(targets)}")
+
+    if fmt == "probabilities" and len(train_targets) > 1 and metric not in ("mean_column_roc_auc", "log_loss"):
+        metric = "mean_column_roc_auc"
+    images = _find_images(data_dir, train[id_column])
+    text = next((c for c in train.columns if c not in train_targets and pd.api.types.is_string_dtype(train[c])
+                 and train[c].astype(str).str.len().mean() > 40), None)
+    task = "image" if images else "text" if text else "tabular"
+    if task == "image" and fmt == "regression":
+        return unsupported("image regression is not trained by this runner")
+    extra = {}
+    if images:
+        test_images = _find_images(data_dir, sample[id_column])
+        extra = dict(image_dir=images[0], image_suffix=images[1],
+                     test_image_dir=test_images[0] if test_images else images[0])
+    if text:
+        extra["text_column"] = text
+    return CompetitionSpec(task=task, metric=metric, submission=fmt,
+                           **{**base, "targets": train_targets}, **extra,
+                           note="inferred from sample_submission.csv, train.csv and description.md")
+
+
+def spec_json(spec: CompetitionSpec) -> str:
+    return json.dumps(spec.to_json(), indent=2)

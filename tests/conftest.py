@@ -1,0 +1,57 @@
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from runner.demo import write_demo
+
+
+@pytest.fixture(scope="session")
+def demo_root(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("demo")
+
+
+@pytest.fixture(scope="session")
+def spaceship(demo_root) -> Path:
+    """The spaceship-titanic demo competition folder (prepared/public, prepared/private)."""
+    return write_demo("spaceship", demo_root, seed=1)
+
+
+@pytest.fixture(scope="session")
+def dog_breed(demo_root) -> Path:
+    return write_demo("dog-breed", demo_root, seed=2)
+
+
+def run_cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    """`runner ...` as a user runs it: a separate process, output captured."""
+    return subprocess.run([sys.executable, "-m", "runner.cli", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def write_spooky(root: Path, rows: int = 600, seed: int = 0) -> Path:
+    """A small spooky-author-identification in the MLE-bench layout: each author favours their own words."""
+    rng = np.random.default_rng(seed)
+    authors = ["EAP", "HPL", "MWS"]
+    words = {a: [f"{a.lower()}word{i}" for i in range(12)] for a in authors}
+    common = [f"common{i}" for i in range(40)]
+
+    def sentence(author):
+        mine = rng.choice(words[author], size=rng.integers(2, 5))
+        return " ".join(rng.permutation(list(mine) + list(rng.choice(common, size=8))))
+
+    labels = rng.choice(authors, size=rows)
+    frame = pd.DataFrame({"id": [f"id{i:05d}" for i in range(rows)], "text": [sentence(a) for a in labels],
+                          "author": labels})
+    train, test = frame.iloc[: rows * 3 // 4], frame.iloc[rows * 3 // 4:]
+    public, private = root / "prepared" / "public", root / "prepared" / "private"
+    public.mkdir(parents=True), private.mkdir(parents=True)
+    train.to_csv(public / "train.csv", index=False)
+    test[["id", "text"]].to_csv(public / "test.csv", index=False)
+    pd.DataFrame({"id": test["id"], "EAP": 0.4, "HPL": 0.3, "MWS": 0.3}).to_csv(public / "sample_submission.csv",
+                                                                               index=False)
+    onehot = pd.DataFrame({"id": test["id"], **{a: (test["author"] == a).astype(int) for a in authors}})
+    onehot.to_csv(private / "test.csv", index=False)
+    return root

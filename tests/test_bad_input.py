@@ -1,0 +1,110 @@
+"""Bad input: a clear message naming the file or field, and a valid submission whenever the test ids are readable."""
+import json
+import shutil
+
+import pandas as pd
+import pytest
+
+from conftest import run_cli
+from runner.spec import load_spec
+from runner.submission import validate_submission
+from runner.data import value_columns
+
+SPACESHIP = load_spec("spaceship")
+
+
+@pytest.fixture
+def public(spaceship, tmp_path):
+    """A private copy of the spaceship demo's public folder that a test may damage."""
+    target = tmp_path / "public"
+    shutil.copytree(spaceship / "prepared" / "public", target)
+    return target
+
+
+def run(public, tmp_path, budget="20s", competition="spaceship"):
+    out = tmp_path / "out"
+    result = run_cli("run", competition, "--data", str(public), "--budget", budget, "--out", str(out))
+    return result, out
+
+
+def assert_valid_submission(public, out):
+    sample = pd.read_csv(public / "sample_submission.csv")
+    validate_submission(pd.read_csv(out / "submission.csv"), sample, SPACESHIP, value_columns(SPACESHIP, sample))
+
+
+def test_missing_train_file_is_named_and_a_baseline_is_still_written(public, tmp_path):
+    (public / "train.csv").unlink()
+    result, out = run(public, tmp_path)
+    assert result.returncode == 2
+    assert "train.csv" in result.stderr and "not found" in result.stderr
+    assert_valid_submission(public, out)
+    assert json.loads((out / "report.json").read_text())["status"] == "error"
+
+
+def test_unreadable_train_file_is_named(public, tmp_path):
+    (public / "train.csv").write_text("PassengerId,Transported\n0001_01,True\n0002_01,False,3,4\n")
+    result, out = run(public, tmp_path)
+    assert result.returncode == 2 and "train.csv" in result.stderr and "cannot read" in result.stderr
+    assert_valid_submission(public, out)
+
+
+def test_truncated_train_file_keeps_its_whole_rows(public, tmp_path):
+    text = (public / "train.csv").read_text()
+    (public / "train.csv").write_text(text[: len(text) // 2])  # cut in the middle of a row
+    result, out = run(public, tmp_path)
+    assert result.returncode == 0, result.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert report["status"] == "trained"
+    assert any("train.csv" in w and "Transported" in w for w in report["warnings"])
+    assert_valid_submission(public, out)
+
+
+def test_labels_with_gaps_are_dropped_with_a_warning(public, tmp_path):
+    train = pd.read_csv(public / "train.csv")
+    train["Transported"] = train["Transported"].astype(object)
+    train.loc[:9, "Transported"] = None
+    train.to_csv(public / "train.csv", index=False)
+    result, out = run(public, tmp_path)
+    assert result.returncode == 0, result.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert any("dropped 10 row(s)" in w and "Transported" in w for w in report["warnings"])
+    assert report["status"] == "trained"
+
+
+def test_a_label_column_with_no_value_is_an_error_naming_it(public, tmp_path):
+    train = pd.read_csv(public / "train.csv")
+    train["Transported"] = None
+    train.to_csv(public / "train.csv", index=False)
+    result, out = run(public, tmp_path)
+    assert result.returncode == 2 and "Transported" in result.stderr
+    assert_valid_submission(public, out)
+
+
+def test_test_file_missing_ids_is_named(public, tmp_path):
+    test = pd.read_csv(public / "test.csv")
+    test.iloc[5:].to_csv(public / "test.csv", index=False)
+    result, out = run(public, tmp_path)
+    assert result.returncode == 2 and "test.csv" in result.stderr and "id(s)" in result.stderr
+    assert_valid_submission(public, out)
+
+
+def test_unreadable_sample_submission_is_named_and_nothing_is_written(public, tmp_path):
+    (public / "sample_submission.csv").write_text("")
+    result, out = run(public, tmp_path)
+    assert result.returncode == 2 and "sample_submission.csv" in result.stderr
+    assert not (out / "submission.csv").exists()
+
+
+def test_unknown_competition_without_data_lists_the_known_ones(tmp_path):
+    result, _ = run(tmp_path / "nowhere", tmp_path, competition="not-a-competition")
+    assert result.returncode == 2
+    assert "not-a-competition" in result.stderr and "spaceship-titanic" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_unknown_competition_with_data_is_inferred_and_trained(public, tmp_path):
+    result, out = run(public, tmp_path, competition="my-own-spaceship")
+    assert result.returncode == 0, result.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert report["spec"]["inferred"] and report["status"] == "trained"
+    assert_valid_submission(public, out)

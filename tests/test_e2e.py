@@ -1,0 +1,76 @@
+"""Whole runs through the command line, graded against the private answers as MLE-bench would."""
+import json
+import shutil
+import time
+
+import pytest
+
+from conftest import run_cli, write_spooky
+from runner.grade import grade
+from runner.spec import load_spec
+
+
+def run_and_grade(competition, root, out, budget_seconds):
+    started = time.monotonic()
+    result = run_cli("run", competition, "--data", str(root / "prepared" / "public"), "--budget",
+                     f"{budget_seconds}s", "--out", str(out))
+    elapsed = time.monotonic() - started
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads((out / "report.json").read_text())
+    spec = load_spec(competition)
+    graded = grade(out / "submission.csv", spec, root / "prepared" / "private")
+    baseline = grade(out / "baseline.csv", spec, root / "prepared" / "private")
+    return report, graded, baseline, elapsed
+
+
+def better_by(spec, score, baseline, margin):
+    return score < baseline - margin if spec.lower_is_better else score > baseline + margin
+
+
+def test_spaceship_beats_the_baseline_within_budget(spaceship, tmp_path):
+    report, graded, baseline, elapsed = run_and_grade("spaceship", spaceship, tmp_path / "out", 45)
+    assert graded.valid_submission and baseline.valid_submission
+    assert graded.score > baseline.score + 0.15  # accuracy: ~0.85 against a ~0.5 majority class
+    assert report["cv_score"] > report["baseline_cv_score"] + 0.15
+    assert report["status"] == "trained" and all(f["status"] == "completed" for f in report["folds"])
+    assert report["wall_seconds"] <= 45 and elapsed < 45 + 2
+    for fold in report["folds"]:  # best checkpoint and manifest per fold
+        assert (tmp_path / "out" / "folds" / str(fold["fold"]) / "model.txt").is_file()
+        assert (tmp_path / "out" / "folds" / str(fold["fold"]) / "manifest.json").is_file()
+
+
+def test_dog_breed_trains_a_cnn_skips_corrupt_images_and_beats_the_baseline(dog_breed, tmp_path):
+    root = tmp_path / "dog"
+    shutil.copytree(dog_breed, root)
+    public = root / "prepared" / "public"
+    train_images, test_images = sorted((public / "train").iterdir()), sorted((public / "test").iterdir())
+    train_images[0].write_bytes(train_images[0].read_bytes()[:300])  # truncated JPEG
+    train_images[1].write_bytes(b"not an image at all")
+    test_images[0].write_bytes(test_images[0].read_bytes()[:200])
+    budget = 100
+    report, graded, baseline, elapsed = run_and_grade("dog-breed", root, tmp_path / "out", budget)
+    spec = load_spec("dog-breed")
+    assert graded.valid_submission
+    assert baseline.score == pytest.approx(4.78749, abs=1e-4)  # ln(120): the prior of a balanced set
+    assert better_by(spec, graded.score, baseline.score, 1.0), (graded.score, baseline.score)
+    assert report["wall_seconds"] <= budget and elapsed < budget + 2
+    assert any("skipped 2 unreadable training image(s)" in w for w in report["warnings"])
+    assert any("1 unreadable test image(s)" in w for w in report["warnings"])
+    assert report["plan"]["engine"] == "timm"
+    used = [f for f in report["folds"] if f["status"] in ("completed", "stopped")]
+    assert used and all(f["epochs"] >= 1 for f in used)
+    assert sum(f["n_train"] + f["n_val"] for f in used[:1]) == 960 - 2
+
+
+def test_text_competition_trains_tfidf(tmp_path):
+    root = write_spooky(tmp_path / "spooky")
+    report, graded, baseline, _ = run_and_grade("spooky", root, tmp_path / "out", 40)
+    assert graded.valid_submission and report["plan"]["engine"] == "tfidf_linear"
+    assert graded.score < baseline.score - 0.3
+
+
+def test_a_tiny_budget_still_ends_on_time_with_a_valid_submission(spaceship, tmp_path):
+    report, graded, baseline, elapsed = run_and_grade("spaceship", spaceship, tmp_path / "out", 6)
+    assert graded.valid_submission
+    assert report["wall_seconds"] <= 6 and elapsed < 6 + 2
+    assert report["timings"]["baseline_written"] < 3
