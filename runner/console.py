@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import logging
-import time
+import sys
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -15,7 +15,8 @@ from runner.budget import Budget
 from runner.planner import Plan
 from runner.report import RunReport
 
-console = Console(stderr=True)
+# not a terminal (CI, a log file): wide enough that paths and tables are not folded
+console = Console(stderr=True, width=None if sys.stderr.isatty() else 120)
 
 
 def setup_logging(log_file: Path | None = None, verbose: bool = False) -> None:

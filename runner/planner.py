@@ -76,8 +76,8 @@ def _image_plan(hardware: Hardware, reasons: list[str]) -> dict:
     reasons += ["model mobilenetv3_small_100 at 64 px: no GPU, so the fastest small CNN measured on CPU",
                 "precision fp32 with channels_last: bf16 autocast was slower for this model on CPU",
                 "0 loader workers: on few cores, workers take CPU from the compute threads"]
-    return dict(model="mobilenetv3_small_100", image_size=64, batch_size=64, max_epochs=40, precision="fp32",
-                channels_last=True, num_workers=0, patience=8)
+    return dict(model="mobilenetv3_small_100", image_size=64, batch_size=64, max_epochs=100, precision="fp32",
+                channels_last=True, num_workers=0, patience=10)
 
 
 def make_plan(spec: CompetitionSpec, hardware: Hardware, budget_seconds: float, seed: int = 0) -> Plan:

@@ -85,12 +85,12 @@ class Supervisor:
             pickle.dump((self.dataset, self.fold_ids), handle, protocol=pickle.HIGHEST_PROTOCOL)
         return path
 
-    def on_result(self, result: FoldResult) -> None:
+    def on_result(self, result: FoldResult, unit: str = "epochs") -> None:
         self.results.append(result)
         level = logging.INFO if result.usable else logging.WARNING
         log.log(level, "fold %d %s%s %s", result.fold, result.status,
-                f" score {result.score:.5f} after {result.epochs} epoch(s)/round(s)" if result.usable else "",
-                result.message)
+                f": {self.spec.metric} {result.score:.5f} after {result.epochs} {unit} in {result.wall_seconds:.0f} s"
+                if result.usable else "", result.message)
         changes: dict = dict(folds=tuple(r.to_json() for r in sorted(self.results, key=lambda r: r.fold)))
         predictions = ensemble(self.results, self.out, self.dataset.classes)
         if predictions is not None:
@@ -111,7 +111,8 @@ class Supervisor:
         def make_task(fold: int, deadline: float) -> FoldTask:
             return FoldTask(fold, plan, str(dataset_path), str(fold_dir(self.out, fold)), deadline)
 
-        run_folds(plan, make_task, self.budget, self.on_result, on_status)
+        unit = "rounds" if plan.engine == "lightgbm" else "epochs"
+        run_folds(plan, make_task, self.budget, lambda r: self.on_result(r, unit), on_status)
         trained = any(r.usable for r in self.results)
         self.update(status="trained" if trained else "baseline", timings=self.mark("training_done"))
 

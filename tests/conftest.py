@@ -55,3 +55,32 @@ def write_spooky(root: Path, rows: int = 600, seed: int = 0) -> Path:
     onehot = pd.DataFrame({"id": test["id"], **{a: (test["author"] == a).astype(int) for a in authors}})
     onehot.to_csv(private / "test.csv", index=False)
     return root
+
+
+def write_nomad(root: Path, rows: int = 800, seed: int = 0) -> Path:
+    """A small nomad2018 (two non-negative regression targets, graded by RMSLE in row order)."""
+    rng = np.random.default_rng(seed)
+    al, ga = rng.random(rows), rng.random(rows)
+    frac = np.column_stack([al, ga, rng.random(rows)])
+    frac /= frac.sum(axis=1, keepdims=True)
+    frame = pd.DataFrame({
+        "id": np.arange(1, rows + 1), "spacegroup": rng.choice([12, 33, 167, 194, 206, 227], rows),
+        "number_of_total_atoms": rng.choice([10, 20, 30, 40, 60, 80], rows),
+        "percent_atom_al": frac[:, 0], "percent_atom_ga": frac[:, 1], "percent_atom_in": frac[:, 2],
+        "lattice_vector_1_ang": rng.uniform(3, 25, rows),
+    })
+    frame["formation_energy_ev_natom"] = np.clip(0.05 + 0.3 * frac[:, 0] * frac[:, 2] + 0.02 * rng.normal(size=rows)
+                                                 + 0.05 * (frame["spacegroup"] == 206), 0, None)
+    frame["bandgap_energy_ev"] = np.clip(1.0 + 3.5 * frac[:, 0] + 1.5 * frac[:, 1] + 0.1 * rng.normal(size=rows),
+                                         0, None)
+    train, test = frame.iloc[: rows * 3 // 4], frame.iloc[rows * 3 // 4:].copy()
+    test["id"] = np.arange(1, len(test) + 1)
+    public, private = root / "prepared" / "public", root / "prepared" / "private"
+    public.mkdir(parents=True), private.mkdir(parents=True)
+    targets = ["formation_energy_ev_natom", "bandgap_energy_ev"]
+    train.to_csv(public / "train.csv", index=False)
+    test.drop(columns=targets).to_csv(public / "test.csv", index=False)
+    test.to_csv(private / "test.csv", index=False)
+    pd.DataFrame({"id": test["id"], targets[0]: 0.1779, targets[1]: 1.8892}).to_csv(
+        public / "sample_submission.csv", index=False)
+    return root

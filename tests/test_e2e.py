@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from conftest import run_cli, write_spooky
+from conftest import run_cli, write_nomad, write_spooky
 from runner.grade import grade
 from runner.spec import load_spec
 
@@ -67,6 +67,13 @@ def test_text_competition_trains_tfidf(tmp_path):
     report, graded, baseline, _ = run_and_grade("spooky", root, tmp_path / "out", 40)
     assert graded.valid_submission and report["plan"]["engine"] == "tfidf_linear"
     assert graded.score < baseline.score - 0.3
+
+
+def test_regression_with_two_targets_and_rmsle(tmp_path):
+    root = write_nomad(tmp_path / "nomad")
+    report, graded, baseline, _ = run_and_grade("nomad2018", root, tmp_path / "out", 40)
+    assert graded.valid_submission and report["plan"]["engine"] == "lightgbm"
+    assert graded.score < baseline.score * 0.6, (graded.score, baseline.score)
 
 
 def test_a_tiny_budget_still_ends_on_time_with_a_valid_submission(spaceship, tmp_path):

@@ -57,7 +57,7 @@ def create_model(plan: Plan, classes: int) -> tuple[torch.nn.Module, str]:
     overlay = dict(file=str(weights)) if weights else None
     model = timm.create_model(plan.model, pretrained=weights is not None, num_classes=classes,
                               pretrained_cfg_overlay=overlay)
-    return model, f"pretrained from {weights}" if weights else "random init (no local weights configured)"
+    return model, f"pretrained: {weights.name}" if weights else "random init"
 
 
 def _loaders(plan: Plan, data: FoldData, cache: str):

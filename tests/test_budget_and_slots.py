@@ -1,0 +1,65 @@
+import os
+import signal
+import subprocess
+import time
+
+import numpy as np
+import pytest
+
+from runner.budget import Budget, parse_duration
+from runner.errors import RunnerError
+from runner.folds import FoldResult, assign_folds
+from runner.slots import _kill, fold_deadline, least_seconds
+
+
+@pytest.mark.parametrize("text, seconds", [("2h", 7200), ("30m", 1800), ("1h30m", 5400), ("90s", 90), ("45", 45),
+                                           ("0.5h", 1800)])
+def test_parse_duration(text, seconds):
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "abc", "2d", "0s", "-5m"])
+def test_bad_durations_name_the_flag(text):
+    with pytest.raises(RunnerError, match="--budget"):
+        parse_duration(text)
+
+
+def test_budget_deadlines_are_absolute():
+    budget = Budget(seconds=100, started=1000.0, cut=0.85)
+    assert budget.deadline == 1100.0 and budget.training_deadline == 1085.0
+
+
+def test_fold_deadline_is_an_equal_share_of_the_window_per_wave():
+    assert fold_deadline(now=0, training_deadline=90, pending=3, slots=1) == 30
+    assert fold_deadline(now=0, training_deadline=90, pending=3, slots=2) == 45  # two waves
+    assert fold_deadline(now=60, training_deadline=90, pending=1, slots=1) == 90
+
+
+def test_least_seconds_comes_from_usable_folds_only():
+    done = FoldResult(0, "completed", startup_seconds=2, min_train_seconds=5, predict_seconds=1)
+    failed = FoldResult(1, "failed", startup_seconds=0.1)
+    assert least_seconds([failed]) is None
+    assert least_seconds([done, failed]) == 8
+
+
+def test_folds_are_stratified_when_every_class_can_be():
+    y = np.array([0] * 30 + [1] * 6)
+    ids = assign_folds(y, classification=True, folds=3, seed=0)
+    assert all(((ids == k) & (y == 1)).sum() == 2 for k in range(3))
+
+
+def test_folds_fall_back_to_plain_kfold_for_rare_classes():
+    y = np.array([0] * 10 + [1])
+    ids = assign_folds(y, classification=True, folds=3, seed=0)
+    assert sorted(np.bincount(ids)) == [3, 4, 4]
+
+
+def test_kill_takes_the_whole_process_group():
+    process = subprocess.Popen(["bash", "-c", "sleep 60 & echo $!; wait"], stdout=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    child = int(process.stdout.readline())
+    _kill(process)
+    time.sleep(0.2)
+    assert process.poll() is not None
+    with pytest.raises(ProcessLookupError):
+        os.kill(child, 0)

@@ -1,0 +1,39 @@
+import json
+
+from runner.hardware import GiB, Gpu, Hardware, available_cpus, cgroup_cpu_quota, probe_hardware
+
+
+def test_cgroup_v2_quota(tmp_path):
+    (tmp_path / "cpu.max").write_text("250000 100000\n")
+    assert cgroup_cpu_quota(tmp_path) == 2.5
+
+
+def test_cgroup_v2_unlimited(tmp_path):
+    (tmp_path / "cpu.max").write_text("max 100000\n")
+    assert cgroup_cpu_quota(tmp_path) is None
+
+
+def test_cgroup_v1_quota(tmp_path):
+    (tmp_path / "cpu").mkdir()
+    (tmp_path / "cpu" / "cpu.cfs_quota_us").write_text("100000")
+    (tmp_path / "cpu" / "cpu.cfs_period_us").write_text("50000")
+    assert cgroup_cpu_quota(tmp_path) == 2.0
+    (tmp_path / "cpu" / "cpu.cfs_quota_us").write_text("-1")
+    assert cgroup_cpu_quota(tmp_path) is None
+
+
+def test_quota_caps_the_affinity_count(tmp_path):
+    (tmp_path / "cpu.max").write_text("100000 100000\n")
+    assert available_cpus(tmp_path) == 1
+
+
+def test_hardware_round_trips_through_json():
+    hardware = Hardware((Gpu("NVIDIA A100-SXM4-40GB", 40 * GiB, 39 * GiB, (8, 0)),), 30, 200 * GiB, 8 * GiB,
+                        500 * GiB)
+    assert Hardware.from_json(json.loads(json.dumps(hardware.to_json()))) == hardware
+    assert hardware.gpus[0].bf16
+
+
+def test_probe_on_this_machine_sees_cpus_and_memory(tmp_path):
+    hardware = probe_hardware(tmp_path)
+    assert hardware.cpus >= 1 and hardware.ram_bytes > GiB and hardware.disk_free_bytes > 0
