@@ -43,18 +43,36 @@ def _grade(args) -> int:
 
 
 def _plan(args) -> int:
+    import tempfile
+
     from runner.console import console, plan_table
     from runner.data import load_dataset
     from runner.hardware import probe_hardware
-    from runner.planner import make_plan
+    from runner.measure import Costs, gather_costs
+    from runner.planner import DataShape, image_candidates, make_plan
+    from runner.profiles import profile
     from runner.spec import load_spec
 
     spec = load_spec(args.competition, Path(args.data))
-    plan = make_plan(spec, probe_hardware(), parse_duration(args.budget))
+    budget = Budget(parse_duration(args.budget), process_start())
+    here = args.hardware is None
+    hardware = probe_hardware() if here else profile(args.hardware)
+    out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="runner-plan-"))
+    out.mkdir(parents=True, exist_ok=True)
+    dataset = load_dataset(spec, Path(args.data), out / "work")
+    features = dataset.train.shape[1] if hasattr(dataset.train, "shape") else 0
+    data = DataShape(len(dataset.y), len(dataset.test), features, len(dataset.classes or ()))
+    costs = Costs()
+    if spec.task == "image":
+        # GPUs: measured when planning for this machine, else estimated from memory and FLOPs; CPUs: timed here
+        timed = here or not hardware.gpus
+        device = "cuda" if hardware.gpus and here else "cpu"
+        costs = gather_costs(image_candidates(hardware), device, max(2, data.classes), probe_hardware().cpus,
+                             min(120.0, max(10.0, 0.05 * budget.seconds)), timed, out)
+    plan = make_plan(spec, hardware, budget.seconds * budget.cut, data, costs)
     console.print(plan_table(plan))
     if args.out:
-        Path(args.out).mkdir(parents=True, exist_ok=True)
-        plan.save(Path(args.out) / "plan.json")
+        plan.save(out / "plan.json")
     return 0
 
 
@@ -104,7 +122,9 @@ def parser() -> argparse.ArgumentParser:
     plan.add_argument("competition")
     plan.add_argument("--data", required=True)
     plan.add_argument("--budget", required=True)
-    plan.add_argument("--out")
+    plan.add_argument("--out", help="write plan.json (and the measured costs) here")
+    plan.add_argument("--hardware", help="plan for a named machine instead of this one: cpu, a10-24gb, l4-24gb, "
+                      "a100-40gb, a100-80gb, h100-80gb, h200-141gb")
     plan.set_defaults(func=_plan)
     demo_data = sub.add_parser("demo-data", help="write a synthetic competition in the MLE-bench layout")
     demo_data.add_argument("competition")

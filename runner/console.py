@@ -36,7 +36,7 @@ def plan_table(plan: Plan) -> Table:
     table.add_column("value")
     for key, value in plan.to_json().items():
         if key != "reasons" and value not in (None, 0, "", False):
-            table.add_row(key, str(value))
+            table.add_row(key, f"{value / 2**30:.2f} GiB" if key.endswith("_bytes") else str(value))
     for reason in plan.reasons:
         table.add_row("why", reason)
     return table

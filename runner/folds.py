@@ -21,6 +21,7 @@ class FoldTask:
     dataset: str  # pickle written by the supervisor: (Dataset, fold id per train row)
     out_dir: str
     deadline: float  # time.monotonic() by which training AND test prediction are done
+    gpu: int | None = None  # index of the GPU this fold runs on (CUDA_VISIBLE_DEVICES)
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)

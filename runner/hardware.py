@@ -22,6 +22,7 @@ class Gpu:
     memory_bytes: int
     free_bytes: int
     compute_capability: tuple[int, int]
+    bf16_tflops: float = 0.0  # dense bf16 tensor throughput from the spec sheet (0: unknown)
 
     @property
     def bf16(self) -> bool:
@@ -41,8 +42,8 @@ class Hardware:
 
     @classmethod
     def from_json(cls, data: dict) -> "Hardware":
-        gpus = tuple(Gpu(g["name"], g["memory_bytes"], g["free_bytes"], tuple(g["compute_capability"]))
-                     for g in data["gpus"])
+        gpus = tuple(Gpu(g["name"], g["memory_bytes"], g["free_bytes"], tuple(g["compute_capability"]),
+                         g.get("bf16_tflops", 0.0)) for g in data["gpus"])
         return cls(gpus, data["cpus"], data["ram_bytes"], data["shm_bytes"], data["disk_free_bytes"])
 
 

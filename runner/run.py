@@ -19,12 +19,14 @@ from runner.data import Dataset, load_dataset, read_sample, value_columns
 from runner.errors import InputError, InvalidSubmissionError
 from runner.folds import FoldResult, FoldTask, assign_folds
 from runner.hardware import Hardware, probe_hardware
-from runner.planner import Plan, make_plan
+from runner.measure import Costs, gather_costs
+from runner.planner import CPU_CANDIDATES, GPU_CANDIDATES, DataShape, Plan, image_candidates, make_plan
 from runner.predict import cv_scores, ensemble, fold_dir
 from runner.report import RunReport
 from runner.slots import run_folds
 from runner.spec import CompetitionSpec, load_spec
 from runner.submission import Predictions, build_submission, prior_predictions, publish, sample_baseline
+from runner.weights import find_weights
 
 log = logging.getLogger("runner")
 
@@ -71,6 +73,21 @@ class Supervisor:
         self.update(submission_source=self.prior.source, warnings=tuple(self.dataset.warnings),
                     timings=self.mark("data_loaded"))
 
+    def data_shape(self) -> DataShape:
+        features = self.dataset.train.shape[1] if hasattr(self.dataset.train, "shape") else 0
+        return DataShape(len(self.dataset.y), len(self.sample), features, len(self.dataset.classes or ()))
+
+    def make_plan(self, hardware: Hardware) -> Plan:
+        """Measure what needs measuring on this machine (image models: a few real steps each, within 5% of the
+        budget), then plan the training window that is left."""
+        data, costs = self.data_shape(), Costs()
+        if self.spec.task == "image":
+            seconds = min(120.0, max(5.0, 0.05 * self.budget.seconds))
+            costs = gather_costs(image_candidates(hardware), "cuda" if hardware.gpus else "cpu", max(2, data.classes),
+                                 hardware.cpus, seconds, True, self.out)
+        pretrained = frozenset(m for m, _ in GPU_CANDIDATES + CPU_CANDIDATES if find_weights(m))
+        return make_plan(self.spec, hardware, self.budget.training_left(), data, costs, pretrained)
+
     def prepare_folds(self, plan: Plan, hardware: Hardware) -> Path:
         if plan.engine == "timm":
             from runner.images import prepare_images  # PIL work only where images are trained
@@ -108,8 +125,8 @@ class Supervisor:
     def train(self, plan: Plan, hardware: Hardware, on_status=lambda _: None) -> None:
         dataset_path = self.prepare_folds(plan, hardware)
 
-        def make_task(fold: int, deadline: float) -> FoldTask:
-            return FoldTask(fold, plan, str(dataset_path), str(fold_dir(self.out, fold)), deadline)
+        def make_task(fold: int, deadline: float, gpu: int | None) -> FoldTask:
+            return FoldTask(fold, plan, str(dataset_path), str(fold_dir(self.out, fold)), deadline, gpu)
 
         unit = "rounds" if plan.engine == "lightgbm" else "epochs"
         run_folds(plan, make_task, self.budget, lambda r: self.on_result(r, unit), on_status)
@@ -131,7 +148,7 @@ def run_competition(name: str, data_dir: Path, budget: Budget, out_dir: Path, ha
     except InputError as exc:
         supervisor.update(status="error", error=str(exc))
         return supervisor.report
-    plan = make_plan(spec, hardware, budget.seconds)
+    plan = supervisor.make_plan(hardware)
     plan.save(Path(out_dir) / "plan.json")
     supervisor.update(plan=plan.to_json(), timings=supervisor.mark("planned"))
     on_plan(plan)

@@ -53,7 +53,10 @@ def _launch(task: FoldTask) -> Running:
     task_path, log = out / "task.json", out / "fold.log"
     task_path.write_text(json.dumps(task.to_json(), indent=2))
     threads = str(task.plan.threads)
-    env = {**os.environ, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads, "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads, "PYTHONUNBUFFERED": "1",
+           "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}  # less fragmentation when batches vary
+    if task.gpu is not None:
+        env["CUDA_VISIBLE_DEVICES"] = str(task.gpu)
     with open(log, "w") as handle:
         # own session: the whole group (loader workers included) can be killed at once
         process = subprocess.Popen([sys.executable, "-m", "runner.fold_worker", str(task_path)], stdout=handle,
@@ -87,7 +90,16 @@ def _collect(running: Running, killed: bool) -> FoldResult:
     return FoldResult(running.task.fold, "failed", message=f"{why}: {_last_line(running.log)}")
 
 
-def run_folds(plan: Plan, make_task: Callable[[int, float], FoldTask], budget: Budget,
+def free_gpu(plan: Plan, running: list[Running]) -> int | None:
+    """The GPU running the fewest folds (None on CPU plans)."""
+    if plan.device != "cuda" or not plan.slots_per_gpu:
+        return None
+    gpus = max(1, plan.slots // plan.slots_per_gpu)
+    load = [sum(1 for r in running if r.task.gpu == g) for g in range(gpus)]
+    return load.index(min(load))
+
+
+def run_folds(plan: Plan, make_task: Callable[[int, float, int | None], FoldTask], budget: Budget,
               on_result: Callable[[FoldResult], None],
               on_status: Callable[[str], None] = lambda _: None) -> list[FoldResult]:
     """Run plan.folds folds, plan.slots at a time; `on_result` sees each result as it arrives."""
@@ -111,7 +123,7 @@ def run_folds(plan: Plan, make_task: Callable[[int, float], FoldTask], budget: B
                                                                   f"{max(0.0, deadline - now):.0f} s left"))
                     pending = []
                     break
-                running.append(_launch(make_task(pending.pop(0), deadline)))
+                running.append(_launch(make_task(pending.pop(0), deadline, free_gpu(plan, running))))
             for item in list(running):
                 alive = item.process.poll() is None
                 kill_at = min(item.task.deadline + GRACE_SECONDS, budget.deadline - FINAL_SECONDS)

@@ -5,7 +5,7 @@ Precision is decided once (autocast context + GradScaler enabled only for fp16),
 from __future__ import annotations
 
 import contextlib
-import os
+import dataclasses
 import time
 from pathlib import Path
 
@@ -21,9 +21,9 @@ from runner import metrics
 from runner.atomic import replacing
 from runner.engines import DeadlineReached, EngineResult, FoldData
 from runner.planner import Plan
+from runner.weights import find_weights
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
-WEIGHT_SUFFIXES = (".safetensors", ".pth", ".bin")
 
 
 class CachedImages(torch.utils.data.Dataset):
@@ -43,15 +43,6 @@ class CachedImages(torch.utils.data.Dataset):
         return image, (int(self.labels[i]) if self.labels is not None else -1)
 
 
-def find_weights(model: str) -> Path | None:
-    """Local pretrained weights `<model>.safetensors|.pth|.bin` under $RUNNER_WEIGHTS_DIR (never a model hub)."""
-    folder = os.environ.get("RUNNER_WEIGHTS_DIR")
-    if not folder:
-        return None
-    return next((Path(folder) / f"{model}{s}" for s in WEIGHT_SUFFIXES if (Path(folder) / f"{model}{s}").is_file()),
-                None)
-
-
 def create_model(plan: Plan, classes: int) -> tuple[torch.nn.Module, str]:
     weights = find_weights(plan.model)
     overlay = dict(file=str(weights)) if weights else None
@@ -64,8 +55,8 @@ def _loaders(plan: Plan, data: FoldData, cache: str):
     size = plan.image_size
     train_tf = v2.Compose([v2.RandomResizedCrop(size, scale=(0.35, 1.0), antialias=True), v2.RandomHorizontalFlip()])
     eval_tf = v2.Compose([v2.Resize(size, antialias=True), v2.CenterCrop(size)])
-    common = dict(batch_size=plan.batch_size, num_workers=plan.num_workers, pin_memory=plan.device == "cuda",
-                  persistent_workers=plan.num_workers > 0)
+    common = dict(batch_size=plan.batch_size, num_workers=plan.num_workers, pin_memory=plan.pin_memory,
+                  persistent_workers=plan.num_workers > 0, prefetch_factor=plan.prefetch_factor)
     train = DataLoader(CachedImages(cache, data.x_train, data.y_train, train_tf), shuffle=True, drop_last=True,
                        **common)
     val = DataLoader(CachedImages(cache, data.x_val, data.y_val, eval_tf), shuffle=False, **common)
@@ -76,12 +67,13 @@ def _loaders(plan: Plan, data: FoldData, cache: str):
 class Trainer:
     """One fold's model, optimiser and precision settings."""
 
-    def __init__(self, plan: Plan, data: FoldData):
+    def __init__(self, plan: Plan, data: FoldData | None, classes: int | None = None):
         self.plan, self.data = plan, data
         self.device = torch.device(plan.device)
-        model, self.init = create_model(plan, data.n_outputs)
+        model, self.init = create_model(plan, classes or data.n_outputs)
         self.memory_format = torch.channels_last if plan.channels_last else torch.contiguous_format
         self.model = model.to(self.device, memory_format=self.memory_format)
+        self.forward = torch.compile(self.model) if plan.compile else self.model
         config = timm.data.resolve_data_config({}, model=model)
         self.mean = torch.tensor(config["mean"], device=self.device).view(1, 3, 1, 1) * 255
         self.std = torch.tensor(config["std"], device=self.device).view(1, 3, 1, 1) * 255
@@ -100,17 +92,19 @@ class Trainer:
     def train_epoch(self, loader: DataLoader, stop_at: float) -> bool:
         """One epoch; False when `stop_at` arrived before it ended (the epoch then does not count)."""
         self.model.train()
-        for images, labels in loader:
+        accumulate = self.plan.accumulation
+        for step, (images, labels) in enumerate(loader, start=1):
             if time.monotonic() > stop_at:
                 return False
             with self.autocast:
-                loss = F.cross_entropy(self.model(self._inputs(images)), labels.to(self.device, non_blocking=True))
-            self.optimizer.zero_grad(set_to_none=True)
-            self.scaler.scale(loss).backward()
-            self.scaler.step(self.optimizer)
-            self.scaler.update()
-            if self.scheduler is not None:
-                self.scheduler.step()
+                loss = F.cross_entropy(self.forward(self._inputs(images)), labels.to(self.device, non_blocking=True))
+            self.scaler.scale(loss / accumulate).backward()
+            if step % accumulate == 0 or step == len(loader):
+                self.scaler.step(self.optimizer)
+                self.scaler.update()
+                self.optimizer.zero_grad(set_to_none=True)
+                if self.scheduler is not None:
+                    self.scheduler.step()
         return True
 
     @torch.inference_mode()
@@ -119,7 +113,7 @@ class Trainer:
         out = []
         for images, _ in loader:
             with self.autocast:
-                logits = self.model(self._inputs(images))
+                logits = self.forward(self._inputs(images))
             out.append(torch.softmax(logits.double(), dim=1).cpu().numpy())
         return np.concatenate(out)
 
@@ -136,9 +130,51 @@ class Trainer:
         self.model.load_state_dict(torch.load(path, map_location=self.device)["state_dict"])
 
 
+def _warm_peak(plan: Plan, classes: int) -> callable:
+    """warm_peak(batch): bytes a fresh model holds on the GPU in training steps 3-4 at that batch (the first steps
+    of cudnn.benchmark and compile peak far higher), plus the CUDA runtime the allocator never sees."""
+    from runner.memory import CUDA_RUNTIME_BYTES
+
+    def warm_peak(batch: int) -> int:
+        probe = Trainer(dataclasses.replace(plan, batch_size=batch), None, classes)
+        x = torch.randint(0, 255, (batch, 3, plan.image_size, plan.image_size), dtype=torch.uint8)
+        y = torch.randint(0, classes, (batch,))
+        try:
+            for step in range(4):
+                if step == 2:
+                    torch.cuda.synchronize()
+                    torch.cuda.reset_peak_memory_stats()
+                probe.train_epoch([(x, y)], stop_at=float("inf"))
+            torch.cuda.synchronize()
+            return torch.cuda.max_memory_reserved() + CUDA_RUNTIME_BYTES
+        finally:
+            del probe
+            torch.cuda.empty_cache()
+
+    return warm_peak
+
+
+def confirm_batch(plan: Plan, classes: int) -> tuple[Plan, str]:
+    """On a GPU, move the planned batch towards the target share of memory by real steps (backing off on OOM)."""
+    if plan.device != "cuda":
+        return plan, ""
+    from runner.memory import probe_batch
+
+    slots = max(1, plan.slots_per_gpu)
+    if slots > 1:  # free memory seen by one process is not reserved for it
+        torch.cuda.set_per_process_memory_fraction(0.95 / slots)
+    device_bytes = torch.cuda.get_device_properties(0).total_memory // slots
+    result = probe_batch(_warm_peak(plan, classes), plan.batch_size, device_bytes, target=0.8)
+    note = f"batch {result.batch} probed: warm peak {result.fraction:.0%} of its share of GPU memory " \
+           f"(tried {list(result.tried)})"
+    return dataclasses.replace(plan, batch_size=result.batch), note
+
+
 def train(plan: Plan, data: FoldData, out_dir: Path, deadline: float) -> EngineResult:
     torch.set_num_threads(plan.threads)
     torch.manual_seed(plan.seed)
+    torch.backends.cudnn.benchmark = True  # fixed shapes: pick the fastest kernels once
+    plan, probed = confirm_batch(plan, data.n_outputs)
     trainer = Trainer(plan, data)
     train_loader, val_loader, test_loader = _loaders(plan, data, data.image_cache)
     metric, checkpoint = data.spec.metric, out_dir / "model.pt"
@@ -165,7 +201,7 @@ def train(plan: Plan, data: FoldData, out_dir: Path, deadline: float) -> EngineR
         if epoch == 0:  # fit the schedule to the time left
             fit = int((deadline - time.monotonic() - reserve) // mean_epoch)
             epochs_planned = max(1, min(plan.max_epochs, 1 + fit))
-            trainer.schedule((epochs_planned - 1) * len(train_loader))
+            trainer.schedule((epochs_planned - 1) * -(-len(train_loader) // plan.accumulation))
         if time.monotonic() + mean_epoch + reserve > deadline:
             stopped = epoch + 1 < epochs_planned
             break
@@ -181,4 +217,4 @@ def train(plan: Plan, data: FoldData, out_dir: Path, deadline: float) -> EngineR
                         epoch_seconds=float(np.mean(epoch_times)), min_train_seconds=float(np.mean(epoch_times)),
                         train_seconds=train_seconds,
                         predict_seconds=time.monotonic() - t0, stopped_by_deadline=stopped,
-                        message=trainer.init)
+                        message="; ".join(m for m in (trainer.init, probed) if m))

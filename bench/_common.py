@@ -1,0 +1,20 @@
+"""Shared by the benchmarks: where results go and how they are written."""
+from __future__ import annotations
+
+import json
+import platform
+import time
+from pathlib import Path
+
+import torch
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def save(name: str, rows: list[dict], **summary) -> Path:
+    RESULTS.mkdir(exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    data = dict(benchmark=name, machine=platform.processor() or platform.machine(), torch=torch.__version__,
+                threads=torch.get_num_threads(), date=time.strftime("%Y-%m-%d"), **summary, rows=rows)
+    path.write_text(json.dumps(data, indent=2))
+    return path

@@ -1,0 +1,74 @@
+"""Memory estimate against the measured training peak on CPU: 3 timm models x 2 batch sizes.
+
+Measured peak: in a fresh process, the resident-set high-water mark over three AdamW training steps minus the
+resident set before the model was built. Estimate: runner.memory.estimate_memory (saved-tensor hooks at batch 2
+and 4, parameters x 16 bytes), plus one runtime constant for what any CPU process adds on its first training step
+(oneDNN primitives, thread pools): measured once with a one-layer network, the way the CUDA context is a constant
+on a GPU. Nothing is calibrated per model.
+
+    python bench/memory.py
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from _common import save
+
+MODELS = ("resnet18", "mobilenetv3_small_100", "efficientnet_b0")
+IMAGE_SIZE, BATCHES, PRECISION = 160, (16, 64), "fp32"
+CHILD = r"""
+import json, os, resource, sys
+import torch, timm
+torch.set_num_threads(2)
+name, size, batch = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+def rss(): return int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+before = rss()
+if name == "one-layer":  # for the runtime constant: almost no parameters or activations of its own
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(),
+                                torch.nn.Linear(4, 120)).to(memory_format=torch.channels_last)
+else:
+    model = timm.create_model(name, num_classes=120).to(memory_format=torch.channels_last)
+optimizer = torch.optim.AdamW(model.parameters())
+x = torch.randn(batch, 3, size, size).contiguous(memory_format=torch.channels_last)
+y = torch.randint(0, 120, (batch,))
+for _ in range(3):
+    torch.nn.functional.cross_entropy(model(x), y).backward()
+    optimizer.step(); optimizer.zero_grad(set_to_none=True)
+print(json.dumps(dict(peak=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - before)))
+"""
+
+
+def measured_peak(model: str, batch: int) -> int:
+    out = subprocess.run([sys.executable, "-c", CHILD, model, str(IMAGE_SIZE), str(batch)], capture_output=True,
+                         text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])["peak"]
+
+
+def main() -> None:
+    from runner.memory import estimate_memory
+
+    rows = []
+    runtime = measured_peak("one-layer", 1)
+    print(f"CPU runtime constant: {runtime / 2**20:.0f} MiB", flush=True)
+    for model in MODELS:
+        estimate = estimate_memory(model, IMAGE_SIZE, PRECISION, classes=120).on_device(runtime)
+        for batch in BATCHES:
+            peak = measured_peak(model, batch)
+            predicted = estimate.total(batch)
+            row = dict(model=model, image_size=IMAGE_SIZE, batch=batch, precision=PRECISION,
+                       estimate_mib=round(predicted / 2**20), measured_mib=round(peak / 2**20),
+                       runtime_mib=round(estimate.runtime_bytes / 2**20),
+                       per_sample_mib=round(estimate.per_sample_bytes / 2**20, 2),
+                       error_pct=round(100 * (predicted - peak) / peak, 1))
+            rows.append(row)
+            print(f"{model:24s} batch {batch:3d}: estimate {row['estimate_mib']:5d} MiB, measured "
+                  f"{row['measured_mib']:5d} MiB, error {row['error_pct']:+.1f}%", flush=True)
+    worst = max(abs(r["error_pct"]) for r in rows)
+    path = save("memory", rows, worst_error_pct=worst, goal_pct=15, runtime_mib=round(runtime / 2**20))
+    print(f"worst error {worst:.1f}% (goal: within 15%); written {path}")
+
+
+if __name__ == "__main__":
+    main()

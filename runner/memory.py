@@ -1,0 +1,166 @@
+"""Training memory of a timm model: estimated without a GPU, then confirmed on one by probing.
+
+Estimate (bytes) for batch B:
+    parameters x (4 weights + 4 gradients + 8 AdamW moments)
+  + fixed saved tensors (not growing with B; e.g. weights cast to bf16 under autocast)
+  + B x (tensors saved for backward per sample + 2 x the largest of them, for the gradient buffers alive while
+         that layer runs backward)
+  + runtime (a CUDA context and library workspaces, which a caching allocator never sees)
+Saved tensors are counted with autograd's saved-tensor hooks on a CPU forward pass at batch 2 and 4, so the
+per-sample slope and the fixed part come out of two measurements, for any model, without a GPU.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Callable
+
+GiB = 1024**3
+CUDA_RUNTIME_BYTES = 600 * 1024**2  # CUDA context + cuBLAS/cuDNN handles: outside torch's allocator
+BYTES_PER_PARAMETER = 16  # fp32 weight, fp32 gradient, two fp32 AdamW moments
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    model: str
+    image_size: int
+    precision: str
+    parameters: int
+    fixed_bytes: int
+    per_sample_bytes: int
+    runtime_bytes: int = 0
+
+    def total(self, batch: int) -> int:
+        return (self.parameters * BYTES_PER_PARAMETER + self.fixed_bytes + batch * self.per_sample_bytes
+                + self.runtime_bytes)
+
+    def largest_batch(self, budget_bytes: float) -> int:
+        """Largest batch whose estimate fits `budget_bytes` (0 when not even the model fits)."""
+        free = budget_bytes - self.total(0)
+        return max(0, int(free // max(1, self.per_sample_bytes)))
+
+    def on_device(self, runtime_bytes: int) -> "MemoryEstimate":
+        return dataclasses.replace(self, runtime_bytes=runtime_bytes)
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def saved_tensor_bytes(model, batch: int, image_size: int, precision: str, channels_last: bool) -> tuple[int, int]:
+    """(total, largest) bytes of the tensors autograd saves for backward in one forward pass on CPU, parameters
+    excluded (they are counted once, not per sample)."""
+    import torch
+
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    seen: dict[int, int] = {}
+
+    def pack(tensor):
+        storage = tensor.untyped_storage()
+        if storage.data_ptr() not in params and tensor.device.type != "meta":
+            seen[storage.data_ptr()] = storage.nbytes()
+        return tensor
+
+    x = torch.randn(batch, 3, image_size, image_size)
+    if channels_last:
+        x = x.contiguous(memory_format=torch.channels_last)
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.bfloat16}.get(precision)  # fp16 and bf16 save the same bytes
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), \
+            torch.autocast("cpu", dtype=dtype or torch.bfloat16, enabled=dtype is not None):
+        model(x)
+    return sum(seen.values()), max(seen.values(), default=0)
+
+
+def estimate_memory(model_name: str, image_size: int, precision: str, classes: int, channels_last: bool = True,
+                    runtime_bytes: int = 0) -> MemoryEstimate:
+    """The estimate for a timm model, measured on CPU (no GPU and no weights needed)."""
+    import timm
+    import torch
+
+    model = timm.create_model(model_name, num_classes=classes)
+    if channels_last:
+        model = model.to(memory_format=torch.channels_last)
+    model.train()
+    small, small_largest = saved_tensor_bytes(model, 2, image_size, precision, channels_last)
+    large, large_largest = saved_tensor_bytes(model, 4, image_size, precision, channels_last)
+    per_sample = (large - small) // 2
+    transient = 2 * (large_largest // 4)
+    parameters = sum(p.numel() for p in model.parameters())
+    return MemoryEstimate(model_name, image_size, precision, parameters, fixed_bytes=max(0, small - 2 * per_sample),
+                          per_sample_bytes=per_sample + transient, runtime_bytes=runtime_bytes)
+
+
+# --- probing on a real device ------------------------------------------------------------------------------
+
+class IllegalMemoryAccess(RuntimeError):
+    """The CUDA context is broken: no retry in this process can help."""
+
+
+def is_oom(exc: BaseException) -> bool:
+    text = str(exc)
+    return (type(exc).__name__ == "OutOfMemoryError" or "out of memory" in text.lower()
+            or "CUDNN_STATUS_NOT_SUPPORTED" in text or "DefaultCPUAllocator: can't allocate" in text)
+
+
+def is_illegal_access(exc: BaseException) -> bool:
+    return "illegal memory access" in str(exc).lower()
+
+
+def decay_batch_step(batch: int) -> int:
+    """Next smaller batch, stepping between powers of two: 256 -> 192 -> 128 -> 96 -> 64 ... -> 2 -> 1 -> 0."""
+    if batch <= 1:
+        return 0
+    power = 1 << (batch.bit_length() - 1)
+    if batch == power:
+        return power * 3 // 4 if power >= 4 else power // 2
+    return power
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    batch: int
+    peak_bytes: int
+    fraction: float  # peak / device memory
+    tried: tuple[tuple[int, int | None], ...]  # (batch, warm peak or None for OOM)
+
+
+def probe_batch(warm_peak: Callable[[int], int], start: int, device_bytes: int, target: float = 0.8,
+                max_batch: int = 1024, tries: int = 6) -> ProbeResult:
+    """Find a batch whose measured warm peak is near `target` of the device's memory.
+
+    `warm_peak(batch)` runs a few real steps under the final settings and returns the peak bytes of the last
+    ones (the first steps of cudnn.benchmark or compile peak far higher). An OOM steps the batch down; an
+    illegal memory access is raised at once."""
+    batch, tried, ceiling = max(1, start), [], max_batch + 1
+    best: tuple[int, int] | None = None
+    for _ in range(tries):
+        try:
+            peak = warm_peak(batch)
+        except Exception as exc:
+            if is_illegal_access(exc):
+                raise IllegalMemoryAccess(str(exc)) from exc
+            if not is_oom(exc):
+                raise
+            tried.append((batch, None))
+            ceiling = min(ceiling, batch)
+            batch = decay_batch_step(batch)
+            if batch == 0:
+                raise
+            continue
+        tried.append((batch, peak))
+        if peak <= target * device_bytes and (best is None or batch > best[0]):
+            best = (batch, peak)
+        fraction = peak / device_bytes
+        if abs(fraction - target) <= 0.1 or (fraction < target and batch >= min(max_batch, ceiling - 1)):
+            break
+        # linear in batch: the next guess aims at the target, staying below any batch that ran out of memory
+        per_sample = peak / batch
+        guess = int(target * device_bytes / per_sample)
+        guess = min(guess, ceiling - 1, max_batch)
+        if fraction > target + 0.1:
+            guess = min(guess, decay_batch_step(batch))
+        if guess == batch or guess < 1:
+            break
+        batch = guess
+    if best is None:
+        raise RuntimeError(f"no batch fitted in {target:.0%} of device memory; tried {tried}")
+    return ProbeResult(best[0], best[1], best[1] / device_bytes, tuple(tried))

@@ -1,0 +1,80 @@
+"""Memory estimates on CPU, and the GPU batch probe driven by injected out-of-memory failures."""
+import pytest
+
+from runner.memory import (IllegalMemoryAccess, MemoryEstimate, decay_batch_step, estimate_memory, is_oom,
+                           probe_batch)
+
+
+class FakeOOM(RuntimeError):
+    """What torch raises: the message is what is recognised."""
+
+    def __init__(self):
+        super().__init__("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+
+def gpu(per_sample=100, fixed=1000, oom_above=None, calls=None):
+    """A device where a batch needs fixed + batch x per_sample bytes, and batches above `oom_above` fail."""
+    def warm_peak(batch):
+        if calls is not None:
+            calls.append(batch)
+        if oom_above is not None and batch > oom_above:
+            raise FakeOOM()
+        return fixed + batch * per_sample
+    return warm_peak
+
+
+def test_decay_steps_between_powers_of_two():
+    sequence, batch = [], 256
+    while batch:
+        sequence.append(batch)
+        batch = decay_batch_step(batch)
+    assert sequence == [256, 192, 128, 96, 64, 48, 32, 24, 16, 12, 8, 6, 4, 3, 2, 1]
+
+
+def test_probe_grows_towards_the_target_fraction():
+    result = probe_batch(gpu(), start=8, device_bytes=100_000, target=0.8)
+    assert 0.7 <= result.fraction <= 0.8 and result.batch > 8
+
+
+def test_probe_backs_off_after_an_injected_oom():
+    calls = []
+    result = probe_batch(gpu(oom_above=300, calls=calls), start=512, device_bytes=100_000, target=0.8)
+    assert result.batch <= 300 and calls[0] == 512
+    assert (512, None) in result.tried and result.peak_bytes == 1000 + result.batch * 100
+
+
+def test_probe_never_grows_past_a_batch_that_failed():
+    calls = []
+    result = probe_batch(gpu(oom_above=100, calls=calls), start=64, device_bytes=1_000_000, target=0.8)
+    assert result.batch <= 100 and all(b <= 100 for b, peak in result.tried if peak is not None)
+
+
+def test_illegal_memory_access_is_not_retried():
+    calls = []
+
+    def broken(batch):
+        calls.append(batch)
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+    with pytest.raises(IllegalMemoryAccess):
+        probe_batch(broken, start=64, device_bytes=10**9)
+    assert calls == [64]
+
+
+def test_oom_messages_are_recognised():
+    assert is_oom(FakeOOM()) and is_oom(RuntimeError("DefaultCPUAllocator: can't allocate memory"))
+    assert not is_oom(ValueError("shapes do not match"))
+
+
+def test_estimate_is_linear_in_batch_and_grows_with_resolution():
+    small = estimate_memory("resnet18", 64, "fp32", classes=10)
+    large = estimate_memory("resnet18", 128, "fp32", classes=10)
+    assert small.total(32) - small.total(16) == 16 * small.per_sample_bytes
+    assert 3.0 < large.per_sample_bytes / small.per_sample_bytes < 5.0  # activations scale with pixels
+    assert 11e6 < small.parameters < 12e6
+    assert small.largest_batch(small.total(40)) == 40
+
+
+def test_estimate_round_trips_through_json():
+    estimate = MemoryEstimate("m", 224, "bf16", 10, 20, 30, 40)
+    assert MemoryEstimate(**estimate.to_json()) == estimate

@@ -1,0 +1,122 @@
+"""The planner on hardware we are not on: Hardware values and hand-made costs, no GPU needed."""
+import json
+
+import pytest
+
+from runner.errors import RunnerError
+from runner.hardware import GiB
+from runner.measure import Candidate, Costs, Throughput
+from runner.memory import MemoryEstimate
+from runner.planner import CPU_CANDIDATES, GPU_CANDIDATES, DataShape, Plan, image_candidates, make_plan
+from runner.profiles import PROFILES, profile
+from runner.spec import load_spec
+
+DOG = load_spec("dog-breed")
+DOG_DATA = DataShape(n_train=9199, n_test=1023, classes=120)
+# per-sample activation bytes at 224 px in bf16, roughly what estimate_memory reports for these models
+PER_SAMPLE = {"convnext_small": 190e6, "convnext_tiny": 130e6, "efficientnet_b0": 110e6, "resnet18": 30e6}
+PARAMS = {"convnext_small": 50e6, "convnext_tiny": 28e6, "efficientnet_b0": 5.3e6, "resnet18": 11.7e6}
+GFLOPS = {"convnext_small": 8.7e9, "convnext_tiny": 4.5e9, "efficientnet_b0": 0.4e9, "resnet18": 1.8e9}
+
+
+def gpu_costs(precision="bf16"):
+    memory = tuple(MemoryEstimate(m, s, precision, int(PARAMS[m]), 0, int(PER_SAMPLE[m] * (s / 224) ** 2))
+                   for m, s in GPU_CANDIDATES)
+    flops = {f"{m}@{s}": int(2 * GFLOPS[m] * (s / 224) ** 2) for m, s in GPU_CANDIDATES}
+    return Costs(memory=memory, flops=flops)
+
+
+def cpu_costs(img_per_s: dict):
+    """Throughput on a CPU: {(model, size, precision): training images per second}."""
+    return Costs(throughput=tuple(
+        Throughput(Candidate(m, s, p, 32), "cpu", 1 / rate, 1 / (3 * rate)) for (m, s, p), rate in img_per_s.items()))
+
+
+def plan_on(name, window=3600, data=DOG_DATA, costs=None, spec=DOG):
+    return make_plan(spec, profile(name), window, data, costs or gpu_costs())
+
+
+def test_every_profile_parses_and_unknown_ones_are_named():
+    assert set(PROFILES) >= {"cpu", "a10-24gb", "l4-24gb", "a100-40gb", "a100-80gb", "h100-80gb", "h200-141gb"}
+    assert profile("A100-40GB").gpus[0].memory_bytes == 40 * GiB
+    assert profile("cpu").gpus == ()
+    with pytest.raises(RunnerError, match="v100"):
+        profile("v100")
+
+
+def test_more_gpu_memory_gives_a_larger_batch_or_more_slots():
+    a10, a100, h100 = (plan_on(p) for p in ("a10-24gb", "a100-40gb", "h100-80gb"))
+    for small, large in ((a10, a100), (a100, h100)):
+        assert (large.batch_size, large.slots_per_gpu) > (small.batch_size, small.slots_per_gpu) or \
+            large.batch_size * large.slots_per_gpu > small.batch_size * small.slots_per_gpu
+    for plan in (a10, a100, h100):
+        assert plan.device == "cuda" and plan.model == "convnext_small"
+        assert 0.5 <= plan.gpu_memory_fraction <= 0.9, plan.gpu_memory_fraction
+        assert plan.precision == "bf16" and plan.channels_last and plan.num_workers >= 1 and plan.pin_memory
+
+
+def test_a_memory_bound_batch_accumulates_gradients():
+    hungry = Costs(memory=tuple(MemoryEstimate(m, s, "bf16", int(PARAMS[m]), 0, int(2e9)) for m, s in GPU_CANDIDATES),
+                   flops=gpu_costs().flops)
+    plan = plan_on("a10-24gb", costs=hungry)
+    assert plan.batch_size < 64 and plan.batch_size * plan.accumulation >= 64
+    assert any("accumulation" in r for r in plan.reasons)
+
+
+def test_gpu_without_bf16_plans_fp16():
+    plan = make_plan(DOG, profile("a10-24gb").__class__(
+        (profile("a10-24gb").gpus[0].__class__("Tesla T4", 16 * GiB, 16 * GiB, (7, 5), 65.0),), 8, 32 * GiB,
+        8 * GiB, 100 * GiB), 3600, DOG_DATA, gpu_costs("fp16"))
+    assert plan.precision == "fp16"
+
+
+def test_cpu_only_plans_a_small_model_in_cpu_slots():
+    rates = {("mobilenetv3_small_100", 64, "fp32"): 900, ("mobilenetv3_small_100", 64, "bf16"): 450,
+             ("mobilenetv3_small_100", 96, "fp32"): 600, ("resnet18", 96, "bf16"): 200, ("resnet18", 96, "fp32"): 90}
+    plan = make_plan(DOG, profile("cpu"), 1800, DataShape(960, 240, classes=120), cpu_costs(rates))
+    assert plan.device == "cpu" and (plan.model, plan.image_size) in CPU_CANDIDATES
+    assert plan.slots_per_gpu == 0 and plan.slots * plan.threads <= profile("cpu").cpus
+    assert plan.num_workers == 0 and plan.gpu_memory_fraction == 0
+    assert plan.precision == "bf16" if plan.model == "resnet18" else "fp32"  # the faster measured one
+
+
+def test_a_tiny_budget_plans_fewer_folds_and_a_cheaper_model():
+    rates = {("mobilenetv3_small_100", 64, "fp32"): 900, ("mobilenetv3_small_100", 96, "fp32"): 600,
+             ("resnet18", 96, "bf16"): 200}
+    data = DataShape(960, 240, classes=120)
+    roomy = make_plan(DOG, profile("cpu"), 1800, data, cpu_costs(rates))
+    tight = make_plan(DOG, profile("cpu"), 60, data, cpu_costs(rates))
+    assert roomy.folds == DOG.folds and roomy.model == "resnet18"
+    assert tight.folds < roomy.folds and tight.epochs < roomy.epochs
+    assert (tight.model, tight.image_size) == ("mobilenetv3_small_100", 64)
+    assert tight.training_seconds <= 60 * 1.1 or any("no candidate fits" in r for r in tight.reasons)
+
+
+def test_gpu_folds_fit_the_window():
+    plan = plan_on("a10-24gb", window=600)
+    assert plan.training_seconds <= 600
+    assert all(isinstance(r, str) and r for r in plan.reasons)
+
+
+def test_nothing_measured_falls_back_to_the_smallest_model_with_a_reason():
+    plan = make_plan(DOG, profile("cpu"), 600, DataShape(960, 240, classes=120), Costs())
+    assert (plan.model, plan.image_size) == CPU_CANDIDATES[-1]
+    assert any("nothing was measured" in r for r in plan.reasons)
+
+
+def test_small_tables_run_folds_side_by_side_and_large_ones_take_every_core():
+    spaceship = load_spec("spaceship")
+    small = make_plan(spaceship, profile("cpu"), 600, DataShape(8000, 900, 14))
+    large = make_plan(spaceship, profile("cpu"), 600, DataShape(800_000, 100_000, 31))
+    assert (small.slots, small.threads) == (4, 1)
+    assert (large.slots, large.threads) == (1, 4)
+
+
+def test_plans_round_trip_through_json():
+    plan = plan_on("h100-80gb")
+    assert Plan.from_json(json.loads(json.dumps(plan.to_json()))) == plan
+
+
+def test_candidates_to_measure_follow_the_hardware():
+    assert {c.precision for c in image_candidates(profile("a100-40gb"))} == {"bf16"}
+    assert {c.precision for c in image_candidates(profile("cpu"))} == {"fp32", "bf16"}
