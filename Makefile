@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 DEMO_DIR := runs/demo
 DEMO_BUDGET ?=  # empty: each demo competition's own budget (dog-breed 3m, spaceship 1m)
 
-.PHONY: install demo test clean
+.PHONY: install demo test bench clean
 
 install: $(STAMP)
 
@@ -22,6 +22,11 @@ demo: $(STAMP)
 # pytest exits 5 when it collected nothing; that must fail too, and it does since make fails on any non-zero exit.
 test: $(STAMP)
 	$(PY) -m pytest -q
+
+# benchmarks print their figures and write bench/results/<name>.json (numbers for the README, not tests)
+bench: $(STAMP)
+	cd bench && PYTHONPATH=..:. ../$(PY) memory.py
+	cd bench && PYTHONPATH=..:. ../$(PY) throughput.py
 
 clean:
 	rm -rf $(DEMO_DIR) .pytest_cache

@@ -207,23 +207,23 @@ def _choose(fits: list[_Fit], window: float, reasons: list[str]) -> _Fit:
     return dataclasses.replace(fits[-1], folds=2)
 
 
-def _options(hardware: Hardware, costs: Costs) -> list[_Option]:
+def _options(hardware: Hardware, costs: Costs, models: tuple) -> list[_Option]:
     gpu = hardware.gpus[0] if hardware.gpus else None
     if gpu:
         precision = "bf16" if gpu.bf16 else "fp16"
-        found = [_gpu_speed(gpu, costs, m, s, precision) for m, s in GPU_CANDIDATES]
+        found = [_gpu_speed(gpu, costs, m, s, precision) for m, s in models]
     else:
-        found = [_cpu_speed(costs, m, s) for m, s in CPU_CANDIDATES]
+        found = [_cpu_speed(costs, m, s) for m, s in models]
     return [o for o in found if o is not None]
 
 
 def _image_plan(spec: CompetitionSpec, hardware: Hardware, window: float, data: DataShape, costs: Costs,
-                pretrained: frozenset, reasons: list[str]) -> dict:
+                pretrained: frozenset, models: tuple, reasons: list[str]) -> dict:
     gpu = hardware.gpus[0] if hardware.gpus else None
-    fits = [f for o in _options(hardware, costs)
+    fits = [f for o in _options(hardware, costs, models)
             if (f := _size(o, "pretrained" if o.model in pretrained else "scratch", spec, hardware, data, costs))]
     if not fits:
-        model, size = (GPU_CANDIDATES if gpu else CPU_CANDIDATES)[-1]
+        model, size = models[-1]
         reasons.append(f"model {model} at {size} px: nothing was measured or could be estimated, so the smallest")
         return dict(model=model, image_size=size, batch_size=32, precision="fp32", channels_last=True,
                     max_epochs=MAX_EPOCHS["scratch"], patience=10, folds=min(spec.folds, 3), slots=1,
@@ -282,16 +282,19 @@ def _cpu_engine_slots(engine: str, data: DataShape, folds: int, cpus: int, reaso
 
 
 def make_plan(spec: CompetitionSpec, hardware: Hardware, window_seconds: float, data: DataShape,
-              costs: Costs = Costs(), pretrained: frozenset = frozenset(), seed: int = 0) -> Plan:
+              costs: Costs = Costs(), pretrained: frozenset = frozenset(), seed: int = 0,
+              image_models: tuple | None = None) -> Plan:
     """The plan for one run; `window_seconds` is the training time left (the budget up to its cut, less what
-    has already been spent); `pretrained` names the models with local weights."""
+    has already been spent); `pretrained` names the models with local weights; `image_models` replaces the
+    candidate (model, image size) pairs, best first."""
     reasons: list[str] = []
     engine = ENGINES[spec.task]
     if engine == "none":
         return Plan(engine="none", folds=0, slots=0, threads=hardware.cpus, device="cpu", seed=seed,
                     reasons=(f"task {spec.task}: {spec.note or 'nothing to train'}; the sample submission is used",))
     if engine == "timm":
-        settings = _image_plan(spec, hardware, window_seconds, data, costs, pretrained, reasons)
+        models = image_models or (GPU_CANDIDATES if hardware.gpus else CPU_CANDIDATES)
+        settings = _image_plan(spec, hardware, window_seconds, data, costs, pretrained, models, reasons)
         device = "cuda" if hardware.gpus else "cpu"
         return Plan(engine=engine, device=device, seed=seed, reasons=tuple(reasons), **settings)
     folds = spec.folds if window_seconds >= 30 else min(spec.folds, 3)

@@ -1,0 +1,132 @@
+"""Training images/s: the planned configuration against the failure configuration, same machine, same run.
+
+Failure configuration (what the notes this project grew from saw an agent choose): resnet18, batch 32, a PIL
+dataset decoding each JPEG with timm's default training transform, DataLoader num_workers=0, fp32, no
+channels_last. Planned configuration: the same resnet18 at the same 224 px on the same photos, with the batch,
+precision, memory format and loader the planner picks from measurements on this machine, reading pixels from the
+runner's decoded-image cache. A second planned row shows the image size the planner picks for a 30-minute
+dog-breed budget on this machine.
+
+    python bench/throughput.py
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import timm
+import torch
+import torch.nn.functional as F
+from PIL import Image
+from timm.data import create_transform
+from torch.utils.data import DataLoader, Dataset
+
+from _common import save
+from runner.demo import write_demo
+from runner.engines import FoldData
+from runner.engines.vision import Trainer, _loaders
+from runner.hardware import probe_hardware
+from runner.images import build_cache, cache_side
+from runner.measure import Candidate, Costs, measure
+from runner.planner import DataShape, make_plan
+from runner.spec import load_spec
+
+IMAGES_PER_RUN = 384
+THREADS = len(os.sched_getaffinity(0))
+
+
+class JpegFolder(Dataset):
+    """The plain way: open, decode and transform every photo on every access."""
+
+    def __init__(self, paths, labels, transform):
+        self.paths, self.labels, self.transform = paths, labels, transform
+
+    def __len__(self):
+        return len(self.paths)
+
+    def __getitem__(self, i):
+        with Image.open(self.paths[i]) as image:
+            return self.transform(image.convert("RGB")), int(self.labels[i])
+
+
+def images_per_second(step, loader, images: int) -> float:
+    """Time whole training steps (loading included) after one warm-up step."""
+    batches = iter(loader)
+    step(*next(batches))
+    done, started = 0, time.perf_counter()
+    while done < images:
+        try:
+            x, y = next(batches)
+        except StopIteration:
+            batches = iter(loader)
+            x, y = next(batches)
+        step(x, y)
+        done += len(y)
+    return done / (time.perf_counter() - started)
+
+
+def failure_config(paths, labels, classes) -> float:
+    model = timm.create_model("resnet18", num_classes=classes)
+    optimizer = torch.optim.AdamW(model.parameters())
+    transform = create_transform(224, is_training=True)
+    loader = DataLoader(JpegFolder(paths, labels, transform), batch_size=32, shuffle=True, num_workers=0)
+
+    def step(x, y):
+        loss = F.cross_entropy(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+    return images_per_second(step, loader, IMAGES_PER_RUN)
+
+
+def planned_config(paths, labels, classes, model: str, size: int, work: Path) -> tuple[float, dict]:
+    """The planner's choice for this model and size on this machine, run by the runner's own trainer."""
+    candidates = [Candidate(model, size, p, 32) for p in ("fp32", "bf16")]
+    costs = Costs(throughput=tuple(measure(candidates, "cpu", classes, time.monotonic() + 120)))
+    hardware = probe_hardware()
+    plan = make_plan(load_spec("dog-breed"), hardware, 1800, DataShape(len(paths), 0, classes=classes), costs,
+                     image_models=((model, size),))
+    cache = work / f"cache_{size}.npy"
+    ok = build_cache(list(paths), cache_side(size), cache, hardware.cpus)
+    rows = list(np.flatnonzero(ok))
+    data = FoldData(load_spec("dog-breed"), list(range(classes)), rows, labels[ok], rows[:1], labels[:1], [],
+                    str(cache))
+    trainer = Trainer(plan, data)
+    train_loader, _, _ = _loaders(plan, data, str(cache))
+    return images_per_second(lambda x, y: trainer.train_epoch([(x, y)], float("inf")), train_loader,
+                             IMAGES_PER_RUN), dict(model=model, image_size=size, batch=plan.batch_size,
+                                                   precision=plan.precision, channels_last=plan.channels_last,
+                                                   num_workers=plan.num_workers)
+
+
+def main() -> None:
+    torch.set_num_threads(THREADS)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = write_demo("dog-breed", Path(tmp))
+        labels_frame = pd.read_csv(root / "prepared/public/labels.csv")
+        breeds = sorted(labels_frame["breed"].unique())
+        paths = [root / "prepared/public/train" / f"{i}.jpg" for i in labels_frame["id"]]
+        labels = labels_frame["breed"].map({b: k for k, b in enumerate(breeds)}).to_numpy()
+        failure = failure_config(paths, labels, len(breeds))
+        print(f"failure configuration: {failure:.1f} img/s (resnet18, 224 px, batch 32, fp32, JPEG per step, "
+              "0 workers)", flush=True)
+        rows = [dict(config="failure", model="resnet18", image_size=224, batch=32, precision="fp32",
+                     channels_last=False, num_workers=0, images_per_second=round(failure, 1), speedup=1.0)]
+        for model, size, label in (("resnet18", 224, "planned, same model and size"),
+                                   ("resnet18", 96, "planned, the size chosen for a 30m CPU budget")):
+            rate, settings = planned_config(paths, labels, len(breeds), model, size, Path(tmp))
+            rows.append(dict(config=label, **settings, images_per_second=round(rate, 1),
+                             speedup=round(rate / failure, 2)))
+            print(f"{label}: {rate:.1f} img/s = {rate / failure:.2f}x ({settings})", flush=True)
+    same = rows[1]["speedup"]
+    path = save("throughput", rows, speedup_same_size=same, goal=4.0)
+    print(f"planned / failure at the same model and size: {same:.2f}x (goal >= 4x); written {path}")
+
+
+if __name__ == "__main__":
+    main()
