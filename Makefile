@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 DEMO_DIR := runs/demo
 DEMO_BUDGET ?=  # empty: each demo competition's own budget (dog-breed 3m, spaceship 1m)
 
-.PHONY: install demo test bench clean
+.PHONY: install demo test bench up down clean
 
 install: $(STAMP)
 
@@ -20,8 +20,18 @@ demo: $(STAMP)
 	$(VENV)/bin/runner demo --out $(DEMO_DIR) $(if $(strip $(DEMO_BUDGET)),--budget $(DEMO_BUDGET))
 
 # pytest exits 5 when it collected nothing; that must fail too, and it does since make fails on any non-zero exit.
+# The container tests need a Docker engine and debootstrap: installed here when missing (root + apt), started by
+# the tests themselves.
 test: $(STAMP)
+	docker/install-engine.sh
 	$(PY) -m pytest -q
+
+# A local Prefect stack (server on 127.0.0.1:4200, a process worker, every deployment); state in .prefect-stack/
+up: $(STAMP)
+	flows/stack.sh up
+
+down:
+	flows/stack.sh down
 
 # benchmarks print their figures and write bench/results/<name>.json (numbers for the README, not tests)
 bench: $(STAMP)

@@ -20,6 +20,7 @@ def replacing(path: Path) -> Iterator[Path]:
     os.close(fd)
     try:
         yield Path(tmp)
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600; graders and hosts reading as another user need to read it
         os.replace(tmp, path)
     finally:
         Path(tmp).unlink(missing_ok=True)

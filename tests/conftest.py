@@ -84,3 +84,21 @@ def write_nomad(root: Path, rows: int = 800, seed: int = 0) -> Path:
     pd.DataFrame({"id": test["id"], targets[0]: 0.1779, targets[1]: 1.8892}).to_csv(
         public / "sample_submission.csv", index=False)
     return root
+
+
+# Prefect: no telemetry, and time for the temporary server to start on a busy 2-core machine.
+import os  # noqa: E402
+
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("DO_NOT_TRACK", "1")
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
+os.environ.setdefault("PREFECT_LOGGING_TO_API_WHEN_MISSING_FLOW", "ignore")
+
+
+@pytest.fixture(scope="session")
+def prefect_server():
+    """One Prefect test server for the whole session."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=90):
+        yield

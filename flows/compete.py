@@ -1,0 +1,105 @@
+"""`compete`: one competition, one container (or process), graded, with its story on the run page.
+
+Each task calls one runner function; the flow only wires them. Run it through a deployment
+(`prefect deployment run 'compete/dog-breed'`) or directly (`python -m flows.compete dog-breed --budget 5m`).
+"""
+from __future__ import annotations
+
+import json
+from contextlib import nullcontext
+from pathlib import Path
+
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
+from prefect.concurrency.sync import concurrency
+
+from runner.budget import parse_duration
+from runner.grade import grade
+from runner.launch import Launch, launch_competition
+from runner.mlebench import competition_dirs
+from runner.plot import fold_timeline
+from runner.report import RunReport
+from runner.spec import load_spec
+
+
+@task
+def locate(competition: str, data_root: str) -> tuple[str, str | None]:
+    """The competition's public and (if present) private folders."""
+    public, private = competition_dirs(Path(data_root), competition)
+    return str(public), str(private) if private else None
+
+
+@task
+def launch(settings: Launch, backend: str, slot: str | None) -> dict:
+    """Run the competition, streaming its log into the flow's log; holds a global concurrency slot meanwhile."""
+    logger = get_run_logger()
+    with concurrency(slot, occupy=1, strict=True) if slot else nullcontext():
+        result = launch_competition(settings, backend, on_line=logger.info)
+    return result.to_json()
+
+
+@task
+def collect(out_dir: str) -> RunReport:
+    return RunReport.load(Path(out_dir) / "report.json")
+
+
+@task(retries=2, retry_delay_seconds=2)
+def grade_run(submission: str, competition: str, private: str) -> dict:
+    return grade(Path(submission), load_spec(competition), Path(private)).to_json()
+
+
+@task
+def publish(report: RunReport, graded: dict | None, launched: dict, out_dir: str) -> None:
+    """Run page: a markdown summary with plan and score, a table of folds, links to the report and plot."""
+    plot = fold_timeline(report, Path(out_dir) / "folds.png")
+    score = f"{graded['score']}" if graded else "not graded (no answers)"
+    plan = report.plan or {}
+    lines = [f"# {report.competition}", "",
+             f"- test score ({report.metric}): **{score}**; CV {report.cv_score}; baseline CV {report.baseline_cv_score}",
+             f"- {report.status}: {report.wall_seconds:.0f} s of {report.budget_seconds:.0f} s "
+             f"({launched['backend']}{', killed at deadline' if launched['killed_at_deadline'] else ''})",
+             f"- submission: `{report.submission}` ({report.submission_source})", "", "## Plan", ""]
+    lines += [f"- {reason}" for reason in plan.get("reasons", ())]
+    create_markdown_artifact("\n".join(lines), key="run-summary", description="plan and score")
+    rows = [{k: f[k] for k in ("fold", "status", "score", "epochs", "wall_seconds")} for f in report.folds]
+    if rows:
+        create_table_artifact(rows, key="folds", description="one row per fold")
+    create_link_artifact(Path(out_dir, "report.json").resolve().as_uri(), link_text="report.json", key="report")
+    create_link_artifact(plot.resolve().as_uri(), link_text="fold timeline", key="plot")
+
+
+@flow(name="compete", log_prints=True)
+def compete(competition: str, budget: str = "10m", data_root: str = "runs/demo/data",
+            out_root: str = "runs/prefect", backend: str = "local", image: str = "competition-runner",
+            gpus: str = "auto", host_python: bool = False, slot: str | None = None) -> dict:
+    """Train one competition within `budget` and grade it when its answers are present."""
+    spec = load_spec(competition)
+    public, private = locate(competition, data_root)
+    out_dir = str(Path(out_root) / spec.id)
+    settings = Launch(spec.id, public, out_dir, parse_duration(budget), image=image, gpus=gpus,
+                      host_python=host_python)
+    launched = launch(settings, backend, slot)
+    report = collect(out_dir)
+    graded = grade_run(report.submission, spec.id, private) if private else None
+    publish(report, graded, launched, out_dir)
+    summary = dict(competition_id=spec.id, submission_path=str(Path(report.submission).resolve()),
+                   status=report.status, cv_score=report.cv_score, wall_seconds=report.wall_seconds,
+                   budget_seconds=report.budget_seconds, grade=graded, launch=launched)
+    (Path(out_dir) / "compete.json").write_text(json.dumps(summary, indent=2))
+    return summary
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("competition")
+    parser.add_argument("--budget", default="10m")
+    parser.add_argument("--data-root", default="runs/demo/data")
+    parser.add_argument("--out-root", default="runs/prefect")
+    parser.add_argument("--backend", default="local", choices=("local", "docker"))
+    parser.add_argument("--image", default="competition-runner")
+    parser.add_argument("--host-python", action="store_true", help="mount this machine's Python into the image")
+    args = parser.parse_args()
+    print(json.dumps(compete(args.competition, args.budget, args.data_root, args.out_root, args.backend,
+                             args.image, host_python=args.host_python), indent=2))

@@ -1,0 +1,55 @@
+"""Writes prefect.yaml from the competition specs: `python -m flows.prefect_yaml [PATH]`."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import yaml
+
+from runner.spec import known_specs
+
+HEADER = """\
+# Deployments: `compete/<alias>` per competition spec, the `sweep/mle-bench-lite` nightly sweep (its schedule is
+# created inactive: resume it in the UI or with `prefect deployment schedule resume`), and `sweep/demo`.
+# `make up` deploys them all to a local server; workers run flows from $RUNNER_REPO (set by `make up`).
+# Generated from competitions/*.yaml by `python -m flows.prefect_yaml`: edit that, not this.
+"""
+GPU_CONTAINER = {"device_requests": [{"driver": "nvidia", "count": -1, "capabilities": [["gpu"]]}],
+                 "shm_size": "8g"}
+
+
+def deployments() -> list[dict]:
+    found = []
+    for spec in known_specs().values():
+        found.append({"name": spec.aliases[0] if spec.aliases else spec.id,
+                      "entrypoint": "flows/compete.py:compete",
+                      "description": f"{spec.id}: {spec.task}, {spec.metric}",
+                      "parameters": {"competition": spec.id, "budget": "10m"},
+                      "work_pool": {"name": "runner-process"}})
+    found.append({"name": "dog-breed-gpu", "entrypoint": "flows/compete.py:compete",
+                  "description": "dog-breed with the flow itself in a GPU container (docker work pool)",
+                  "parameters": {"competition": "dog-breed-identification", "budget": "2h"},
+                  "work_pool": {"name": "runner-docker", "job_variables": {
+                      "image": "competition-runner:latest", "container_create_kwargs": GPU_CONTAINER}}})
+    found.append({"name": "mle-bench-lite", "entrypoint": "flows/sweep.py:sweep",
+                  "description": "every MLE-bench Lite competition with prepared data, one compete run each",
+                  "parameters": {"split": "mle-bench-lite", "budget": "2h", "data_root": "~/.cache/mle-bench/data",
+                                 "via_deployments": True, "slot": "runner-slot"},
+                  "work_pool": {"name": "runner-process"},
+                  "schedules": [{"cron": "0 1 * * *", "timezone": "UTC", "active": False}]})
+    found.append({"name": "demo", "entrypoint": "flows/sweep.py:sweep",
+                  "description": "the demo competitions, one after another in this flow run",
+                  "parameters": {"split": "demo", "budget": "2m"},
+                  "work_pool": {"name": "runner-process"}})
+    return found
+
+
+def render() -> str:
+    doc = {"name": "competition-runner", "prefect-version": "3.8.8",
+           "pull": [{"prefect.deployments.steps.set_working_directory": {"directory": "{{ $RUNNER_REPO }}"}}],
+           "deployments": deployments()}
+    return HEADER + yaml.safe_dump(doc, sort_keys=False, width=110)
+
+
+if __name__ == "__main__":
+    Path(sys.argv[1] if len(sys.argv) > 1 else "prefect.yaml").write_text(render())

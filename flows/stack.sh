@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# `flows/stack.sh up|down|status`: a local Prefect stack for the runner (server, process worker, deployments),
+# with all state under .prefect-stack/ in the project. `make up` / `make down` call this.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+STATE=${RUNNER_STACK_DIR:-$PWD/.prefect-stack}
+PORT=${PREFECT_PORT:-4200}
+BIN=${VENV_BIN:-$PWD/.venv/bin}
+export PREFECT_HOME=$STATE/home PREFECT_API_URL=http://127.0.0.1:$PORT/api
+export PREFECT_SERVER_ANALYTICS_ENABLED=false DO_NOT_TRACK=1 PREFECT_WORKER_QUERY_SECONDS=${PREFECT_WORKER_QUERY_SECONDS:-2}
+
+healthy() { "$BIN/python" - "$PREFECT_API_URL/health" <<'PY'
+import sys, urllib.request
+try:
+    urllib.request.urlopen(sys.argv[1], timeout=2)
+except Exception:
+    sys.exit(1)
+PY
+}
+
+start() {  # name, command...: run in the background, pid and log in $STATE
+    local name=$1; shift
+    setsid nohup "$@" >"$STATE/$name.log" 2>&1 &
+    echo $! >"$STATE/$name.pid"
+}
+
+up() {
+    mkdir -p "$STATE/home"
+    if ! healthy; then
+        start server "$BIN/prefect" server start --host 127.0.0.1 --port "$PORT"
+        for _ in $(seq 1 120); do healthy && break; sleep 0.5; done
+        healthy || { echo "Prefect server did not start; see $STATE/server.log" >&2; exit 1; }
+    fi
+    "$BIN/prefect" work-pool create runner-process --type process >/dev/null 2>&1 || true
+    "$BIN/prefect" work-pool create runner-docker --type docker >/dev/null 2>&1 || true
+    "$BIN/prefect" gcl create runner-slot --limit 1 >/dev/null 2>&1 || true
+    for demo in dog-breed spaceship; do  # what the deployments' default data_root points at
+        "$BIN/runner" demo-data "$demo" --out "${RUNNER_DEMO_DATA:-runs/demo/data}" >/dev/null
+    done
+    RUNNER_REPO=$PWD "$BIN/prefect" --no-prompt deploy --all >"$STATE/deploy.log" 2>&1 \
+        || { echo "prefect deploy failed; see $STATE/deploy.log" >&2; exit 1; }
+    if [ ! -f "$STATE/worker.pid" ] || ! kill -0 "$(cat "$STATE/worker.pid")" 2>/dev/null; then
+        start worker "$BIN/prefect" worker start --pool runner-process --type process
+    fi
+    echo "Prefect stack up on $PREFECT_API_URL (state in $STATE). In a shell:"
+    echo "  export PREFECT_API_URL=$PREFECT_API_URL"
+    echo "  prefect deployment run 'compete/dog-breed' --watch"
+}
+
+down() {
+    for name in worker server; do
+        if [ -f "$STATE/$name.pid" ]; then
+            kill -- -"$(cat "$STATE/$name.pid")" 2>/dev/null || kill "$(cat "$STATE/$name.pid")" 2>/dev/null || true
+            rm -f "$STATE/$name.pid"
+        fi
+    done
+    echo "Prefect stack down (state kept in $STATE)"
+}
+
+status() { healthy && echo "server up on $PREFECT_API_URL" || echo "server down"; }
+
+"${1:-status}"

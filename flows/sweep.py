@@ -1,0 +1,81 @@
+"""`sweep`: one `compete` run per competition of a split, graded, summed up in a medal table.
+
+Through deployments (`via_deployments=True`, the scheduled `sweep/mle-bench-lite`) each competition becomes its
+own flow run that any worker in the pool can pick up, so a sweep spreads over every GPU box; otherwise they run
+here as subflows. Either way each launch holds a slot of a strict global concurrency limit.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.deployments import run_deployment
+from prefect.flow_runs import wait_for_flow_run
+
+from flows.compete import compete
+from runner.mlebench import deployment_name, read_split, write_grading_jsonl
+from runner.spec import find_spec
+
+
+@task
+def competitions_with_data(split: str, data_root: str) -> tuple[list[str], list[str]]:
+    """(ids with prepared data, ids without) of a split."""
+    ids = [find_spec(c).id if find_spec(c) else c for c in read_split(split)]
+    ready = [c for c in ids if (Path(data_root) / c / "prepared" / "public").is_dir()]
+    return ready, [c for c in ids if c not in ready]
+
+
+def _row(summary: dict) -> dict:
+    graded = summary.get("grade") or {}
+    return dict(competition_id=summary["competition_id"], submission_path=summary["submission_path"],
+                status=summary["status"], score=graded.get("score"), valid=graded.get("valid_submission"),
+                any_medal=graded.get("any_medal"), wall_seconds=summary["wall_seconds"],
+                budget_seconds=summary["budget_seconds"])
+
+
+@task
+def run_via_deployments(ids: list[str], parameters: dict, out_root: str) -> list[dict]:
+    """Start every competition's deployment at once, then wait for each; results come from the shared out_root."""
+    started = [(c, run_deployment(deployment_name(c), parameters={**parameters, "competition": c}, timeout=0))
+               for c in ids]
+    rows = []
+    for competition, flow_run in started:
+        finished = wait_for_flow_run(flow_run.id, timeout=None, poll_interval=5)
+        summary_path = Path(out_root) / competition / "compete.json"
+        if finished.state.is_completed() and summary_path.is_file():
+            rows.append(_row(json.loads(summary_path.read_text())))
+        else:
+            rows.append(dict(competition_id=competition, status=finished.state.name, submission_path=""))
+    return rows
+
+
+@task
+def publish(rows: list[dict], missing: list[str], split: str, out_root: str) -> str:
+    create_table_artifact(rows, key=f"sweep-{split}", description=f"{split}: score and medal per competition")
+    valid = [r for r in rows if r.get("valid")]
+    lines = [f"# sweep {split}", "", f"- {len(rows)} run(s), {len(valid)} valid submission(s), "
+             f"{sum(bool(r.get('any_medal')) for r in rows)} medal(s)"]
+    if missing:
+        lines.append(f"- no prepared data for: {', '.join(missing)}")
+    create_markdown_artifact("\n".join(lines), key=f"sweep-{split}-summary")
+    return str(write_grading_jsonl([r for r in rows if r.get("submission_path")],
+                                   Path(out_root) / f"sweep-{split}.jsonl"))
+
+
+@flow(name="sweep", log_prints=True)
+def sweep(split: str = "demo", budget: str = "10m", data_root: str = "runs/demo/data",
+          out_root: str = "runs/prefect", backend: str = "local", via_deployments: bool = False,
+          slot: str | None = None, host_python: bool = False) -> dict:
+    """Every competition of `split` that has data under `data_root`; returns the rows and the grading JSONL."""
+    ready, missing = competitions_with_data(split, data_root)
+    parameters = dict(budget=budget, data_root=data_root, out_root=out_root, backend=backend, slot=slot,
+                      host_python=host_python)
+    if via_deployments:
+        rows = run_via_deployments(ready, parameters, out_root)
+    else:
+        rows = [_row(compete(competition=c, **parameters)) for c in ready]
+    jsonl = publish(rows, missing, split, out_root)
+    get_run_logger().info("grading input for `mlebench grade --submission %s`", jsonl)
+    return dict(rows=rows, missing=missing, jsonl=jsonl)

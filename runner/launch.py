@@ -1,0 +1,195 @@
+"""Launching `runner run` for one competition: as a local process, or in its own Docker container.
+
+Either way the hard deadline is enforced from outside: at budget + grace the process group or the container is
+killed, and the last valid submission in the output folder stays. The container sees the public data read-only,
+never the private answers; it has no network unless asked, runs as a non-root user, is labelled, and is removed
+whatever happens.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from runner.errors import RunnerError
+
+LABEL = "competition-runner"
+GRACE_SECONDS = 30.0  # past the budget before the run is killed from outside
+DATA_IN_CONTAINER, OUT_IN_CONTAINER = "/home/data", "/home/submission"
+
+
+@dataclass(frozen=True)
+class Launch:
+    competition: str
+    data_dir: str  # the competition's prepared/public folder on the host
+    out_dir: str  # where submission.csv and report.json land on the host
+    budget_seconds: float
+    image: str = "competition-runner"
+    cpus: float | None = None
+    memory_gb: float | None = None
+    shm_gb: float = 4.0
+    gpus: str = "auto"  # auto (when the engine has an NVIDIA runtime) | all | none
+    network: bool = False
+    host_python: bool = False  # mount this machine's Python, venv and source read-only (images without Python)
+    kill_after_seconds: float | None = None  # hard deadline from the start; default: budget + GRACE_SECONDS
+
+    @property
+    def hard_deadline_seconds(self) -> float:
+        return self.kill_after_seconds if self.kill_after_seconds is not None else \
+            self.budget_seconds + GRACE_SECONDS
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class LaunchResult:
+    backend: str
+    exit_code: int | None
+    killed_at_deadline: bool
+    wall_seconds: float
+    container: str | None = None
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def run_args(launch: Launch, data: str, out: str) -> list[str]:
+    return ["run", launch.competition, "--data", data, "--budget", f"{launch.budget_seconds:g}s", "--out", out]
+
+
+# --- local ---------------------------------------------------------------------------------------------------
+
+def _stream(lines, on_line: Callable[[str], None]) -> threading.Thread:
+    def pump():
+        for line in lines:
+            on_line(line.decode(errors="replace").rstrip() if isinstance(line, bytes) else line.rstrip())
+
+    thread = threading.Thread(target=pump, daemon=True)
+    thread.start()
+    return thread
+
+
+def run_local(launch: Launch, on_line: Callable[[str], None] = print) -> LaunchResult:
+    """`runner run` as a child process in its own session, killed as a group at the hard deadline."""
+    Path(launch.out_dir).mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    process = subprocess.Popen([sys.executable, "-m", "runner.cli", *run_args(launch, launch.data_dir,
+                                                                              launch.out_dir)],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    pump = _stream(process.stdout, on_line)
+    killed = False
+    try:
+        process.wait(timeout=launch.hard_deadline_seconds)
+    except subprocess.TimeoutExpired:
+        killed = True
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        pump.join(timeout=5)
+    return LaunchResult("local", process.returncode, killed, round(time.monotonic() - started, 2))
+
+
+# --- docker --------------------------------------------------------------------------------------------------
+
+def docker_client():
+    try:
+        import docker
+        client = docker.from_env()
+        client.ping()
+        return client
+    except Exception as exc:
+        raise RunnerError(f"no Docker engine answers ({exc}); start one (docker/start-engine.sh) or use "
+                          "--backend local") from exc
+
+
+def has_gpu_runtime(client) -> bool:
+    return "nvidia" in (client.info().get("Runtimes") or {})
+
+
+def _host_python_mounts() -> dict:
+    """This machine's Python installation, virtual environment and the runner's source, read-only, at the same
+    paths (a virtual environment only works where it was made)."""
+    source = Path(__file__).resolve().parent.parent
+    paths = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), source}
+    return {str(p): {"bind": str(p), "mode": "ro"} for p in paths}
+
+
+def container_config(launch: Launch, client) -> dict:
+    """Keyword arguments for `containers.create`: mounts, limits, user, labels, network and GPUs."""
+    import docker
+
+    gpus = launch.gpus == "all" or (launch.gpus == "auto" and has_gpu_runtime(client))
+    if launch.gpus == "all" and not has_gpu_runtime(client):
+        raise RunnerError("GPUs were requested but this Docker engine has no NVIDIA runtime "
+                          "(install nvidia-container-toolkit, or pass gpus='none')")
+    volumes = {str(Path(launch.data_dir).resolve()): {"bind": DATA_IN_CONTAINER, "mode": "ro"},
+               str(Path(launch.out_dir).resolve()): {"bind": OUT_IN_CONTAINER, "mode": "rw"}}
+    command = ["runner", *run_args(launch, DATA_IN_CONTAINER, OUT_IN_CONTAINER)]
+    environment = {"HOME": "/tmp", "MPLCONFIGDIR": "/tmp"}
+    if launch.host_python:
+        volumes.update(_host_python_mounts())
+        command = [sys.executable, "-m", "runner.cli", *command[1:]]
+    config = dict(image=launch.image, command=command, volumes=volumes, environment=environment,
+                  user=f"{os.getuid() if os.getuid() else 1000}:{os.getgid() if os.getuid() else 1000}",
+                  labels={LABEL: "1", f"{LABEL}.competition": launch.competition},
+                  network_mode=None if launch.network else "none", shm_size=f"{int(launch.shm_gb * 1024)}m",
+                  detach=True)
+    if launch.cpus:
+        config["nano_cpus"] = int(launch.cpus * 1e9)
+    if launch.memory_gb:
+        config["mem_limit"] = f"{int(launch.memory_gb * 1024)}m"
+    if gpus:
+        config["device_requests"] = [docker.types.DeviceRequest(count=-1, capabilities=[["gpu"]])]
+    return config
+
+
+def run_docker(launch: Launch, on_line: Callable[[str], None] = print) -> LaunchResult:
+    """One container for the competition; removed in `finally`, killed at the hard deadline."""
+    client = docker_client()
+    out = Path(launch.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    out.chmod(0o777)  # the container's non-root user writes here
+    started = time.monotonic()
+    container = client.containers.create(**container_config(launch, client))
+    killed = False
+    try:
+        container.start()
+        pump = _stream(container.logs(stream=True, follow=True), on_line)
+        deadline = started + launch.hard_deadline_seconds
+        while True:
+            container.reload()
+            if container.status not in ("created", "running"):
+                break
+            if time.monotonic() > deadline:
+                container.kill()
+                killed = True
+                break
+            time.sleep(0.5)
+        code = container.wait(timeout=30)["StatusCode"]
+        pump.join(timeout=5)
+        return LaunchResult("docker", code, killed, round(time.monotonic() - started, 2), container.short_id)
+    finally:
+        container.remove(force=True)
+
+
+def leftover_containers(client) -> list:
+    """Containers this runner started that still exist (after a crash of the launcher itself)."""
+    return client.containers.list(all=True, filters={"label": LABEL})
+
+
+BACKENDS = {"local": run_local, "docker": run_docker}
+
+
+def launch_competition(launch: Launch, backend: str, on_line: Callable[[str], None] = print) -> LaunchResult:
+    if backend not in BACKENDS:
+        raise RunnerError(f"backend {backend!r}: use one of {', '.join(BACKENDS)}")
+    return BACKENDS[backend](launch, on_line)

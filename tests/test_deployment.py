@@ -1,0 +1,56 @@
+"""The whole deployment loop: a Prefect server, a process worker and every deployment from prefect.yaml, started
+by flows/stack.sh as `make up` does, then `prefect deployment run 'compete/spaceship' --watch`."""
+import os
+import shutil
+import socket
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from flows.prefect_yaml import render
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_prefect_yaml_is_generated_from_the_specs():
+    assert (REPO / "prefect.yaml").read_text() == render(), "run `python -m flows.prefect_yaml`"
+
+
+@pytest.fixture
+def stack(tmp_path):
+    port = free_port()
+    env = {**os.environ, "RUNNER_STACK_DIR": str(tmp_path / "stack"), "PREFECT_PORT": str(port),
+           "RUNNER_DEMO_DATA": str(tmp_path / "demo-data"), "VENV_BIN": str(Path(os.sys.executable).parent)}
+    env.pop("PREFECT_API_URL", None)
+    up = subprocess.run([str(REPO / "flows" / "stack.sh"), "up"], env=env, capture_output=True, text=True,
+                        timeout=300)
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        yield env, f"http://127.0.0.1:{port}/api"
+    finally:
+        subprocess.run([str(REPO / "flows" / "stack.sh"), "down"], env=env, capture_output=True, timeout=60)
+
+
+def test_deployment_run_completes_with_a_valid_submission(stack, tmp_path):
+    env, api = stack
+    prefect = shutil.which("prefect", path=str(Path(os.sys.executable).parent))
+    out = tmp_path / "runs"
+    result = subprocess.run(
+        [prefect, "deployment", "run", "compete/spaceship", "--watch", "--param", "budget=20s",
+         "--param", f"data_root={tmp_path / 'demo-data'}", "--param", f"out_root={out}"],
+        env={**env, "PREFECT_API_URL": api, "PREFECT_HOME": str(tmp_path / "stack" / "home")},
+        capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0 and "Completed" in result.stdout, result.stdout[-3000:] + result.stderr[-2000:]
+    submission = pd.read_csv(out / "spaceship-titanic" / "submission.csv")
+    sample = pd.read_csv(tmp_path / "demo-data" / "spaceship-titanic" / "prepared" / "public" /
+                         "sample_submission.csv")
+    assert submission["PassengerId"].tolist() == sample["PassengerId"].tolist()
+    assert submission["Transported"].dtype == bool

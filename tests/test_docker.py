@@ -1,0 +1,93 @@
+"""The docker backend against a real Docker engine that this setup starts (skipped, with the reason, only where
+no engine can be started or no image built)."""
+import json
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from runner.errors import RunnerError
+from runner.launch import LABEL, Launch, container_config, docker_client, leftover_containers, run_docker
+
+DOCKER = Path(__file__).resolve().parent.parent / "docker"
+IMAGE = "competition-runner-local"
+
+
+@pytest.fixture(scope="session")
+def engine():
+    for script in ("start-engine.sh", "build-test-image.sh"):
+        result = subprocess.run([str(DOCKER / script)], capture_output=True, text=True,
+                                env={**__import__("os").environ, "IMAGE": IMAGE})
+        if result.returncode != 0:
+            reason = f"{script} failed: {result.stderr.strip()[-500:]}"
+            print(reason)
+            pytest.skip(reason)
+    return docker_client()
+
+
+def launch(data: Path, out: Path, **changes) -> Launch:
+    settings = dict(competition="spaceship", data_dir=str(data), out_dir=str(out), budget_seconds=30, image=IMAGE,
+                    host_python=True, cpus=2, memory_gb=6, gpus="auto")
+    return Launch(**{**settings, **changes})
+
+
+def test_a_competition_runs_in_its_own_container(engine, spaceship, tmp_path):
+    lines = []
+    result = run_docker(launch(spaceship / "prepared" / "public", tmp_path / "out"), on_line=lines.append)
+    assert result.backend == "docker" and result.exit_code == 0 and not result.killed_at_deadline
+    submission = pd.read_csv(tmp_path / "out" / "submission.csv")
+    sample = pd.read_csv(spaceship / "prepared" / "public" / "sample_submission.csv")
+    assert submission["PassengerId"].tolist() == sample["PassengerId"].tolist()
+    assert json.loads((tmp_path / "out" / "report.json").read_text())["status"] == "trained"
+    assert any("fold" in line for line in lines)  # the container's log was streamed
+    assert not [c for c in leftover_containers(engine) if c.short_id == result.container]
+
+
+PROBE = r"""
+import json, os, socket
+def reach(host, port):
+    try:
+        socket.create_connection((host, port), timeout=3).close()
+        return True
+    except OSError:
+        return False
+print(json.dumps(dict(uid=os.getuid(), data=sorted(os.listdir("/home/data")),
+                      answers_visible=os.path.exists(ANSWERS), network=reach("1.1.1.1", 53) or reach("8.8.8.8", 53),
+                      writable_data=os.access("/home/data", os.W_OK))))
+"""
+
+
+def test_the_container_cannot_read_answers_or_reach_the_network(engine, spaceship, tmp_path):
+    answers = spaceship / "prepared" / "private" / "test.csv"
+    config = container_config(launch(spaceship / "prepared" / "public", tmp_path), engine)
+    assert config["labels"][LABEL] == "1" and config["network_mode"] == "none"
+    config["command"] = [config["command"][0], "-c", PROBE.replace("ANSWERS", repr(str(answers)))]
+    container = engine.containers.create(**config)
+    try:
+        container.start()
+        container.wait(timeout=60)
+        seen = json.loads(container.logs().decode().strip().splitlines()[-1])
+    finally:
+        container.remove(force=True)
+    assert seen["uid"] != 0 and not seen["writable_data"]
+    assert "train.csv" in seen["data"] and "test.csv" in seen["data"]
+    assert not seen["answers_visible"] and not seen["network"]
+
+
+def test_the_hard_deadline_kills_the_container_and_keeps_the_last_submission(engine, dog_breed, tmp_path):
+    settings = launch(dog_breed / "prepared" / "public", tmp_path / "out", competition="dog-breed",
+                      budget_seconds=120, kill_after_seconds=15)
+    result = run_docker(settings, on_line=lambda _: None)
+    assert result.killed_at_deadline and result.wall_seconds < 25
+    submission = pd.read_csv(tmp_path / "out" / "submission.csv")
+    assert len(submission) == len(pd.read_csv(dog_breed / "prepared" / "public" / "sample_submission.csv"))
+    assert not leftover_containers(engine)
+
+
+def test_asking_for_gpus_without_an_nvidia_runtime_is_a_clear_error(engine, spaceship, tmp_path):
+    if "nvidia" in (engine.info().get("Runtimes") or {}):
+        pytest.skip("this engine has an NVIDIA runtime")
+    with pytest.raises(RunnerError, match="NVIDIA runtime"):
+        run_docker(launch(spaceship / "prepared" / "public", tmp_path, gpus="all"))
+    assert not leftover_containers(engine)

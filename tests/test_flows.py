@@ -1,0 +1,56 @@
+"""The Prefect flows with the local backend, under a real (test) Prefect server."""
+import asyncio
+import json
+import shutil
+
+import pandas as pd
+import pytest
+from prefect.artifacts import Artifact
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
+
+from flows.compete import compete
+from flows.sweep import sweep
+
+
+def test_compete_runs_grades_and_publishes_artifacts(prefect_server, spaceship, demo_root, tmp_path):
+    summary = compete(competition="spaceship", budget="20s", data_root=str(demo_root), out_root=str(tmp_path))
+    assert summary["grade"]["valid_submission"] and summary["grade"]["score"] > 0.7
+    assert summary["launch"]["backend"] == "local" and summary["launch"]["exit_code"] == 0
+    out = tmp_path / "spaceship-titanic"
+    assert (out / "folds.png").stat().st_size > 1000 and (out / "compete.json").is_file()
+    markdown = Artifact.get("run-summary")
+    assert "spaceship-titanic" in markdown.data and "Plan" in markdown.data
+    folds = Artifact.get("folds")
+    assert len(json.loads(folds.data)) == len(json.loads((out / "report.json").read_text())["folds"])
+
+
+def test_a_strict_slot_that_does_not_exist_stops_the_run(prefect_server, spaceship, demo_root, tmp_path):
+    with pytest.raises(Exception, match="no-such-slot"):
+        compete(competition="spaceship", budget="10s", data_root=str(demo_root), out_root=str(tmp_path),
+                slot="no-such-slot")
+    assert not (tmp_path / "spaceship-titanic" / "submission.csv").exists()
+
+
+def test_a_slot_limit_is_held_for_the_launch(prefect_server, spaceship, demo_root, tmp_path):
+    async def create():
+        async with get_client() as client:
+            await client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(name="test-slot", limit=1))
+
+    asyncio.run(create())
+    summary = compete(competition="spaceship", budget="15s", data_root=str(demo_root), out_root=str(tmp_path),
+                      slot="test-slot")
+    assert summary["grade"]["valid_submission"]
+
+
+def test_local_sweep_writes_a_table_and_grading_jsonl(prefect_server, spaceship, tmp_path):
+    data_root = tmp_path / "data"  # holds only spaceship-titanic: dog-breed is reported missing
+    shutil.copytree(spaceship, data_root / "spaceship-titanic")
+    result = sweep(split="demo", budget="15s", data_root=str(data_root), out_root=str(tmp_path / "out"))
+    assert [r["competition_id"] for r in result["rows"]] == ["spaceship-titanic"]
+    assert result["missing"] == ["dog-breed-identification"]
+    lines = [json.loads(line) for line in open(result["jsonl"])]
+    assert {line["competition_id"] for line in lines} >= {"spaceship-titanic"}
+    assert all(pd.read_csv(line["submission_path"]).shape[0] > 0 for line in lines)
+    table = json.loads(Artifact.get("sweep-demo").data)
+    assert any(row["competition_id"] == "spaceship-titanic" and row["valid"] for row in table)
