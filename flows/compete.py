@@ -14,6 +14,7 @@ from prefect.artifacts import create_link_artifact, create_markdown_artifact, cr
 from prefect.concurrency.sync import concurrency
 
 from runner.budget import parse_duration
+from runner.errors import RunnerError
 from runner.grade import grade
 from runner.launch import Launch, launch_competition
 from runner.mlebench import competition_dirs
@@ -39,8 +40,12 @@ def launch(settings: Launch, backend: str, slot: str | None) -> dict:
 
 
 @task
-def collect(out_dir: str) -> RunReport:
-    return RunReport.load(Path(out_dir) / "report.json")
+def collect(out_dir: str, launched: dict) -> RunReport:
+    """The run's report; a run that wrote none (it could not even read the sample submission) fails here."""
+    path = Path(out_dir) / "report.json"
+    if not path.is_file():
+        raise RunnerError(f"the run wrote no report (exit code {launched['exit_code']}); see the launch log above")
+    return RunReport.load(path)
 
 
 @task(retries=2, retry_delay_seconds=2)
@@ -79,10 +84,11 @@ def compete(competition: str, budget: str = "10m", data_root: str = "runs/demo/d
     settings = Launch(spec.id, public, out_dir, parse_duration(budget), image=image, gpus=gpus,
                       host_python=host_python)
     launched = launch(settings, backend, slot)
-    report = collect(out_dir)
-    graded = grade_run(report.submission, spec.id, private) if private else None
+    report = collect(out_dir, launched)
+    submission = Path(out_dir, "submission.csv").resolve()  # the report names it as the run saw it (container)
+    graded = grade_run(str(submission), spec.id, private) if private else None
     publish(report, graded, launched, out_dir)
-    summary = dict(competition_id=spec.id, submission_path=str(Path(report.submission).resolve()),
+    summary = dict(competition_id=spec.id, submission_path=str(submission),
                    status=report.status, cv_score=report.cv_score, wall_seconds=report.wall_seconds,
                    budget_seconds=report.budget_seconds, grade=graded, launch=launched)
     (Path(out_dir) / "compete.json").write_text(json.dumps(summary, indent=2))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -61,6 +62,18 @@ class LaunchResult:
         return dataclasses.asdict(self)
 
 
+def fresh_out_dir(path: str, shared: bool = False) -> Path:
+    """An empty output folder: a previous run's report must never pass for this one's. `shared`: writable by the
+    container's non-root user."""
+    out = Path(path)
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    if shared:
+        out.chmod(0o777)
+    return out
+
+
 def run_args(launch: Launch, data: str, out: str) -> list[str]:
     return ["run", launch.competition, "--data", data, "--budget", f"{launch.budget_seconds:g}s", "--out", out]
 
@@ -79,7 +92,7 @@ def _stream(lines, on_line: Callable[[str], None]) -> threading.Thread:
 
 def run_local(launch: Launch, on_line: Callable[[str], None] = print) -> LaunchResult:
     """`runner run` as a child process in its own session, killed as a group at the hard deadline."""
-    Path(launch.out_dir).mkdir(parents=True, exist_ok=True)
+    fresh_out_dir(launch.out_dir)
     started = time.monotonic()
     process = subprocess.Popen([sys.executable, "-m", "runner.cli", *run_args(launch, launch.data_dir,
                                                                               launch.out_dir)],
@@ -155,9 +168,7 @@ def container_config(launch: Launch, client) -> dict:
 def run_docker(launch: Launch, on_line: Callable[[str], None] = print) -> LaunchResult:
     """One container for the competition; removed in `finally`, killed at the hard deadline."""
     client = docker_client()
-    out = Path(launch.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    out.chmod(0o777)  # the container's non-root user writes here
+    fresh_out_dir(launch.out_dir, shared=True)
     started = time.monotonic()
     container = client.containers.create(**container_config(launch, client))
     killed = False
