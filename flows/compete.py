@@ -59,10 +59,12 @@ def publish(report: RunReport, graded: dict | None, launched: dict, out_dir: str
     plot = fold_timeline(report, Path(out_dir) / "folds.png")
     score = f"{graded['score']}" if graded else "not graded (no answers)"
     plan = report.plan or {}
+    killed = ", killed at the hard deadline" if launched["killed_at_deadline"] else ""
     lines = [f"# {report.competition}", "",
-             f"- test score ({report.metric}): **{score}**; CV {report.cv_score}; baseline CV {report.baseline_cv_score}",
+             f"- test score ({report.metric}): **{score}**; CV {report.cv_score}; baseline CV "
+             f"{report.baseline_cv_score}",
              f"- {report.status}: {report.wall_seconds:.0f} s of {report.budget_seconds:.0f} s "
-             f"({launched['backend']}{', killed at deadline' if launched['killed_at_deadline'] else ''})",
+             f"({launched['backend']}{killed})",
              f"- submission: `{report.submission}` ({report.submission_source})", "", "## Plan", ""]
     lines += [f"- {reason}" for reason in plan.get("reasons", ())]
     create_markdown_artifact("\n".join(lines), key="run-summary", description="plan and score")

@@ -92,9 +92,10 @@ def _aligned(submission: pd.DataFrame, answers: pd.DataFrame, spec: CompetitionS
         return submission.reset_index(drop=True), answers.reset_index(drop=True)
     if spec.id_column not in submission.columns:
         raise InvalidSubmissionError(f"no id column {spec.id_column!r}")
-    sub_keys, ans_keys = submission[spec.id_column].astype(str), answers[spec.id_column].astype(str)
-    sub_order, ans_order = np.argsort(sub_keys.to_numpy(), kind="stable"), np.argsort(ans_keys.to_numpy(), kind="stable")
-    if sub_keys.to_numpy()[sub_order].tolist() != ans_keys.to_numpy()[ans_order].tolist():
+    sub_keys = submission[spec.id_column].astype(str).to_numpy()
+    ans_keys = answers[spec.id_column].astype(str).to_numpy()
+    sub_order, ans_order = np.argsort(sub_keys, kind="stable"), np.argsort(ans_keys, kind="stable")
+    if sub_keys[sub_order].tolist() != ans_keys[ans_order].tolist():
         raise InvalidSubmissionError(f"the ids in column {spec.id_column!r} differ from the answers' ids")
     return submission.iloc[sub_order].reset_index(drop=True), answers.iloc[ans_order].reset_index(drop=True)
 

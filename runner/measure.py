@@ -170,7 +170,7 @@ def gather_costs(candidates: list[Candidate], device: str, classes: int, threads
                                        estimate=device != "cpu" or not time_them, time=time_them)))
     try:
         subprocess.run([sys.executable, "-m", "runner.measure", str(request), str(out)], check=True,
-                       timeout=seconds + 60, capture_output=True, text=True, start_new_session=True)
+                       timeout=2 * seconds + 5, capture_output=True, text=True, start_new_session=True)
         return Costs.from_json(json.loads(out.read_text()))
     except (subprocess.SubprocessError, OSError, ValueError) as exc:
         print(f"measuring failed: {exc}", file=sys.stderr)

@@ -9,7 +9,6 @@ import dataclasses
 import logging
 import pickle
 import shutil
-import time
 from pathlib import Path
 
 import numpy as np

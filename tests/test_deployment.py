@@ -24,8 +24,9 @@ def test_prefect_yaml_is_generated_from_the_specs():
     assert (REPO / "prefect.yaml").read_text() == render(), "run `python -m flows.prefect_yaml`"
 
 
-@pytest.fixture
-def stack(tmp_path):
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("stack")
     port = free_port()
     env = {**os.environ, "RUNNER_STACK_DIR": str(tmp_path / "stack"), "PREFECT_PORT": str(port),
            "RUNNER_DEMO_DATA": str(tmp_path / "demo-data"), "VENV_BIN": str(Path(os.sys.executable).parent)}
@@ -34,23 +35,42 @@ def stack(tmp_path):
                         timeout=300)
     try:
         assert up.returncode == 0, up.stdout + up.stderr
-        yield env, f"http://127.0.0.1:{port}/api"
+        yield env, f"http://127.0.0.1:{port}/api", tmp_path
     finally:
         subprocess.run([str(REPO / "flows" / "stack.sh"), "down"], env=env, capture_output=True, timeout=60)
 
 
-def test_deployment_run_completes_with_a_valid_submission(stack, tmp_path):
-    env, api = stack
+def deployment_run(stack, name: str, *params: str) -> subprocess.CompletedProcess:
+    env, api, root = stack
     prefect = shutil.which("prefect", path=str(Path(os.sys.executable).parent))
+    command = [prefect, "deployment", "run", name, "--watch"]
+    for param in params:
+        command += ["--param", param]
+    return subprocess.run(command, env={**env, "PREFECT_API_URL": api, "PREFECT_HOME": str(root / "stack" / "home")},
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_deployment_run_completes_with_a_valid_submission(stack, tmp_path):
+    root = stack[2]
     out = tmp_path / "runs"
-    result = subprocess.run(
-        [prefect, "deployment", "run", "compete/spaceship", "--watch", "--param", "budget=20s",
-         "--param", f"data_root={tmp_path / 'demo-data'}", "--param", f"out_root={out}"],
-        env={**env, "PREFECT_API_URL": api, "PREFECT_HOME": str(tmp_path / "stack" / "home")},
-        capture_output=True, text=True, timeout=300)
+    result = deployment_run(stack, "compete/spaceship", "budget=20s", f"data_root={root / 'demo-data'}",
+                            f"out_root={out}")
     assert result.returncode == 0 and "Completed" in result.stdout, result.stdout[-3000:] + result.stderr[-2000:]
     submission = pd.read_csv(out / "spaceship-titanic" / "submission.csv")
-    sample = pd.read_csv(tmp_path / "demo-data" / "spaceship-titanic" / "prepared" / "public" /
-                         "sample_submission.csv")
+    sample = pd.read_csv(root / "demo-data" / "spaceship-titanic" / "prepared" / "public" / "sample_submission.csv")
     assert submission["PassengerId"].tolist() == sample["PassengerId"].tolist()
     assert submission["Transported"].dtype == bool
+
+
+def test_a_sweep_fans_out_through_deployments(stack, tmp_path):
+    root = stack[2]
+    data = tmp_path / "data"  # only spaceship-titanic: one compete run is started through its deployment
+    shutil.copytree(root / "demo-data" / "spaceship-titanic", data / "spaceship-titanic")
+    out = tmp_path / "runs"
+    result = deployment_run(stack, "sweep/demo", "budget=15s", "via_deployments=true", f"data_root={data}",
+                            f"out_root={out}")
+    assert result.returncode == 0 and "Completed" in result.stdout, result.stdout[-3000:] + result.stderr[-2000:]
+    lines = (out / "sweep-demo.jsonl").read_text().splitlines()
+    assert len(lines) == 1 and "spaceship-titanic" in lines[0]
+    compete = (out / "spaceship-titanic" / "compete.json").read_text()
+    assert '"valid_submission": true' in compete

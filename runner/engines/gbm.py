@@ -7,7 +7,6 @@ from pathlib import Path
 import lightgbm as lgb
 import numpy as np
 
-from runner import metrics
 from runner.atomic import replacing
 from runner.engines import EngineResult, FoldData
 from runner.planner import Plan
