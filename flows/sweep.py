@@ -7,12 +7,13 @@ here as subflows. Either way each launch holds a slot of a strict global concurr
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.client.orchestration import get_client
 from prefect.deployments import run_deployment
-from prefect.flow_runs import wait_for_flow_run
 
 from flows.compete import compete
 from runner.mlebench import deployment_name, read_split, write_grading_jsonl
@@ -35,6 +36,16 @@ def _row(summary: dict) -> dict:
                 budget_seconds=summary["budget_seconds"])
 
 
+def _wait(flow_run_id, poll_seconds: float = 3.0):
+    """The flow run once it reaches a final state."""
+    with get_client(sync_client=True) as client:
+        while True:
+            flow_run = client.read_flow_run(flow_run_id)
+            if flow_run.state is not None and flow_run.state.is_final():
+                return flow_run
+            time.sleep(poll_seconds)
+
+
 @task
 def run_via_deployments(ids: list[str], parameters: dict, out_root: str) -> list[dict]:
     """Start every competition's deployment at once, then wait for each; results come from the shared out_root."""
@@ -42,7 +53,7 @@ def run_via_deployments(ids: list[str], parameters: dict, out_root: str) -> list
                for c in ids]
     rows = []
     for competition, flow_run in started:
-        finished = wait_for_flow_run(flow_run.id, timeout=None, poll_interval=5)
+        finished = _wait(flow_run.id)
         summary_path = Path(out_root) / competition / "compete.json"
         if finished.state.is_completed() and summary_path.is_file():
             rows.append(_row(json.loads(summary_path.read_text())))
