@@ -48,28 +48,18 @@ def _plan(args) -> int:
     from runner.console import console, plan_table
     from runner.data import load_dataset
     from runner.hardware import probe_hardware
-    from runner.measure import Costs, gather_costs
-    from runner.planner import DataShape, image_candidates, make_plan
     from runner.profiles import profile
+    from runner.run import plan_for
     from runner.spec import load_spec
 
     spec = load_spec(args.competition, Path(args.data))
     budget = Budget(parse_duration(args.budget), process_start())
-    here = args.hardware is None
-    hardware = probe_hardware() if here else profile(args.hardware)
+    hardware = probe_hardware() if args.hardware is None else profile(args.hardware)
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="runner-plan-"))
     out.mkdir(parents=True, exist_ok=True)
     dataset = load_dataset(spec, Path(args.data), out / "work")
-    features = dataset.train.shape[1] if hasattr(dataset.train, "shape") else 0
-    data = DataShape(len(dataset.y), len(dataset.test), features, len(dataset.classes or ()))
-    costs = Costs()
-    if spec.task == "image":
-        # GPUs: measured when planning for this machine, else estimated from memory and FLOPs; CPUs: timed here
-        timed = here or not hardware.gpus
-        device = "cuda" if hardware.gpus and here else "cpu"
-        costs = gather_costs(image_candidates(hardware), device, max(2, data.classes), probe_hardware().cpus,
-                             min(120.0, max(10.0, 0.05 * budget.seconds)), timed, out)
-    plan = make_plan(spec, hardware, budget.seconds * budget.cut, data, costs)
+    plan = plan_for(spec, dataset, hardware, budget.seconds * budget.cut, budget.seconds, out,
+                    here=args.hardware is None)
     console.print(plan_table(plan))
     if args.out:
         plan.save(out / "plan.json")

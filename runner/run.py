@@ -17,7 +17,7 @@ from runner.budget import Budget
 from runner.data import Dataset, load_dataset, read_sample, value_columns
 from runner.errors import InputError, InvalidSubmissionError
 from runner.folds import FoldResult, FoldTask, assign_folds
-from runner.hardware import Hardware, probe_hardware
+from runner.hardware import Hardware, available_cpus, probe_hardware
 from runner.measure import Costs, gather_costs
 from runner.planner import CPU_CANDIDATES, GPU_CANDIDATES, DataShape, Plan, image_candidates, make_plan
 from runner.predict import cv_scores, ensemble, fold_dir
@@ -72,20 +72,9 @@ class Supervisor:
         self.update(submission_source=self.prior.source, warnings=tuple(self.dataset.warnings),
                     timings=self.mark("data_loaded"))
 
-    def data_shape(self) -> DataShape:
-        features = self.dataset.train.shape[1] if hasattr(self.dataset.train, "shape") else 0
-        return DataShape(len(self.dataset.y), len(self.sample), features, len(self.dataset.classes or ()))
-
     def make_plan(self, hardware: Hardware) -> Plan:
-        """Measure what needs measuring on this machine (image models: a few real steps each, within 5% of the
-        budget), then plan the training window that is left."""
-        data, costs = self.data_shape(), Costs()
-        if self.spec.task == "image":
-            seconds = min(120.0, max(5.0, 0.05 * self.budget.seconds))
-            costs = gather_costs(image_candidates(hardware), "cuda" if hardware.gpus else "cpu", max(2, data.classes),
-                                 hardware.cpus, seconds, True, self.out)
-        pretrained = frozenset(m for m, _ in GPU_CANDIDATES + CPU_CANDIDATES if find_weights(m))
-        return make_plan(self.spec, hardware, self.budget.training_left(), data, costs, pretrained)
+        return plan_for(self.spec, self.dataset, hardware, self.budget.training_left(), self.budget.seconds,
+                        self.out)
 
     def prepare_folds(self, plan: Plan, hardware: Hardware) -> Path:
         if plan.engine == "timm":
@@ -131,6 +120,26 @@ class Supervisor:
         run_folds(plan, make_task, self.budget, lambda r: self.on_result(r, unit), on_status)
         trained = any(r.usable for r in self.results)
         self.update(status="trained" if trained else "baseline", timings=self.mark("training_done"))
+
+
+def data_shape(dataset: Dataset) -> DataShape:
+    features = dataset.train.shape[1] if hasattr(dataset.train, "shape") else 0
+    return DataShape(len(dataset.y), len(dataset.test), features, len(dataset.classes or ()))
+
+
+def plan_for(spec: CompetitionSpec, dataset: Dataset, hardware: Hardware, window: float, budget_seconds: float,
+             out: Path, here: bool = True) -> Plan:
+    """Measure what needs measuring, then plan `window` seconds of training. Image models are timed for a few
+    real steps each on this machine (within 5% of the budget); for a GPU we are not on (`here=False`, a named
+    profile) their memory and FLOPs are estimated instead."""
+    data, costs = data_shape(dataset), Costs()
+    if spec.task == "image":
+        device = "cuda" if hardware.gpus and here else "cpu"
+        seconds = min(120.0, max(5.0, 0.05 * budget_seconds))
+        costs = gather_costs(image_candidates(hardware), device, max(2, data.classes), available_cpus(), seconds,
+                             here or not hardware.gpus, out)
+    pretrained = frozenset(m for m, _ in GPU_CANDIDATES + CPU_CANDIDATES if find_weights(m))
+    return make_plan(spec, hardware, window, data, costs, pretrained)
 
 
 def run_competition(name: str, data_dir: Path, budget: Budget, out_dir: Path, hardware: Hardware | None = None,

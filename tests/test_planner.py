@@ -120,3 +120,18 @@ def test_plans_round_trip_through_json():
 def test_candidates_to_measure_follow_the_hardware():
     assert {c.precision for c in image_candidates(profile("a100-40gb"))} == {"bf16"}
     assert {c.precision for c in image_candidates(profile("cpu"))} == {"fp32", "bf16"}
+
+
+@pytest.mark.parametrize("hardware, device", [("a100-40gb", "cuda"), ("cpu", "cpu")])
+def test_runner_plan_prints_and_writes_a_plan_for_a_profile(dog_breed, tmp_path, hardware, device):
+    from conftest import run_cli
+
+    result = run_cli("plan", "dog-breed", "--data", str(dog_breed / "prepared" / "public"), "--budget", "30m",
+                     "--hardware", hardware, "--out", str(tmp_path))
+    assert result.returncode == 0, result.stderr[-2000:]
+    plan = Plan.from_json(json.loads((tmp_path / "plan.json").read_text()))
+    assert plan.device == device and plan.engine == "timm" and plan.reasons
+    assert any(plan.model in r for r in plan.reasons)
+    assert "why" in result.stderr  # the table a reader sees
+    if device == "cuda":
+        assert plan.batch_size >= 8 and plan.gpu_memory_fraction > 0 and plan.fold_memory_bytes > 0
