@@ -55,8 +55,10 @@ class FoldResult:
 
     @property
     def least_seconds(self) -> float:
-        """Shortest time a fold like this one needs to end with something usable."""
-        return self.startup_seconds + self.min_train_seconds + self.predict_seconds
+        """Shortest time a fold like this one needs to end with something usable: all it spent outside training
+        (process start, imports, model, test prediction) plus the least training."""
+        overhead = max(self.wall_seconds - self.train_seconds, self.startup_seconds + self.predict_seconds)
+        return overhead + self.min_train_seconds
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)

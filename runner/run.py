@@ -133,9 +133,9 @@ def plan_for(spec: CompetitionSpec, dataset: Dataset, hardware: Hardware, window
     real steps each on this machine (within 5% of the budget); for a GPU we are not on (`here=False`, a named
     profile) their memory and FLOPs are estimated instead."""
     data, costs = data_shape(dataset), Costs()
-    if spec.task == "image":
+    seconds = min(120.0, 0.05 * budget_seconds)
+    if spec.task == "image" and seconds >= 3.0:  # shorter budgets cannot spare even the imports: smallest model
         device = "cuda" if hardware.gpus and here else "cpu"
-        seconds = min(120.0, max(5.0, 0.05 * budget_seconds))
         costs = gather_costs(image_candidates(hardware), device, max(2, data.classes), available_cpus(), seconds,
                              here or not hardware.gpus, out)
     pretrained = frozenset(m for m, _ in GPU_CANDIDATES + CPU_CANDIDATES if find_weights(m))
