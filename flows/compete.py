@@ -18,6 +18,7 @@ from runner.errors import RunnerError
 from runner.grade import grade
 from runner.launch import Launch, launch_competition
 from runner.mlebench import competition_dirs
+from runner.monitor import read_samples
 from runner.plot import fold_timeline
 from runner.report import RunReport
 from runner.spec import load_spec
@@ -56,7 +57,7 @@ def grade_run(submission: str, competition: str, private: str) -> dict:
 @task
 def publish(report: RunReport, graded: dict | None, launched: dict, out_dir: str) -> None:
     """Run page: a markdown summary with plan and score, a table of folds, links to the report and plot."""
-    plot = fold_timeline(report, Path(out_dir) / "folds.png")
+    plot = fold_timeline(report, Path(out_dir) / "folds.png", read_samples(Path(out_dir) / "monitor.jsonl"))
     score = f"{graded['score']}" if graded else "not graded (no answers)"
     plan = report.plan or {}
     killed = ", killed at the hard deadline" if launched["killed_at_deadline"] else ""
@@ -72,7 +73,7 @@ def publish(report: RunReport, graded: dict | None, launched: dict, out_dir: str
     if rows:
         create_table_artifact(rows, key="folds", description="one row per fold")
     create_link_artifact(Path(out_dir, "report.json").resolve().as_uri(), link_text="report.json", key="report")
-    create_link_artifact(plot.resolve().as_uri(), link_text="fold timeline", key="plot")
+    create_link_artifact(plot.resolve().as_uri(), link_text="memory and fold timeline", key="plot")
 
 
 @flow(name="compete", log_prints=True)

@@ -19,6 +19,7 @@ from runner.errors import InputError, InvalidSubmissionError
 from runner.folds import FoldResult, FoldTask, assign_folds
 from runner.hardware import Hardware, available_cpus, probe_hardware
 from runner.measure import Costs, gather_costs
+from runner.monitor import Monitor
 from runner.planner import CPU_CANDIDATES, GPU_CANDIDATES, DataShape, Plan, image_candidates, make_plan
 from runner.predict import cv_scores, ensemble, fold_dir
 from runner.report import RunReport
@@ -164,7 +165,8 @@ def run_competition(name: str, data_dir: Path, budget: Budget, out_dir: Path, ha
         supervisor.update(status="baseline", error=None)
         return supervisor.report
     try:
-        supervisor.train(plan, hardware, on_status)
+        with Monitor(Path(out_dir) / "monitor.jsonl", budget.started):
+            supervisor.train(plan, hardware, on_status)
     except InputError as exc:
         supervisor.update(status="error", error=str(exc))
     finally:

@@ -34,6 +34,7 @@ def test_spaceship_beats_the_baseline_within_budget(spaceship, tmp_path):
     assert report["cv_score"] > report["baseline_cv_score"] + 0.15
     assert report["status"] == "trained" and all(f["status"] == "completed" for f in report["folds"])
     assert report["wall_seconds"] <= 45 and elapsed < 45 + 2
+    assert len((tmp_path / "out" / "monitor.jsonl").read_text().splitlines()) >= 1
     for fold in report["folds"]:  # best checkpoint and manifest per fold
         assert (tmp_path / "out" / "folds" / str(fold["fold"]) / "model.txt").is_file()
         assert (tmp_path / "out" / "folds" / str(fold["fold"]) / "manifest.json").is_file()

@@ -1,0 +1,84 @@
+"""Samples what a run uses (CPU, the memory of the whole process tree, and each GPU's memory and utilisation
+through NVML) into monitor.jsonl, once a second, from a background thread."""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+
+def _tree_rss() -> int:
+    """Resident memory of this process and all its children (the fold processes)."""
+    root = psutil.Process()
+    total = 0
+    for process in [root, *root.children(recursive=True)]:
+        try:
+            total += process.memory_info().rss
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return total
+
+
+class _Gpus:
+    """NVML handles, or none on a machine without a driver."""
+
+    def __init__(self):
+        try:
+            import pynvml
+            pynvml.nvmlInit()
+            self.nvml = pynvml
+            self.handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
+        except Exception:
+            self.nvml, self.handles = None, []
+
+    def sample(self) -> list[dict]:
+        out = []
+        for handle in self.handles:
+            memory = self.nvml.nvmlDeviceGetMemoryInfo(handle)
+            out.append(dict(used=int(memory.used), total=int(memory.total),
+                            util=int(self.nvml.nvmlDeviceGetUtilizationRates(handle).gpu)))
+        return out
+
+    def close(self) -> None:
+        if self.nvml is not None:
+            self.nvml.nvmlShutdown()
+
+
+class Monitor:
+    """`with Monitor(path, started):` samples until the block ends."""
+
+    def __init__(self, path: Path, started: float, interval: float = 1.0):
+        self.path, self.started, self.interval = Path(path), started, interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="monitor", daemon=True)
+
+    def _run(self) -> None:
+        gpus = _Gpus()
+        psutil.cpu_percent()  # the first call only starts the measurement
+        try:
+            with open(self.path, "a") as handle:
+                while not self._stop.is_set():
+                    line = dict(t=round(time.monotonic() - self.started, 2), cpu=psutil.cpu_percent(),
+                                rss=_tree_rss(), gpus=gpus.sample())
+                    handle.write(json.dumps(line) + "\n")
+                    handle.flush()
+                    self._stop.wait(self.interval)
+        finally:
+            gpus.close()
+
+    def __enter__(self) -> "Monitor":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+
+def read_samples(path: Path) -> list[dict]:
+    if not Path(path).is_file():
+        return []
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]

@@ -1,0 +1,28 @@
+import subprocess
+import sys
+import time
+
+from runner.monitor import Monitor, read_samples
+from runner.plot import fold_timeline
+from runner.report import RunReport
+
+
+def test_monitor_samples_the_process_tree(tmp_path):
+    path = tmp_path / "monitor.jsonl"
+    with Monitor(path, time.monotonic(), interval=0.1):
+        child = subprocess.Popen([sys.executable, "-c", "x = bytearray(200 * 2**20); import time; time.sleep(1.5)"])
+        time.sleep(1.2)
+        child.wait()
+    samples = read_samples(path)
+    assert len(samples) >= 5 and all(b["t"] >= a["t"] for a, b in zip(samples, samples[1:]))
+    assert max(s["rss"] for s in samples) - min(s["rss"] for s in samples) > 150 * 2**20  # the child's 200 MiB
+    assert all(s["gpus"] == [] for s in samples)  # no GPU on this machine: none reported, nothing raised
+
+
+def test_the_run_plot_draws_memory_and_folds(tmp_path):
+    report = RunReport("c", "trained", "accuracy", False, 60, 30, "s.csv", "x", cv_score=0.9,
+                       timings={"fold_0_done": 20.0}, folds=({"fold": 0, "status": "completed", "score": 0.9,
+                                                               "epochs": 3, "wall_seconds": 15.0},))
+    samples = [dict(t=t, cpu=50.0, rss=2**30, gpus=[dict(used=2**33, total=2**34, util=90)]) for t in range(30)]
+    path = fold_timeline(report, tmp_path / "plot.png", samples)
+    assert path.stat().st_size > 5000
