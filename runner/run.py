@@ -149,25 +149,21 @@ def run_competition(name: str, data_dir: Path, budget: Budget, out_dir: Path, ha
     a report whose `error` explains what stopped training (a valid submission exists either way)."""
     spec = load_spec(name, Path(data_dir))
     supervisor = Supervisor(spec, data_dir, out_dir, budget)
-    supervisor.write_sample_baseline()
-    hardware = hardware or probe_hardware(Path(out_dir))
-    supervisor.update(hardware=hardware.to_json())
     try:
+        supervisor.write_sample_baseline()
+        hardware = hardware or probe_hardware(Path(out_dir))
+        supervisor.update(hardware=hardware.to_json())
         supervisor.load_data()
-    except InputError as exc:
-        supervisor.update(status="error", error=str(exc))
-        return supervisor.report
-    plan = supervisor.make_plan(hardware)
-    plan.save(Path(out_dir) / "plan.json")
-    supervisor.update(plan=plan.to_json(), timings=supervisor.mark("planned"))
-    on_plan(plan)
-    if plan.engine == "none":
-        supervisor.update(status="baseline", error=None)
-        return supervisor.report
-    try:
+        plan = supervisor.make_plan(hardware)
+        plan.save(Path(out_dir) / "plan.json")
+        supervisor.update(plan=plan.to_json(), timings=supervisor.mark("planned"))
+        on_plan(plan)
+        if plan.engine == "none":
+            supervisor.update(status="baseline", error=None)
+            return supervisor.report
         with Monitor(Path(out_dir) / "monitor.jsonl", budget.started):
             supervisor.train(plan, hardware, on_status)
-    except InputError as exc:
+    except InputError as exc:  # the baseline already written stays the submission
         supervisor.update(status="error", error=str(exc))
     finally:
         shutil.rmtree(supervisor.work, ignore_errors=True)  # image cache, extracted zips: checkpoints stay
