@@ -110,7 +110,7 @@ def _numeric(frame: pd.DataFrame, columns: list[str]) -> np.ndarray:
     return values.to_numpy(dtype=np.float64)
 
 
-def _class_columns(spec: CompetitionSpec, submission: pd.DataFrame, answers: pd.DataFrame) -> list[str]:
+def _class_columns(spec: CompetitionSpec, answers: pd.DataFrame) -> list[str]:
     if len(spec.targets) > 1:
         return list(spec.targets)
     return [c for c in answers.columns if c not in (spec.id_column, "Usage")]
@@ -119,7 +119,7 @@ def _class_columns(spec: CompetitionSpec, submission: pd.DataFrame, answers: pd.
 def _score(spec: CompetitionSpec, submission: pd.DataFrame, answers: pd.DataFrame) -> float:
     sub, ans = _aligned(submission, answers, spec)
     if spec.submission == "probabilities":
-        classes = _class_columns(spec, sub, ans)
+        classes = _class_columns(spec, ans)
         if spec.metric == "mean_column_roc_auc" and set(submission.columns) != {spec.id_column, *classes}:
             raise InvalidSubmissionError(f"columns must be exactly {[spec.id_column, *classes]}")
         pred = _numeric(sub, classes)
