@@ -57,7 +57,7 @@ def summary_table(report: RunReport) -> Table:
 
 
 @contextmanager
-def run_progress(budget: Budget, folds_total: int = 0):
+def run_progress(budget: Budget):
     """A budget bar and a status line; yields a callback taking the status text."""
     columns = (TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True) as progress:

@@ -15,7 +15,6 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Callable
 
-GiB = 1024**3
 CUDA_RUNTIME_BYTES = 600 * 1024**2  # CUDA context + cuBLAS/cuDNN handles: outside torch's allocator
 BYTES_PER_PARAMETER = 16  # fp32 weight, fp32 gradient, two fp32 AdamW moments
 

@@ -164,6 +164,7 @@ class _Fit:
     n_train: int
     predict_seconds: float
     startup: float
+    memory_reasons: tuple[str, ...] = ()  # why this batch and this many folds per GPU
 
     @property
     def epoch_seconds(self) -> float:
@@ -186,12 +187,13 @@ def _size(option: _Option, init: str, spec: CompetitionSpec, hardware: Hardware,
         memory = costs.memory_of(option.model, option.size, option.precision)
         if memory is None:
             return None
-        batch, per_gpu = _batch_and_slots(gpu, memory, data, spec.folds, hardware.cpus, [])
+        why: list[str] = []
+        batch, per_gpu = _batch_and_slots(gpu, memory, data, spec.folds, hardware.cpus, why)
         slots = per_gpu * len(hardware.gpus)
     else:
-        batch, per_gpu, slots = 64, 0, 1
+        batch, per_gpu, slots, why = 64, 0, 1, []
     return _Fit(option, init, batch, per_gpu, slots, spec.folds, data.n_train, 1.25 * data.n_test * option.infer_s,
-                STARTUP_SECONDS["cuda" if gpu else "cpu"])
+                STARTUP_SECONDS["cuda" if gpu else "cpu"], tuple(why))
 
 
 def _choose(fits: list[_Fit], window: float, reasons: list[str]) -> _Fit:
@@ -239,8 +241,7 @@ def _image_plan(spec: CompetitionSpec, hardware: Hardware, window: float, data: 
     reasons.append(f"precision {option.precision}: " + (f"compute capability {gpu.compute_capability}" if gpu
                                                          else "the faster one measured on this CPU"))
     memory = costs.memory_of(option.model, option.size, option.precision)
-    if gpu:
-        _batch_and_slots(gpu, memory, data, fit.folds, hardware.cpus, reasons)
+    reasons.extend(fit.memory_reasons)
     memory_bound = gpu and memory.on_device(CUDA_RUNTIME_BYTES).largest_batch(
         TARGET_MEMORY_FRACTION * gpu.memory_bytes) < EFFECTIVE_BATCH
     accumulation = math.ceil(EFFECTIVE_BATCH / fit.batch) if memory_bound else 1
