@@ -5,12 +5,18 @@ dataset decoding each JPEG with timm's default training transform, DataLoader nu
 channels_last. Planned configuration: the same resnet18 at the same 224 px on the same photos, with the batch,
 precision, memory format and loader the planner picks from measurements on this machine, reading pixels from the
 runner's decoded-image cache. A second planned row shows the image size the planner picks for a 30-minute
-dog-breed budget on this machine.
+dog-breed budget on this machine, and a third the planned same-size configuration with torch.compile (which the
+planner leaves off on CPU).
+
+At the same model and size the only lever left on a CPU is the arithmetic itself, so the benchmark also measures
+the machine's matrix-multiply peak in fp32 and bf16, and the FLOPs per second the failure configuration already
+reaches (a training step is ~3x the forward FLOPs): their ratios bound what any same-size configuration can gain.
 
     python bench/throughput.py
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
 import time
@@ -31,7 +37,7 @@ from runner.engines import FoldData
 from runner.engines.vision import Trainer, _loaders
 from runner.hardware import probe_hardware
 from runner.images import build_cache, cache_side
-from runner.measure import Candidate, Costs, measure
+from runner.measure import Candidate, Costs, forward_flops, measure
 from runner.planner import DataShape, make_plan
 from runner.spec import load_spec
 
@@ -84,7 +90,22 @@ def failure_config(paths, labels, classes) -> float:
     return images_per_second(step, loader, IMAGES_PER_RUN)
 
 
-def planned_config(paths, labels, classes, model: str, size: int, work: Path) -> tuple[float, dict]:
+def matmul_gflops(dtype: torch.dtype, n: int = 2048) -> float:
+    """The machine's peak for `dtype`: the best of three half-second runs of n x n matrix products."""
+    a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
+    a @ b
+    best = 0.0
+    for _ in range(3):
+        products, started = 0, time.perf_counter()
+        while time.perf_counter() - started < 0.5:
+            a @ b
+            products += 1
+        best = max(best, 2 * n ** 3 * products / (time.perf_counter() - started) / 1e9)
+    return best
+
+
+def planned_config(paths, labels, classes, model: str, size: int, work: Path,
+                   compiled: bool = False) -> tuple[float, dict]:
     """The planner's choice for this model and size on this machine, run by the runner's own trainer."""
     candidates = [Candidate(model, size, p, 32) for p in ("fp32", "bf16")]
     costs = Costs(throughput=tuple(measure(candidates, "cpu", classes, time.monotonic() + 120)))
@@ -96,12 +117,14 @@ def planned_config(paths, labels, classes, model: str, size: int, work: Path) ->
     rows = list(np.flatnonzero(ok))
     data = FoldData(load_spec("dog-breed"), list(range(classes)), rows, labels[ok], rows[:1], labels[:1], [],
                     str(cache))
+    if compiled:
+        plan = dataclasses.replace(plan, compile=True)
     trainer = Trainer(plan, data)
     train_loader, _, _ = _loaders(plan, data, str(cache))
     return images_per_second(lambda x, y: trainer.train_epoch([(x, y)], float("inf")), train_loader,
                              IMAGES_PER_RUN), dict(model=model, image_size=size, batch=plan.batch_size,
                                                    precision=plan.precision, channels_last=plan.channels_last,
-                                                   num_workers=plan.num_workers)
+                                                   num_workers=plan.num_workers, compile=plan.compile)
 
 
 def main() -> None:
@@ -116,15 +139,25 @@ def main() -> None:
         print(f"failure configuration: {failure:.1f} img/s (resnet18, 224 px, batch 32, fp32, JPEG per step, "
               "0 workers)", flush=True)
         rows = [dict(config="failure", model="resnet18", image_size=224, batch=32, precision="fp32",
-                     channels_last=False, num_workers=0, images_per_second=round(failure, 1), speedup=1.0)]
-        for model, size, label in (("resnet18", 224, "planned, same model and size"),
-                                   ("resnet18", 96, "planned, the size chosen for a 30m CPU budget")):
-            rate, settings = planned_config(paths, labels, len(breeds), model, size, Path(tmp))
+                     channels_last=False, num_workers=0, compile=False, images_per_second=round(failure, 1),
+                     speedup=1.0)]
+        for model, size, label, compiled in (
+                ("resnet18", 224, "planned, same model and size", False),
+                ("resnet18", 96, "planned, the size chosen for a 30m CPU budget", False),
+                ("resnet18", 224, "planned, same model and size, with torch.compile", True)):
+            rate, settings = planned_config(paths, labels, len(breeds), model, size, Path(tmp), compiled)
             rows.append(dict(config=label, **settings, images_per_second=round(rate, 1),
                              speedup=round(rate / failure, 2)))
             print(f"{label}: {rate:.1f} img/s = {rate / failure:.2f}x ({settings})", flush=True)
     same = rows[1]["speedup"]
-    path = save("throughput", rows, speedup_same_size=same, goal=4.0)
+    fp32, bf16 = matmul_gflops(torch.float32), matmul_gflops(torch.bfloat16)
+    reached = 3 * forward_flops("resnet18", 224, len(breeds)) * failure / 1e9
+    print(f"matmul peak: fp32 {fp32:.0f} GFLOPS, bf16 {bf16:.0f} GFLOPS ({bf16 / fp32:.1f}x); the failure "
+          f"configuration reaches {reached:.0f} GFLOPS ({reached / fp32:.0%} of the fp32 peak), so a same-size "
+          f"configuration at the bf16 peak would be {bf16 / reached:.1f}x")
+    path = save("throughput", rows, speedup_same_size=same, goal=4.0, matmul_gflops_fp32=round(fp32),
+                matmul_gflops_bf16=round(bf16), failure_gflops=round(reached),
+                same_size_at_bf16_peak=round(bf16 / reached, 2))
     print(f"planned / failure at the same model and size: {same:.2f}x (goal >= 4x); written {path}")
 
 

@@ -11,6 +11,7 @@ import dataclasses
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from runner.errors import RunnerError
+from runner.spec import competitions_dir
 
 LABEL = "competition-runner"
 GRACE_SECONDS = 30.0  # past the budget before the run is killed from outside
@@ -128,11 +130,39 @@ def has_gpu_runtime(client) -> bool:
     return "nvidia" in (client.info().get("Runtimes") or {})
 
 
+def blocked_folders(mounts: set[Path], uid: int, gid: int) -> list[Path]:
+    """Folders inside bind mounts that `uid:gid` cannot pass through: a mount keeps the host's modes, so a
+    0700 checkout (as `mktemp -d` makes) stops a non-root container user at its door."""
+    blocked = set()
+    for mount in mounts:
+        for folder in (mount, *mount.parents):
+            if not any(folder == m or m in folder.parents for m in mounts):
+                continue  # the engine creates folders above a mount point itself, passable by all
+            info = folder.stat()
+            bit = stat.S_IXUSR if info.st_uid == uid else stat.S_IXGRP if info.st_gid == gid else stat.S_IXOTH
+            if not info.st_mode & bit:
+                blocked.add(folder)
+    return sorted(blocked)
+
+
+def _container_user() -> tuple[int, int]:
+    """This user, or 1000:1000 in place of root: the run never needs root inside."""
+    return (os.getuid(), os.getgid()) if os.getuid() else (1000, 1000)
+
+
 def _host_python_mounts() -> dict:
-    """This machine's Python installation, virtual environment and the runner's source, read-only, at the same
-    paths (a virtual environment only works where it was made)."""
-    source = Path(__file__).resolve().parent.parent
-    paths = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), source}
+    """This machine's Python installation, virtual environment, the runner package and its competition specs,
+    read-only, at the same paths (a virtual environment only works where it was made). Those folders, not the
+    whole checkout: folders above a mount point are made by the engine and open to all, whatever the checkout's
+    own mode."""
+    package = Path(__file__).resolve().parent
+    paths = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), package, competitions_dir().resolve()}
+    blocked = blocked_folders(paths, *_container_user())
+    if blocked:
+        modes = ", ".join(f"{b} (mode {stat.S_IMODE(b.stat().st_mode):o})" for b in blocked)
+        raise RunnerError(f"the container's user (uid {_container_user()[0]}) cannot enter {modes}, which hold "
+                          "the runner's Python it runs with; allow it (chmod o+rx) or use an image with the runner "
+                          "installed")
     return {str(p): {"bind": str(p), "mode": "ro"} for p in paths}
 
 
@@ -150,9 +180,10 @@ def container_config(launch: Launch, client) -> dict:
     environment = {"HOME": "/tmp", "MPLCONFIGDIR": "/tmp"}
     if launch.host_python:
         volumes.update(_host_python_mounts())
+        environment["RUNNER_COMPETITIONS"] = str(competitions_dir().resolve())
         command = [sys.executable, "-m", "runner.cli", *command[1:]]
     config = dict(image=launch.image, command=command, volumes=volumes, environment=environment,
-                  user=f"{os.getuid() if os.getuid() else 1000}:{os.getgid() if os.getuid() else 1000}",
+                  user="{}:{}".format(*_container_user()),
                   labels={LABEL: "1", f"{LABEL}.competition": launch.competition},
                   network_mode=None if launch.network else "none", shm_size=f"{int(launch.shm_gb * 1024)}m",
                   detach=True)

@@ -87,13 +87,26 @@ def time_candidate(candidate: Candidate, device: str, classes: int, steps: int =
 
 
 @dataclass(frozen=True)
+class RoundCost:
+    """LightGBM on this machine: seconds per boosting round of each of `boosters` boosters trained at once with
+    `threads` threads each, on `rows` rows."""
+
+    threads: int
+    boosters: int
+    rows: int
+    seconds_per_round: float
+
+
+@dataclass(frozen=True)
 class Costs:
     """What the planner knows about its candidates: measured throughput on this device (may be empty), and
-    device-independent memory estimates and forward FLOPs per sample, keyed by 'model@size@precision'."""
+    device-independent memory estimates and forward FLOPs per sample, keyed by 'model@size@precision'; for
+    tables, measured seconds per boosting round."""
 
     throughput: tuple[Throughput, ...] = ()
     memory: tuple[MemoryEstimate, ...] = ()
     flops: dict = dataclasses.field(default_factory=dict)  # 'model@size' -> forward FLOPs per sample
+    rounds: tuple[RoundCost, ...] = ()
 
     def speed(self, model: str, size: int, precision: str) -> Throughput | None:
         return next((t for t in self.throughput if (t.candidate.model, t.candidate.image_size,
@@ -105,12 +118,13 @@ class Costs:
 
     def to_json(self) -> dict:
         return dict(throughput=[t.to_json() for t in self.throughput], memory=[m.to_json() for m in self.memory],
-                    flops=self.flops)
+                    flops=self.flops, rounds=[dataclasses.asdict(r) for r in self.rounds])
 
     @classmethod
     def from_json(cls, data: dict) -> "Costs":
         return cls(tuple(Throughput.from_json(t) for t in data.get("throughput", ())),
-                   tuple(MemoryEstimate(**m) for m in data.get("memory", ())), dict(data.get("flops", {})))
+                   tuple(MemoryEstimate(**m) for m in data.get("memory", ())), dict(data.get("flops", {})),
+                   tuple(RoundCost(**r) for r in data.get("rounds", ())))
 
 
 def forward_flops(model_name: str, image_size: int, classes: int) -> int:

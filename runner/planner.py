@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runner.hardware import GiB, Gpu, Hardware
-from runner.measure import Candidate, Costs
+from runner.measure import Candidate, Costs, RoundCost
 from runner.memory import CUDA_RUNTIME_BYTES, MemoryEstimate
 from runner.spec import CompetitionSpec
 
@@ -30,7 +30,10 @@ MIN_EPOCHS = {"scratch": 30, "pretrained": 6}
 MAX_EPOCHS = {"scratch": 100, "pretrained": 20}
 STARTUP_SECONDS = {"cpu": 4.0, "cuda": 12.0}  # process start, imports, CUDA context, data
 EFFECTIVE_BATCH = 64  # smaller memory-bound batches accumulate gradients up to this
-SMALL_TABLE_CELLS = 2_000_000  # below this, one LightGBM thread per fold and folds side by side
+SMALL_TABLE_CELLS = 2_000_000  # unmeasured: below this, one LightGBM thread per fold and folds side by side
+MAX_ROUNDS = 5000
+FULL_RATE_ROUNDS = 1000  # rounds that learning rate 0.05 needs; fewer affordable rounds get a higher rate
+GBM_STARTUP_SECONDS = 3.0  # fold process start, imports, data
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,7 @@ class DataShape:
     n_test: int
     n_features: int = 0
     classes: int = 0
+    targets: int = 1  # regression targets (one booster each)
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,7 @@ class Plan:
     epochs: int = 0  # estimated epochs per fold (the fold refits this to its first timed epoch)
     max_epochs: int = 0  # hard cap
     max_rounds: int = 0  # boosting rounds (LightGBM)
+    learning_rate: float = 0.05  # LightGBM
     patience: int = 0  # epochs or rounds without improvement before a fold stops
     fold_memory_bytes: int = 0  # estimated peak of one fold on its device
     gpu_memory_fraction: float = 0.0  # planned peak of all slots on a GPU / its memory
@@ -254,7 +259,9 @@ def _image_plan(spec: CompetitionSpec, hardware: Hardware, window: float, data: 
     fold_time = fit.fold_seconds(epochs)
     compile_model = bool(gpu) and fold_time > 1200
     reasons.append("torch.compile on: folds are long enough to repay compiling" if compile_model else
-                   "torch.compile off: compiling costs more than it saves at this fold length")
+                   "torch.compile off: compiling costs more than it saves at this fold length" if gpu else
+                   "torch.compile off: on CPU, compiled training steps measured slower than eager ones "
+                   "(bench/throughput.py)")
     fold_memory = memory.on_device(CUDA_RUNTIME_BYTES if gpu else 0).total(fit.batch) if memory else 0
     return dict(model=option.model, image_size=option.size, batch_size=fit.batch, accumulation=accumulation,
                 precision=option.precision, channels_last=True, compile=compile_model, num_workers=workers,
@@ -270,8 +277,8 @@ def _image_plan(spec: CompetitionSpec, hardware: Hardware, window: float, data: 
 # --- the plan ----------------------------------------------------------------------------------------------
 
 def _cpu_engine_slots(engine: str, data: DataShape, folds: int, cpus: int, reasons: list[str]) -> tuple[int, int]:
-    """(slots, threads): small tables and text fit one thread per fold, so folds run side by side; large tables
-    take every core in one fold at a time (two 1-thread folds were ~15% slower than one 2-thread fold)."""
+    """(slots, threads) when nothing was measured: small tables and text fit one thread per fold, so folds run
+    side by side; large tables take every core in one fold at a time."""
     small = engine == "tfidf_linear" or data.n_train * max(1, data.n_features) < SMALL_TABLE_CELLS
     if small:
         slots = max(1, min(folds, cpus))
@@ -280,6 +287,49 @@ def _cpu_engine_slots(engine: str, data: DataShape, folds: int, cpus: int, reaso
         return slots, 1
     reasons.append(f"1 fold at a time with {cpus} threads: {data.n_train} x {data.n_features} is large")
     return 1, cpus
+
+
+def _round_seconds(cost: RoundCost, data: DataShape, folds: int) -> float:
+    """Seconds per round of one fold's boosters (one per regression target), scaled from the timed rows to a
+    fold's training rows (histogram building is linear in rows)."""
+    fold_rows = data.n_train * (folds - 1) / folds
+    return cost.seconds_per_round * max(1.0, fold_rows / cost.rows) * max(1, data.targets)
+
+
+def _gbm_plan(data: DataShape, folds: int, cpus: int, window: float, costs: Costs, reasons: list[str]) -> dict:
+    """Threads per fold and rounds from measured seconds per round: the split of cores that gets a round done in
+    every fold soonest (waves of folds x seconds per round), then as many rounds as a fold's share of the window
+    holds."""
+    if not costs.rounds:
+        slots, threads = _cpu_engine_slots("lightgbm", data, folds, cpus, reasons)
+        reasons.append(f"LightGBM up to {MAX_ROUNDS} rounds at learning rate 0.05 (rounds not measured); early "
+                       "stopping and a deadline callback end each fold")
+        return dict(slots=slots, threads=threads, max_rounds=MAX_ROUNDS, patience=100, learning_rate=0.05)
+
+    def time_per_round_of_all_folds(cost: RoundCost) -> float:
+        return math.ceil(folds / min(folds, cost.boosters)) * _round_seconds(cost, data, folds)
+
+    best = min(costs.rounds, key=time_per_round_of_all_folds)
+    measured = ", ".join(f"{c.seconds_per_round * 1e3:.1f} ms for {c.boosters} at once with {c.threads} "
+                         f"thread{'s' * (c.threads > 1)} each" for c in costs.rounds)
+    slots = min(folds, best.boosters)
+    reasons.append(f"{slots} fold{'s' * (slots > 1)} at a time with {best.threads} thread{'s' * (best.threads > 1)} "
+                   f"each: all folds get their rounds done soonest (seconds per round measured on {best.rows} "
+                   f"rows: {measured})")
+    per_round = _round_seconds(best, data, folds)
+    waves = math.ceil(folds / slots)
+    fold_seconds = window / waves - GBM_STARTUP_SECONDS
+    affordable = int(0.8 * max(0.0, fold_seconds) / per_round)
+    rounds = max(10, min(MAX_ROUNDS, affordable))
+    rate = 0.05 if rounds >= FULL_RATE_ROUNDS else round(min(0.3, 0.05 * FULL_RATE_ROUNDS / rounds), 3)
+    reasons.append(f"LightGBM up to {rounds} rounds at learning rate {rate}: a fold's {fold_seconds:.0f} s hold "
+                   f"{affordable} rounds of {per_round * 1e3:.1f} ms" + ("" if rate == 0.05 else
+                   f" (fewer than {FULL_RATE_ROUNDS}, so a higher rate)") + "; early stopping after 100 rounds "
+                   "without improvement, and a callback that stops before a round would cross the deadline")
+    fold_time = min(fold_seconds, rounds * per_round) + GBM_STARTUP_SECONDS
+    return dict(slots=slots, threads=best.threads, max_rounds=rounds, patience=100, learning_rate=rate,
+                epoch_seconds=round(per_round, 4), fold_seconds=round(fold_time, 1),
+                training_seconds=round(waves * fold_time, 1))
 
 
 def make_plan(spec: CompetitionSpec, hardware: Hardware, window_seconds: float, data: DataShape,
@@ -301,11 +351,9 @@ def make_plan(spec: CompetitionSpec, hardware: Hardware, window_seconds: float, 
     folds = spec.folds if window_seconds >= 30 else min(spec.folds, 3)
     reasons.append(f"folds {folds}" + ("" if folds == spec.folds else f" (not {spec.folds}): "
                                        f"{window_seconds:.0f} s leave too little for more"))
-    slots, threads = _cpu_engine_slots(engine, data, folds, hardware.cpus, reasons)
-    extra = {}
     if engine == "lightgbm":
-        extra = dict(max_rounds=5000, patience=100)
-        reasons.append("LightGBM up to 5000 rounds: early stopping after 100 without improvement, and a callback "
-                       "that stops before a round would cross the fold's deadline")
-    return Plan(engine=engine, folds=folds, slots=slots, threads=threads, device="cpu", seed=seed,
-                reasons=tuple(reasons), **extra)
+        settings = _gbm_plan(data, folds, hardware.cpus, window_seconds, costs, reasons)
+    else:
+        slots, threads = _cpu_engine_slots(engine, data, folds, hardware.cpus, reasons)
+        settings = dict(slots=slots, threads=threads)
+    return Plan(engine=engine, folds=folds, device="cpu", seed=seed, reasons=tuple(reasons), **settings)

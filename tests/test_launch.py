@@ -1,7 +1,7 @@
 """The local backend: `runner run` as a process group, with the hard deadline enforced from outside."""
 import pandas as pd
 
-from runner.launch import Launch, run_local
+from runner.launch import Launch, blocked_folders, run_local
 
 
 def test_local_launch_streams_the_log_and_ends_cleanly(spaceship, tmp_path):
@@ -18,3 +18,17 @@ def test_the_hard_deadline_kills_the_group_and_keeps_the_last_submission(dog_bre
     assert result.killed_at_deadline and result.wall_seconds < 15
     sample = pd.read_csv(dog_breed / "prepared" / "public" / "sample_submission.csv")
     assert pd.read_csv(tmp_path / "submission.csv")["id"].tolist() == sample["id"].tolist()
+
+
+def test_a_mounted_folder_the_container_user_cannot_enter_is_named(tmp_path):
+    checkout = tmp_path / "checkout"
+    (checkout / ".venv").mkdir(parents=True)
+    checkout.chmod(0o700)  # what `mktemp -d` gives a fresh clone
+    mounts = {checkout, checkout / ".venv"}
+    assert blocked_folders(mounts, uid=1000, gid=1000) == [checkout]
+    assert blocked_folders(mounts, uid=checkout.stat().st_uid, gid=1000) == []  # its owner may enter
+    checkout.chmod(0o755)
+    assert blocked_folders(mounts, uid=1000, gid=1000) == []
+    (checkout / ".venv").chmod(0o750)  # group members only
+    assert blocked_folders(mounts, uid=1000, gid=(checkout / ".venv").stat().st_gid) == []
+    assert blocked_folders(mounts, uid=1000, gid=4321) == [checkout / ".venv"]

@@ -1,11 +1,15 @@
 """The planner on hardware we are not on: Hardware values and hand-made costs, no GPU needed."""
 import json
+import time
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from runner.errors import RunnerError
 from runner.hardware import GiB
-from runner.measure import Candidate, Costs, Throughput
+from runner.engines.gbm import measure_rounds
+from runner.measure import Candidate, Costs, RoundCost, Throughput
 from runner.memory import MemoryEstimate
 from runner.planner import CPU_CANDIDATES, GPU_CANDIDATES, DataShape, Plan, image_candidates, make_plan
 from runner.profiles import PROFILES, profile
@@ -104,12 +108,64 @@ def test_nothing_measured_falls_back_to_the_smallest_model_with_a_reason():
     assert any("nothing was measured" in r for r in plan.reasons)
 
 
-def test_small_tables_run_folds_side_by_side_and_large_ones_take_every_core():
+def test_unmeasured_small_tables_run_folds_side_by_side_and_large_ones_take_every_core():
     spaceship = load_spec("spaceship")
     small = make_plan(spaceship, profile("cpu"), 600, DataShape(8000, 900, 14))
     large = make_plan(spaceship, profile("cpu"), 600, DataShape(800_000, 100_000, 31))
     assert (small.slots, small.threads) == (4, 1)
     assert (large.slots, large.threads) == (1, 4)
+
+
+def rounds(*measured):
+    """Costs of boosting rounds: (threads, boosters at once, seconds per round) on 8000 rows."""
+    return Costs(rounds=tuple(RoundCost(t, b, 8000, s) for t, b, s in measured))
+
+
+TABLE = DataShape(10_000, 1000, 14, classes=2)  # folds train on 8000 rows: no scaling of the timed rows
+
+
+def test_measured_rounds_choose_how_to_split_the_cores():
+    spaceship = load_spec("spaceship")
+    # 4 one-thread boosters at once barely slow each other: 5 folds in 2 waves beat 5 waves of 4-thread folds
+    parallel = make_plan(spaceship, profile("cpu"), 600, TABLE, rounds((4, 1, 0.004), (2, 2, 0.005), (1, 4, 0.006)))
+    # threads scale well and folds at once contend for memory: one fold at a time with every core
+    serial = make_plan(spaceship, profile("cpu"), 600, TABLE, rounds((4, 1, 0.001), (2, 2, 0.005), (1, 4, 0.02)))
+    assert (parallel.slots, parallel.threads) == (4, 1)
+    assert (serial.slots, serial.threads) == (1, 4)
+    assert any("measured on 8000 rows" in r for r in serial.reasons)
+
+
+def test_rounds_and_learning_rate_follow_the_window():
+    spaceship = load_spec("spaceship")
+    costs = rounds((2, 1, 0.01), (1, 2, 0.03))
+    long = make_plan(spaceship, profile("cpu"), 3600, TABLE, costs)
+    short = make_plan(spaceship, profile("cpu"), 40, TABLE, costs)
+    assert (long.max_rounds, long.learning_rate) == (5000, 0.05)
+    assert short.max_rounds < 1000 and short.learning_rate > 0.05
+    # what the plan promises fits its window: 5 folds one at a time, each within its share
+    assert short.training_seconds <= 40 and short.max_rounds * short.epoch_seconds <= 40 / 5
+    big = make_plan(spaceship, profile("cpu"), 600, DataShape(100_000, 1000, 14, classes=2), costs)
+    assert big.epoch_seconds == pytest.approx(0.01 * 80_000 / 8000)  # scaled from the timed rows
+
+
+def test_boosting_rounds_are_timed_for_each_split_of_the_cores():
+    rng = np.random.default_rng(0)
+    x = pd.DataFrame(rng.normal(size=(3000, 8)), columns=[f"f{i}" for i in range(8)])
+    y = (x["f0"] + rng.normal(size=3000) > 0).astype(int).to_numpy()
+    measured = measure_rounds(x, y, 2, 4, time.monotonic() + 30)
+    assert [(c.threads, c.boosters) for c in measured] == [(4, 1), (2, 2), (1, 4)]
+    assert all(c.rows == 3000 and 0 < c.seconds_per_round < 1 for c in measured)
+    assert len(measure_rounds(x, y, 2, 4, time.monotonic())) == 1  # past the deadline: only the first split
+    regression = measure_rounds(x, rng.normal(size=(3000, 2)), 0, 1, time.monotonic() + 30)
+    assert [(c.threads, c.boosters) for c in regression] == [(1, 1)]
+    with pytest.raises(ValueError):  # a booster failing in its thread fails the measurement, not silently
+        measure_rounds(x.assign(f0=x["f0"].astype(str)), y, 2, 2, time.monotonic() + 30)
+
+
+def test_costs_round_trip_through_json():
+    costs = Costs(throughput=cpu_costs({("resnet18", 96, "bf16"): 200.0}).throughput,
+                  rounds=rounds((2, 1, 0.01)).rounds, flops={"resnet18@96": 3})
+    assert Costs.from_json(json.loads(json.dumps(costs.to_json()))) == costs
 
 
 def test_plans_round_trip_through_json():

@@ -1,6 +1,7 @@
 """LightGBM folds: native categoricals, early stopping, and a stop at the deadline that keeps the best round."""
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import numpy as np
 
 from runner.atomic import replacing
 from runner.engines import EngineResult, FoldData
+from runner.measure import RoundCost
 from runner.planner import Plan
 
 
@@ -38,13 +40,16 @@ class StopAtDeadline:
             raise lgb.callback.EarlyStopException(self.best_round, self.best_results)
 
 
-def _params(plan: Plan, data: FoldData, objective: str) -> dict:
-    n = len(data.y_train)
-    params = dict(objective=objective, learning_rate=0.05, num_leaves=31, min_data_in_leaf=max(2, min(20, n // 100)),
-                  feature_fraction=0.8, bagging_fraction=0.8, bagging_freq=1, lambda_l2=1.0,
-                  num_threads=plan.threads, seed=plan.seed, verbose=-1, max_cat_to_onehot=8)
+def _objective(classes: int) -> str:
+    return "regression" if not classes else "binary" if classes == 2 else "multiclass"
+
+
+def _params(objective: str, classes: int, rows: int, threads: int, learning_rate: float, seed: int) -> dict:
+    params = dict(objective=objective, learning_rate=learning_rate, num_leaves=31,
+                  min_data_in_leaf=max(2, min(20, rows // 100)), feature_fraction=0.8, bagging_fraction=0.8,
+                  bagging_freq=1, lambda_l2=1.0, num_threads=threads, seed=seed, verbose=-1, max_cat_to_onehot=8)
     if objective == "multiclass":
-        params["num_class"] = len(data.classes)
+        params["num_class"] = classes
     return params
 
 
@@ -52,9 +57,72 @@ def _fit(plan, data, objective, y_train, y_val, deadline):
     train_set = lgb.Dataset(data.x_train, y_train, categorical_feature="auto", free_raw_data=False)
     val_set = lgb.Dataset(data.x_val, y_val, reference=train_set)
     stopper = StopAtDeadline(deadline, plan.patience)
-    booster = lgb.train(_params(plan, data, objective), train_set, num_boost_round=plan.max_rounds,
-                        valid_sets=[val_set], callbacks=[stopper])
+    params = _params(objective, len(data.classes or ()), len(y_train), plan.threads, plan.learning_rate, plan.seed)
+    booster = lgb.train(params, train_set, num_boost_round=plan.max_rounds, valid_sets=[val_set],
+                        callbacks=[stopper])
     return booster, stopper
+
+
+# --- measuring rounds ----------------------------------------------------------------------------------------
+
+MEASURE_ROWS = 50_000  # larger tables are timed on a sample and scaled by rows (the planner does that)
+MEASURE_ROUNDS = 200  # at most; timing stops after MEASURE_SECONDS
+MEASURE_SECONDS = 0.3
+
+
+def _time_boosters(x, y, classes: int, threads: int, boosters: int, seed: int) -> float:
+    """Seconds per round of each of `boosters` boosters trained at once with `threads` threads each. They run in
+    Python threads: LightGBM's C calls release the GIL, so they contend for cores as fold processes would."""
+    objective = _objective(classes)
+    params = _params(objective, classes, len(y), threads, 0.05, seed)
+    params.update(min_data_in_leaf=1, min_sum_hessian_in_leaf=0.0)  # full-size trees: time the worst case
+    rates: list[float] = []
+    errors: list[Exception] = []
+
+    def one() -> None:
+        stamps: list[float] = []
+
+        def stamp(env: lgb.callback.CallbackEnv) -> None:
+            stamps.append(time.perf_counter())
+            if len(stamps) > 5 and stamps[-1] - stamps[0] > MEASURE_SECONDS:
+                raise lgb.callback.EarlyStopException(env.iteration, env.evaluation_result_list or [])
+
+        try:
+            lgb.train(params, lgb.Dataset(x, y, categorical_feature="auto"), num_boost_round=MEASURE_ROUNDS,
+                      callbacks=[stamp])
+            rates.append((stamps[-1] - stamps[0]) / (len(stamps) - 1))  # the first round also bins the data
+        except Exception as exc:  # re-raised in the caller's thread
+            errors.append(exc)
+
+    workers = [threading.Thread(target=one) for _ in range(boosters)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    if errors:
+        raise errors[0]
+    return max(rates)
+
+
+def measure_rounds(x, y: np.ndarray, classes: int, cpus: int, deadline: float, seed: int = 0) -> tuple[RoundCost, ...]:
+    """Seconds per boosting round on this machine for each way of splitting `cpus` cores between folds (t threads
+    each, cpus // t folds at once), timed on up to MEASURE_ROWS rows; stops early at `deadline` (monotonic)."""
+    rows = min(len(y), MEASURE_ROWS)
+    pick = np.sort(np.random.default_rng(seed).choice(len(y), rows, replace=False))
+    x_sample = x.iloc[pick].reset_index(drop=True)
+    target = y[pick] if y.ndim == 1 else y[pick, 0]  # each regression target is its own booster of this size
+    options = sorted({1, cpus} | {t for t in (2, 4, 8, 16) if t < cpus}, reverse=True)
+    costs: list[RoundCost] = []
+    spent = 0.0
+    for threads in options:
+        started = time.monotonic()
+        if costs and started + spent > deadline:
+            break
+        boosters = cpus // threads
+        seconds = _time_boosters(x_sample, target, classes, threads, boosters, seed)
+        costs.append(RoundCost(threads, boosters, rows, seconds))
+        spent = time.monotonic() - started
+    return tuple(costs)
 
 
 def _predict(booster: lgb.Booster, x, objective: str) -> np.ndarray:
@@ -65,7 +133,7 @@ def _predict(booster: lgb.Booster, x, objective: str) -> np.ndarray:
 def train(plan: Plan, data: FoldData, out_dir: Path, deadline: float) -> EngineResult:
     started = time.monotonic()
     if data.classes is not None:
-        objective = "binary" if len(data.classes) == 2 else "multiclass"
+        objective = _objective(len(data.classes))
         targets = [(data.y_train, data.y_val)]
     else:  # one booster per target; RMSLE is RMSE in log1p space
         objective = "regression"
