@@ -293,7 +293,7 @@ def _round_seconds(cost: RoundCost, data: DataShape, folds: int) -> float:
     """Seconds per round of one fold's boosters (one per regression target), scaled from the timed rows to a
     fold's training rows (histogram building is linear in rows)."""
     fold_rows = data.n_train * (folds - 1) / folds
-    return cost.seconds_per_round * max(1.0, fold_rows / cost.rows) * max(1, data.targets)
+    return max(1e-6, cost.seconds_per_round) * max(1.0, fold_rows / cost.rows) * max(1, data.targets)
 
 
 def _gbm_plan(data: DataShape, folds: int, cpus: int, window: float, costs: Costs, reasons: list[str]) -> dict:

@@ -88,9 +88,12 @@ def _time_boosters(x, y, classes: int, threads: int, boosters: int, seed: int) -
                 raise lgb.callback.EarlyStopException(env.iteration, env.evaluation_result_list or [])
 
         try:
+            started = time.perf_counter()
             lgb.train(params, lgb.Dataset(x, y, categorical_feature="auto"), num_boost_round=MEASURE_ROUNDS,
                       callbacks=[stamp])
-            rates.append((stamps[-1] - stamps[0]) / (len(stamps) - 1))  # the first round also bins the data
+            # the first round also bins the data; a table too small to split stops after it: time it all
+            rates.append((stamps[-1] - stamps[0]) / (len(stamps) - 1) if len(stamps) > 1
+                         else time.perf_counter() - started)
         except Exception as exc:  # re-raised in the caller's thread
             errors.append(exc)
 
