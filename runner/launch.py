@@ -156,13 +156,14 @@ def _host_python_mounts() -> dict:
     whole checkout: folders above a mount point are made by the engine and open to all, whatever the checkout's
     own mode."""
     package = Path(__file__).resolve().parent
-    paths = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), package, competitions_dir().resolve()}
+    paths = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), package}
+    if competitions_dir().is_dir():
+        paths.add(competitions_dir().resolve())
     blocked = blocked_folders(paths, *_container_user())
     if blocked:
         modes = ", ".join(f"{b} (mode {stat.S_IMODE(b.stat().st_mode):o})" for b in blocked)
         raise RunnerError(f"the container's user (uid {_container_user()[0]}) cannot enter {modes}, which hold "
-                          "the runner's Python it runs with; allow it (chmod o+rx) or use an image with the runner "
-                          "installed")
+                          "the Python the run uses; allow it (chmod o+rx) or use an image with the runner installed")
     return {str(p): {"bind": str(p), "mode": "ro"} for p in paths}
 
 
