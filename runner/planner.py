@@ -32,7 +32,8 @@ STARTUP_SECONDS = {"cpu": 4.0, "cuda": 12.0}  # process start, imports, CUDA con
 EFFECTIVE_BATCH = 64  # smaller memory-bound batches accumulate gradients up to this
 SMALL_TABLE_CELLS = 2_000_000  # unmeasured: below this, one LightGBM thread per fold and folds side by side
 MAX_ROUNDS = 5000
-FULL_RATE_ROUNDS = 1000  # rounds that learning rate 0.05 needs; fewer affordable rounds get a higher rate
+GBM_LEARNING_RATE = 0.05
+FULL_RATE_ROUNDS = 1000  # rounds that GBM_LEARNING_RATE needs; fewer affordable rounds get a higher rate
 GBM_STARTUP_SECONDS = 3.0  # fold process start, imports, data
 
 
@@ -66,7 +67,7 @@ class Plan:
     epochs: int = 0  # estimated epochs per fold (the fold refits this to its first timed epoch)
     max_epochs: int = 0  # hard cap
     max_rounds: int = 0  # boosting rounds (LightGBM)
-    learning_rate: float = 0.05  # LightGBM
+    learning_rate: float = 0.0  # LightGBM's (set by the planner; image folds schedule their own)
     patience: int = 0  # epochs or rounds without improvement before a fold stops
     fold_memory_bytes: int = 0  # estimated peak of one fold on its device
     gpu_memory_fraction: float = 0.0  # planned peak of all slots on a GPU / its memory
@@ -302,9 +303,10 @@ def _gbm_plan(data: DataShape, folds: int, cpus: int, window: float, costs: Cost
     holds."""
     if not costs.rounds:
         slots, threads = _cpu_engine_slots("lightgbm", data, folds, cpus, reasons)
-        reasons.append(f"LightGBM up to {MAX_ROUNDS} rounds at learning rate 0.05 (rounds not measured); early "
-                       "stopping and a deadline callback end each fold")
-        return dict(slots=slots, threads=threads, max_rounds=MAX_ROUNDS, patience=100, learning_rate=0.05)
+        reasons.append(f"LightGBM up to {MAX_ROUNDS} rounds at learning rate {GBM_LEARNING_RATE} (rounds not "
+                       "measured); early stopping and a deadline callback end each fold")
+        return dict(slots=slots, threads=threads, max_rounds=MAX_ROUNDS, patience=100,
+                    learning_rate=GBM_LEARNING_RATE)
 
     def time_per_round_of_all_folds(cost: RoundCost) -> float:
         return math.ceil(folds / min(folds, cost.boosters)) * _round_seconds(cost, data, folds)
@@ -321,9 +323,10 @@ def _gbm_plan(data: DataShape, folds: int, cpus: int, window: float, costs: Cost
     fold_seconds = window / waves - GBM_STARTUP_SECONDS
     affordable = int(0.8 * max(0.0, fold_seconds) / per_round)
     rounds = max(10, min(MAX_ROUNDS, affordable))
-    rate = 0.05 if rounds >= FULL_RATE_ROUNDS else round(min(0.3, 0.05 * FULL_RATE_ROUNDS / rounds), 3)
+    rate = GBM_LEARNING_RATE if rounds >= FULL_RATE_ROUNDS else \
+        round(min(0.3, GBM_LEARNING_RATE * FULL_RATE_ROUNDS / rounds), 3)
     reasons.append(f"LightGBM up to {rounds} rounds at learning rate {rate}: a fold's {fold_seconds:.0f} s hold "
-                   f"{affordable} rounds of {per_round * 1e3:.1f} ms" + ("" if rate == 0.05 else
+                   f"{affordable} rounds of {per_round * 1e3:.1f} ms" + ("" if rate == GBM_LEARNING_RATE else
                    f" (fewer than {FULL_RATE_ROUNDS}, so a higher rate)") + "; early stopping after 100 rounds "
                    "without improvement, and a callback that stops before a round would cross the deadline")
     fold_time = min(fold_seconds, rounds * per_round) + GBM_STARTUP_SECONDS

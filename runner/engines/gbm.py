@@ -11,7 +11,7 @@ import numpy as np
 from runner.atomic import replacing
 from runner.engines import EngineResult, FoldData
 from runner.measure import RoundCost
-from runner.planner import Plan
+from runner.planner import GBM_LEARNING_RATE, Plan
 
 
 class StopAtDeadline:
@@ -57,7 +57,8 @@ def _fit(plan, data, objective, y_train, y_val, deadline):
     train_set = lgb.Dataset(data.x_train, y_train, categorical_feature="auto", free_raw_data=False)
     val_set = lgb.Dataset(data.x_val, y_val, reference=train_set)
     stopper = StopAtDeadline(deadline, plan.patience)
-    params = _params(objective, len(data.classes or ()), len(y_train), plan.threads, plan.learning_rate, plan.seed)
+    rate = plan.learning_rate or GBM_LEARNING_RATE  # a plan written by hand may leave it out
+    params = _params(objective, len(data.classes or ()), len(y_train), plan.threads, rate, plan.seed)
     booster = lgb.train(params, train_set, num_boost_round=plan.max_rounds, valid_sets=[val_set],
                         callbacks=[stopper])
     return booster, stopper
@@ -74,7 +75,7 @@ def _time_boosters(x, y, classes: int, threads: int, boosters: int, seed: int) -
     """Seconds per round of each of `boosters` boosters trained at once with `threads` threads each. They run in
     Python threads: LightGBM's C calls release the GIL, so they contend for cores as fold processes would."""
     objective = _objective(classes)
-    params = _params(objective, classes, len(y), threads, 0.05, seed)
+    params = _params(objective, classes, len(y), threads, GBM_LEARNING_RATE, seed)
     params.update(min_data_in_leaf=1, min_sum_hessian_in_leaf=0.0)  # full-size trees: time the worst case
     rates: list[float] = []
     errors: list[Exception] = []
