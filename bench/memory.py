@@ -23,10 +23,11 @@ from _common import save
 MODELS = ("resnet18", "mobilenetv3_small_100", "efficientnet_b0")
 IMAGE_SIZE, BATCHES, PRECISION = 160, (16, 64), "fp32"
 CHILD = r"""
-import json, os, resource, sys
+import contextlib, json, os, resource, sys
 import torch, timm
+from torch.distributed._tools.mem_tracker import MemTracker
 torch.set_num_threads(2)
-name, size, batch = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+name, size, batch, what = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 def rss(): return int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 before = rss()
 if name == "one-layer":  # for the runtime constant: almost no parameters or activations of its own
@@ -37,35 +38,25 @@ else:
 optimizer = torch.optim.AdamW(model.parameters())
 x = torch.randn(batch, 3, size, size).contiguous(memory_format=torch.channels_last)
 y = torch.randint(0, 120, (batch,))
-for _ in range(3):
-    torch.nn.functional.cross_entropy(model(x), y).backward()
-    optimizer.step(); optimizer.zero_grad(set_to_none=True)
-print(json.dumps(dict(peak=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - before)))
-"""
-TENSORS = r"""
-import json, sys
-import torch, timm
-from torch.distributed._tools.mem_tracker import MemTracker
-torch.set_num_threads(2)
-name, size, batch = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-model = timm.create_model(name, num_classes=120).to(memory_format=torch.channels_last)
-optimizer = torch.optim.AdamW(model.parameters())
-x = torch.randn(batch, 3, size, size).contiguous(memory_format=torch.channels_last)
-y = torch.randint(0, 120, (batch,))
-tracker = MemTracker()
-tracker.track_external(model, optimizer, x, y)
-with tracker:
+tracker = MemTracker() if what == "tensors" else None
+if tracker:
+    tracker.track_external(model, optimizer, x, y)
+with tracker or contextlib.nullcontext():
     for _ in range(3):
         torch.nn.functional.cross_entropy(model(x), y).backward()
         optimizer.step(); optimizer.zero_grad(set_to_none=True)
-        tracker.reset_mod_stats()
-print(json.dumps(dict(peak=tracker.get_tracker_snapshot("peak")[torch.device("cpu")]["Total"])))
+        if tracker:
+            tracker.reset_mod_stats()
+peak = (tracker.get_tracker_snapshot("peak")[torch.device("cpu")]["Total"] if tracker
+        else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - before)
+print(json.dumps(dict(peak=peak)))
 """
 
 
-def measured_peak(model: str, batch: int, script: str = CHILD) -> int:
-    out = subprocess.run([sys.executable, "-c", script, model, str(IMAGE_SIZE), str(batch)], capture_output=True,
-                         text=True, check=True)
+def measured_peak(model: str, batch: int, what: str = "resident") -> int:
+    """Peak bytes of a fresh process's three training steps: 'resident' set growth, or live 'tensors'."""
+    out = subprocess.run([sys.executable, "-c", CHILD, model, str(IMAGE_SIZE), str(batch), what],
+                         capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])["peak"]
 
 
@@ -79,7 +70,7 @@ def main() -> None:
         estimate = estimate_memory(model, IMAGE_SIZE, PRECISION, classes=120).on_device(runtime)
         for batch in BATCHES:
             peak = measured_peak(model, batch)
-            tensors = measured_peak(model, batch, TENSORS)
+            tensors = measured_peak(model, batch, "tensors")
             predicted = estimate.total(batch)
             row = dict(model=model, image_size=IMAGE_SIZE, batch=batch, precision=PRECISION,
                        estimate_mib=round(predicted / 2**20), measured_mib=round(peak / 2**20),
