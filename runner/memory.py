@@ -2,12 +2,14 @@
 
 Estimate (bytes) for batch B:
     parameters x (4 weights + 4 gradients + 8 AdamW moments)
-  + fixed saved tensors (not growing with B; e.g. weights cast to bf16 under autocast)
-  + B x (tensors saved for backward per sample + 2 x the largest of them, for the gradient buffers alive while
-         that layer runs backward)
+  + the activation peak of backward, fixed part + B x per-sample part
   + runtime (a CUDA context and library workspaces, which a caching allocator never sees)
-Saved tensors are counted with autograd's saved-tensor hooks on a CPU forward pass at batch 2 and 4, so the
-per-sample slope and the fixed part come out of two measurements, for any model, without a GPU.
+The activation peak comes from autograd's saved-tensor hooks on a CPU forward pass: backward visits the saved
+tensors in reverse order and frees each once the earliest operation that saved it is done, so while it runs the
+operation saved k-th, the tensors first saved at or before k are alive, plus the gradient buffers of that
+operation (one for its output, one for its input, each about the size of what it saved). The peak over k is
+counted at batch 2 and 4, so the per-sample slope and the fixed part come out of two measurements, for any
+model, without a GPU.
 """
 from __future__ import annotations
 
@@ -45,18 +47,30 @@ class MemoryEstimate:
         return dataclasses.asdict(self)
 
 
-def saved_tensor_bytes(model, batch: int, image_size: int, precision: str, channels_last: bool) -> tuple[int, int]:
-    """(total, largest) bytes of the tensors autograd saves for backward in one forward pass on CPU, parameters
-    excluded (they are counted once, not per sample)."""
+def backward_peak_bytes(saved: list[tuple[int, int]]) -> int:
+    """Peak bytes of activations and gradient buffers while backward runs, from the (storage, bytes) pairs the
+    forward pass saved, in the order it saved them."""
+    alive, first_seen, peak = 0, set(), 0
+    for storage, nbytes in saved:
+        if storage not in first_seen:
+            first_seen.add(storage)
+            alive += nbytes
+        peak = max(peak, alive + 2 * nbytes)
+    return peak
+
+
+def saved_tensors(model, batch: int, image_size: int, precision: str, channels_last: bool) -> list[tuple[int, int]]:
+    """(storage, bytes) of each tensor autograd saves for backward in one forward pass on CPU, in the order they
+    are saved; parameters are left out (they are counted once, not per sample)."""
     import torch
 
     params = {p.untyped_storage().data_ptr() for p in model.parameters()}
-    seen: dict[int, int] = {}
+    saved: list[tuple[int, int]] = []
 
     def pack(tensor):
         storage = tensor.untyped_storage()
         if storage.data_ptr() not in params and tensor.device.type != "meta":
-            seen[storage.data_ptr()] = storage.nbytes()
+            saved.append((storage.data_ptr(), storage.nbytes()))
         return tensor
 
     x = torch.randn(batch, 3, image_size, image_size)
@@ -66,7 +80,7 @@ def saved_tensor_bytes(model, batch: int, image_size: int, precision: str, chann
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), \
             torch.autocast("cpu", dtype=dtype or torch.bfloat16, enabled=dtype is not None):
         model(x)
-    return sum(seen.values()), max(seen.values(), default=0)
+    return saved
 
 
 def estimate_memory(model_name: str, image_size: int, precision: str, classes: int, channels_last: bool = True,
@@ -79,13 +93,12 @@ def estimate_memory(model_name: str, image_size: int, precision: str, classes: i
     if channels_last:
         model = model.to(memory_format=torch.channels_last)
     model.train()
-    small, small_largest = saved_tensor_bytes(model, 2, image_size, precision, channels_last)
-    large, large_largest = saved_tensor_bytes(model, 4, image_size, precision, channels_last)
+    small, large = (backward_peak_bytes(saved_tensors(model, batch, image_size, precision, channels_last))
+                    for batch in (2, 4))
     per_sample = (large - small) // 2
-    transient = 2 * (large_largest // 4)
     parameters = sum(p.numel() for p in model.parameters())
     return MemoryEstimate(model_name, image_size, precision, parameters, fixed_bytes=max(0, small - 2 * per_sample),
-                          per_sample_bytes=per_sample + transient, runtime_bytes=runtime_bytes)
+                          per_sample_bytes=per_sample, runtime_bytes=runtime_bytes)
 
 
 # --- probing on a real device ------------------------------------------------------------------------------
