@@ -61,12 +61,13 @@ def publish(report: RunReport, graded: dict | None, launched: dict, out_dir: str
     score = f"{graded['score']}" if graded else "not graded (no answers)"
     plan = report.plan or {}
     killed = ", killed at the hard deadline" if launched["killed_at_deadline"] else ""
+    submission = Path(out_dir, "submission.csv").resolve()  # not report.submission: in a container that is its path
     lines = [f"# {report.competition}", "",
              f"- test score ({report.metric}): **{score}**; CV {report.cv_score}; baseline CV "
              f"{report.baseline_cv_score}",
              f"- {report.status}: {report.wall_seconds:.0f} s of {report.budget_seconds:.0f} s "
              f"({launched['backend']}{killed})",
-             f"- submission: `{report.submission}` ({report.submission_source})", "", "## Plan", ""]
+             f"- submission: `{submission}` ({report.submission_source})", "", "## Plan", ""]
     lines += [f"- {reason}" for reason in plan.get("reasons", ())]
     create_markdown_artifact("\n".join(lines), key="run-summary", description="plan and score")
     rows = [{k: f[k] for k in ("fold", "status", "score", "epochs", "wall_seconds")} for f in report.folds]

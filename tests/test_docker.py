@@ -96,9 +96,12 @@ def test_asking_for_gpus_without_an_nvidia_runtime_is_a_clear_error(engine, spac
 def test_the_compete_flow_runs_the_competition_in_a_container(engine, prefect_server, spaceship, demo_root,
                                                               tmp_path):
     from flows.compete import compete
+    from prefect.artifacts import Artifact
 
     summary = compete(competition="spaceship", budget="30s", data_root=str(demo_root), out_root=str(tmp_path),
                       backend="docker", image=IMAGE, host_python=True)
     assert summary["launch"]["backend"] == "docker" and summary["launch"]["exit_code"] == 0
     assert summary["grade"]["valid_submission"] and summary["grade"]["score"] > 0.7
     assert summary["submission_path"] == str((tmp_path / "spaceship-titanic" / "submission.csv").resolve())
+    # the run page names the file on this machine, not the path the container wrote it to
+    assert f"`{summary['submission_path']}`" in Artifact.get("run-summary").data
