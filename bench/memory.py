@@ -59,12 +59,13 @@ print(json.dumps(dict(peak=peak)))
 
 
 RETURN_FREED = {"MALLOC_MMAP_THRESHOLD_": "131072"}
+MEASURES = ("tensors", "in_use", "resident")
 
 
 def measured_peak(model: str, batch: int, what: str) -> int:
     """Peak bytes of a fresh process's three training steps: live 'tensors', or resident-set growth with freed
-    memory returned at once ('in use') or kept by glibc ('resident')."""
-    env = dict(os.environ, **(RETURN_FREED if what == "in use" else {}))
+    memory returned at once ('in_use') or kept by glibc ('resident')."""
+    env = dict(os.environ, **(RETURN_FREED if what == "in_use" else {}))
     out = subprocess.run([sys.executable, "-c", CHILD, model, str(IMAGE_SIZE), str(batch), what],
                          capture_output=True, text=True, check=True, env=env)
     return json.loads(out.stdout.strip().splitlines()[-1])["peak"]
@@ -78,30 +79,28 @@ def main() -> None:
     from runner.memory import estimate_memory
 
     rows = []
-    runtime = {what: measured_peak("one-layer", 1, what) for what in ("in use", "resident")}
-    print("CPU runtime constant: " + ", ".join(f"{what} {peak / 2**20:.0f} MiB" for what, peak in runtime.items()),
-          flush=True)
+    runtime = {"tensors": 0, **{what: measured_peak("one-layer", 1, what) for what in ("in_use", "resident")}}
+    print(f"CPU runtime constant: in use {runtime['in_use'] / 2**20:.0f} MiB, resident "
+          f"{runtime['resident'] / 2**20:.0f} MiB", flush=True)
     for model in MODELS:
         estimate = estimate_memory(model, IMAGE_SIZE, PRECISION, classes=120)
         for batch in BATCHES:
-            peaks = {what: measured_peak(model, batch, what) for what in ("tensors", "in use", "resident")}
-            predicted = {"tensors": estimate.total(batch),
-                         **{what: estimate.on_device(runtime[what]).total(batch) for what in runtime}}
             row = dict(model=model, image_size=IMAGE_SIZE, batch=batch, precision=PRECISION,
                        per_sample_mib=round(estimate.per_sample_bytes / 2**20, 2),
-                       estimate_mib=round(predicted["tensors"] / 2**20))
-            for what, key in (("tensors", "tensors"), ("in use", "in_use"), ("resident", "resident")):
-                row[f"{key}_mib"] = round(peaks[what] / 2**20)
-                row[f"{key}_error_pct"] = error_pct(predicted[what], peaks[what])
-            row["retained_by_glibc_mib"] = round((peaks["resident"] - peaks["in use"]) / 2**20)
+                       estimate_mib=round(estimate.total(batch) / 2**20))
+            peaks = {what: measured_peak(model, batch, what) for what in MEASURES}
+            for what, peak in peaks.items():
+                row[f"{what}_mib"] = round(peak / 2**20)
+                row[f"{what}_error_pct"] = error_pct(estimate.on_device(runtime[what]).total(batch), peak)
+            row["retained_by_glibc_mib"] = round((peaks["resident"] - peaks["in_use"]) / 2**20)
             rows.append(row)
             print(f"{model:22s} batch {batch:3d}: estimate {row['estimate_mib']:5d} MiB; live tensors "
                   f"{row['tensors_mib']:5d} ({row['tensors_error_pct']:+.1f}%), in use {row['in_use_mib']:5d} "
                   f"({row['in_use_error_pct']:+.1f}%), resident {row['resident_mib']:5d} "
                   f"({row['resident_error_pct']:+.1f}%)", flush=True)
-    worst = {key: max(abs(r[f"{key}_error_pct"]) for r in rows) for key in ("tensors", "in_use", "resident")}
-    path = save("memory", rows, goal_pct=15, runtime_mib={k: round(v / 2**20) for k, v in runtime.items()},
-                **{f"worst_error_{key}_pct": value for key, value in worst.items()})
+    worst = {what: max(abs(r[f"{what}_error_pct"]) for r in rows) for what in MEASURES}
+    path = save("memory", rows, goal_pct=15, runtime_mib={k: round(v / 2**20) for k, v in runtime.items() if v},
+                **{f"worst_error_{what}_pct": value for what, value in worst.items()})
     print(f"worst error: {worst['tensors']:.1f}% against live tensors, {worst['in_use']:.1f}% against memory in "
           f"use, {worst['resident']:.1f}% against the resident set (goal: within 15%); written {path}")
 

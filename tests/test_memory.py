@@ -81,8 +81,8 @@ def test_estimate_round_trips_through_json():
 
 
 def test_backward_peak_frees_tensors_after_their_first_saver():
-    # storage 1 (100 B) is saved first and again third: it stays alive until backward reaches the first saver,
-    # whose input and output gradients (2 x 100 B) then sit beside it and storage 2
+    # the third operation saves storage 1 (100 B) again: while backward runs it, storages 1 and 2 are still
+    # alive beside its input and output gradients (2 x 100 B); storage 1 is freed only at the first operation
     saved = [(1, 100), (2, 10), (1, 100), (3, 10)]
     assert backward_peak_bytes(saved) == 100 + 10 + 2 * 100
     # late small tensors: the peak is everything saved plus the last operation's gradients
@@ -105,7 +105,7 @@ def test_estimate_is_close_to_the_live_tensor_peak_of_real_training_steps():
     tracker = MemTracker()
     tracker.track_external(model, optimizer, x, y)
     with tracker:
-        for _ in range(2):  # the second step is the first with AdamW's moments allocated
+        for _ in range(2):  # the second step runs with AdamW's moments already allocated
             torch.nn.functional.cross_entropy(model(x), y).backward()
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
