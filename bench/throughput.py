@@ -16,7 +16,6 @@ reaches (a training step is ~3x the forward FLOPs): their ratios bound what any 
 """
 from __future__ import annotations
 
-import dataclasses
 import os
 import tempfile
 import time
@@ -33,12 +32,13 @@ from torch.utils.data import DataLoader, Dataset
 
 from _common import save
 from runner.demo import write_demo
+from runner.cnn import Trainer, loaders
 from runner.engines import FoldData
-from runner.engines.vision import Trainer, _loaders
+from runner.engines.vision import image_member
 from runner.hardware import probe_hardware
 from runner.images import build_cache, cache_side
-from runner.measure import Candidate, Costs, forward_flops, measure
-from runner.planner import DataShape, make_plan
+from runner.measure import Candidate, ImageCosts, forward_flops, measure
+from runner.portfolio import DataShape, PlanContext
 from runner.spec import load_spec
 
 IMAGES_PER_RUN = 384
@@ -108,19 +108,20 @@ def planned_config(paths, labels, classes, model: str, size: int, work: Path,
                    compiled: bool = False) -> tuple[float, dict]:
     """The planner's choice for this model and size on this machine, run by the runner's own trainer."""
     candidates = [Candidate(model, size, p, 32) for p in ("fp32", "bf16")]
-    costs = Costs(throughput=tuple(measure(candidates, "cpu", classes, time.monotonic() + 120)))
+    costs = ImageCosts(throughput=tuple(measure(candidates, "cpu", classes, time.monotonic() + 120)))
     hardware = probe_hardware()
-    plan = make_plan(load_spec("dog-breed"), hardware, 1800, DataShape(len(paths), 0, classes=classes), costs,
-                     image_models=((model, size),))
+    data_shape = DataShape(len(paths), 0, classes=classes, inputs=frozenset({"image"}))
+    context = PlanContext(load_spec("dog-breed"), hardware, 1800, data_shape, costs, 5, hardware.cpus)
+    plan = image_member(context, ((model, size),)).settings
     cache = work / f"cache_{size}.npy"
     ok = build_cache(list(paths), cache_side(size), cache, hardware.cpus)
     rows = list(np.flatnonzero(ok))
     data = FoldData(load_spec("dog-breed"), list(range(classes)), rows, labels[ok], rows[:1], labels[:1], [],
                     str(cache))
     if compiled:
-        plan = dataclasses.replace(plan, compile=True)
+        plan = plan.model_copy(update=dict(compile=True))
     trainer = Trainer(plan, data)
-    train_loader, _, _ = _loaders(plan, data, str(cache))
+    train_loader, _, _ = loaders(plan, data, str(cache))
     return images_per_second(lambda x, y: trainer.train_epoch([(x, y)], float("inf")), train_loader,
                              IMAGES_PER_RUN), dict(model=model, image_size=size, batch=plan.batch_size,
                                                    precision=plan.precision, channels_last=plan.channels_last,

@@ -56,7 +56,8 @@ def grade_run(submission: str, competition: str, private: str) -> dict:
 
 @task
 def publish(report: RunReport, graded: dict | None, launched: dict, out_dir: str) -> None:
-    """Run page: a markdown summary with plan and score, a table of folds, links to the report and plot."""
+    """Run page: a markdown summary with score, blend and plan, tables of members and folds, links to the report
+    and plot."""
     plot = fold_timeline(report, Path(out_dir) / "folds.png", read_samples(Path(out_dir) / "monitor.jsonl"))
     score = f"{graded['score']}" if graded else "not graded (no answers)"
     plan = report.plan or {}
@@ -67,12 +68,17 @@ def publish(report: RunReport, graded: dict | None, launched: dict, out_dir: str
              f"{report.baseline_cv_score}",
              f"- {report.status}: {report.wall_seconds:.0f} s of {report.budget_seconds:.0f} s "
              f"({launched['backend']}{killed})",
-             f"- submission: `{submission}` ({report.submission_source})", "", "## Plan", ""]
+             f"- submission: `{submission}` ({report.submission_source})",
+             f"- training ended: {report.stop_reason}", "", "## Plan", ""]
     lines += [f"- {reason}" for reason in plan.get("reasons", ())]
-    create_markdown_artifact("\n".join(lines), key="run-summary", description="plan and score")
-    rows = [{k: f[k] for k in ("fold", "status", "score", "epochs", "wall_seconds")} for f in report.folds]
+    create_markdown_artifact("\n".join(lines), key="run-summary", description="plan, blend and score")
+    members = [{k: m.get(k) for k in ("name", "engine", "slot", "folds_done", "folds", "cv", "weight", "seconds",
+                                      "gain", "status")} for m in report.members]
+    if members:
+        create_table_artifact(members, key="members", description="one row per member: CV, blend weight, seconds")
+    rows = [{k: f[k] for k in ("member", "fold", "status", "score", "epochs", "wall_seconds")} for f in report.folds]
     if rows:
-        create_table_artifact(rows, key="folds", description="one row per fold")
+        create_table_artifact(rows, key="folds", description="one row per fold of each member")
     create_link_artifact(Path(out_dir, "report.json").resolve().as_uri(), link_text="report.json", key="report")
     create_link_artifact(plot.resolve().as_uri(), link_text="memory and fold timeline", key="plot")
 

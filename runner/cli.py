@@ -13,6 +13,19 @@ from runner.errors import RunnerError
 log = logging.getLogger("runner")
 
 
+def _engines(text: str | None) -> list[str] | None:
+    """--engines lightgbm,catboost: those engines only (each must be registered)."""
+    if not text:
+        return None
+    from runner.engines import engine_names
+
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in engine_names()]
+    if unknown:
+        raise RunnerError(f"--engines: unknown engine(s) {unknown}; registered: {', '.join(engine_names())}")
+    return names
+
+
 def _run(args) -> int:
     from runner.console import console, plan_table, run_progress, setup_logging, summary_table
     from runner.run import run_competition
@@ -22,7 +35,8 @@ def _run(args) -> int:
     setup_logging(out / "run.log", args.verbose)
     with run_progress(budget) as status:
         report = run_competition(args.competition, Path(args.data), budget, out,
-                                 on_plan=lambda plan: console.print(plan_table(plan)), on_status=status)
+                                 on_plan=lambda plan: console.print(plan_table(plan)), on_status=status,
+                                 engines=_engines(args.engines))
     console.print(summary_table(report))
     if report.error:  # plain lines: the message must survive any terminal width
         print(f"runner: error: {report.error}", file=sys.stderr)
@@ -58,8 +72,7 @@ def _plan(args) -> int:
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="runner-plan-"))
     out.mkdir(parents=True, exist_ok=True)
     dataset = load_dataset(spec, Path(args.data), out / "work")
-    plan = plan_for(spec, dataset, hardware, budget.seconds * budget.cut, budget.seconds, out,
-                    here=args.hardware is None)
+    plan = plan_for(spec, dataset, hardware, budget, out, here=args.hardware is None, engines=_engines(args.engines))
     console.print(plan_table(plan))
     if args.out:
         plan.save(out / "plan.json")
@@ -100,6 +113,7 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--budget", required=True, help="wall-clock budget: 2h, 30m, 1h30m, 90s")
     run.add_argument("--out", required=True, help="output folder")
     run.add_argument("--cut", type=float, default=0.85, help="fraction of the budget after which training stops")
+    run.add_argument("--engines", help="comma-separated engines to use (default: every one that applies)")
     run.add_argument("-v", "--verbose", action="store_true")
     run.set_defaults(func=_run)
     grade = sub.add_parser("grade", help="score a submission with MLE-bench's rules")
@@ -113,6 +127,7 @@ def parser() -> argparse.ArgumentParser:
     plan.add_argument("--data", required=True)
     plan.add_argument("--budget", required=True)
     plan.add_argument("--out", help="write plan.json (and the measured costs) here")
+    plan.add_argument("--engines", help="comma-separated engines to use (default: every one that applies)")
     plan.add_argument("--hardware", help="plan for a named machine instead of this one: cpu, a10-24gb, l4-24gb, "
                       "a100-40gb, a100-80gb, h100-80gb, h200-141gb")
     plan.set_defaults(func=_plan)

@@ -1,4 +1,4 @@
-"""What a person sees: logging through rich, the plan as a table, progress while folds run, a summary."""
+"""What a person sees: logging through rich, the plan's members, a live member table while training, a summary."""
 from __future__ import annotations
 
 import logging
@@ -6,17 +6,19 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
-from rich.console import Console
+from rich.console import Console, Group
+from rich.live import Live
 from rich.logging import RichHandler
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from runner.budget import Budget
-from runner.planner import Plan
+from runner.portfolio import Plan
 from runner.report import RunReport
 
 # not a terminal (CI, a log file): wide enough that paths and tables are not folded
 console = Console(stderr=True, width=None if sys.stderr.isatty() else 120)
+SETTINGS_SHOWN = 6  # settings per member in the plan table (the rest are in plan.json)
 
 
 def setup_logging(log_file: Path | None = None, verbose: bool = False) -> None:
@@ -30,41 +32,71 @@ def setup_logging(log_file: Path | None = None, verbose: bool = False) -> None:
                         format="%(message)s")
 
 
+def _settings(member) -> str:
+    shown = {k: v for k, v in member.settings.model_dump().items()
+             if k not in ("reasons", "seed") and v not in (None, 0, "", False)}
+    return ", ".join(f"{k}={v}" for k, v in list(shown.items())[:SETTINGS_SHOWN])
+
+
 def plan_table(plan: Plan) -> Table:
-    table = Table(title="Plan", show_header=True)
-    table.add_column("setting")
-    table.add_column("value")
-    for key, value in plan.to_json().items():
-        if key != "reasons" and value not in (None, 0, "", False):
-            table.add_row(key, f"{value / 2**30:.2f} GiB" if key.endswith("_bytes") else str(value))
-    for reason in plan.reasons:
-        table.add_row("why", reason)
+    table = Table(title=f"Plan: {len(plan.members)} members, {plan.cpus} cores, {plan.gpus} GPU(s), "
+                        f"{plan.window_seconds:.0f} s of training", show_header=True)
+    for column in ("member", "slot", "folds", "cores", "s/fold", "gain", "settings"):
+        table.add_column(column)
+    for m in plan.members:
+        table.add_row(m.name, m.slot, str(m.folds), str(m.threads), f"{m.fold_seconds:.0f}",
+                      f"{m.expected_gain:.3f}", _settings(m))
+    table.caption = "\n".join(["why:", *plan.reasons, *(r for m in plan.members for r in m.reasons)])
+    table.caption_justify = "left"
+    return table
+
+
+def member_table(report: RunReport, title: str) -> Table:
+    """Planned members, and the extra members the blend uses; the other extras summed up in one row."""
+    fmt = lambda v: "-" if v is None else f"{v:.5f}"
+    table = Table(title=title)
+    for column in ("member", "engine", "slot", "folds done", "CV", "weight", "seconds", "gain", "status"):
+        table.add_column(column)
+    extra = lambda m: m.get("bag_of") or m.get("repeat_of")
+    hidden = [m for m in report.members if extra(m) and not m["weight"] and m["status"] == "done"]
+    for m in report.members:
+        if m in hidden:
+            continue
+        name = m["name"] + (f" (repeat of {m['repeat_of']})" if m.get("repeat_of") else
+                            f" (bag of {m['bag_of']})" if m.get("bag_of") else "")
+        table.add_row(name, m["engine"], m["slot"], f"{m['folds_done']}/{m['folds']}", fmt(m["cv"]),
+                      f"{m['weight']:.2f}", f"{m['seconds']:.1f}", "-" if m["gain"] is None else f"{m['gain']:.4f}",
+                      m["status"])
+    if hidden:
+        table.add_row(f"{len(hidden)} more extra members", "", "", str(sum(m["folds_done"] for m in hidden)), "",
+                      "0.00", f"{sum(m['seconds'] for m in hidden):.1f}", "", "done")
     return table
 
 
 def summary_table(report: RunReport) -> Table:
     fmt = lambda v: "-" if v is None else f"{v:.5f}"
-    table = Table(title=f"{report.competition}: {report.status}")
-    for column in ("fold", "status", "score", "epochs/rounds", "seconds"):
-        table.add_column(column)
-    for fold in report.folds:
-        table.add_row(str(fold["fold"]), fold["status"], fmt(fold["score"]), str(fold["epochs"]),
-                      f"{fold['wall_seconds']:.0f}")
-    table.caption = (f"CV {report.metric} {fmt(report.cv_score)} (baseline {fmt(report.baseline_cv_score)}); "
-                     f"wall {report.wall_seconds:.0f} s of {report.budget_seconds:.0f} s; "
-                     f"{report.submission} ({report.submission_source})")
+    table = member_table(report, f"{report.competition}: {report.status}")
+    ended = report.timings.get("training_done")
+    table.caption = (f"blend CV {report.metric} {fmt(report.cv_score)} (baseline {fmt(report.baseline_cv_score)}); "
+                     + (f"training ended at {ended:.0f} s ({ended / report.budget_seconds:.0%}): "
+                        f"{report.stop_reason}; " if ended else "")
+                     + f"wall {report.wall_seconds:.0f} s of {report.budget_seconds:.0f} s; {report.submission} "
+                       f"({report.submission_source})")
     return table
 
 
 @contextmanager
 def run_progress(budget: Budget):
-    """A budget bar and a status line; yields a callback taking the status text."""
+    """A budget bar above the member table; yields a callback taking the report and the running units."""
     columns = (TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=True) as progress:
-        task = progress.add_task("budget", total=budget.seconds)
+    progress = Progress(*columns, console=console)
+    task = progress.add_task("budget", total=budget.seconds)
+    with Live(Group(progress), console=console, transient=True, refresh_per_second=2) as live:
 
-        def status(text: str) -> None:
+        def status(report: RunReport, running: list) -> None:
+            now = ", ".join(r.unit.name for r in running) or "-"
             progress.update(task, completed=min(budget.seconds, budget.elapsed()),
-                            description=f"budget {budget.elapsed():.0f}/{budget.seconds:.0f} s  {text}")
+                            description=f"budget {budget.elapsed():.0f}/{budget.seconds:.0f} s  running: {now}")
+            live.update(Group(progress, member_table(report, "members")))
 
         yield status

@@ -20,28 +20,47 @@ from runner.spec import CompetitionSpec
 log = logging.getLogger(__name__)
 
 
+INPUTS = ("table", "text", "image")  # the views a Dataset can carry; each engine reads one
+
+
 @dataclass
 class Dataset:
-    """What the engines train on. Test rows are in the sample submission's order."""
+    """What the engines train on: targets, and one or more views of the same rows (a table of features, texts,
+    images), each a (train, test) pair. Test rows are in the sample submission's order."""
 
     spec: CompetitionSpec
     value_columns: list[str]  # the sample submission's columns that predictions fill
     classes: list | None  # class values in output order; None for regression
     y: np.ndarray  # (n,) class indices, or (n, t) regression targets
-    train: pd.DataFrame | list  # tabular features, texts, or image paths
-    test: pd.DataFrame | list
+    views: dict[str, tuple]  # input kind -> (train, test): DataFrames, lists of texts, image paths or arrays
     warnings: list[str] = field(default_factory=list)
-    image_cache: str | None = None  # decoded images (.npy): train rows then test rows; train/test hold row numbers
+    image_cache: str | None = None  # decoded images (.npy): train rows then test rows; the image view holds rows
+    untrainable: np.ndarray | None = None  # train rows no fold fits on (their input could not be read)
 
     @property
     def n_outputs(self) -> int:
         return len(self.classes) if self.classes is not None else self.y.shape[1]
 
+    @property
+    def inputs(self) -> frozenset[str]:
+        return frozenset(self.views)
+
+    @property
+    def n_test(self) -> int:
+        return len(next(iter(self.views.values()))[1])
+
     def subset(self, keep: np.ndarray) -> "Dataset":
         """The same dataset keeping only the train rows where `keep` is true."""
-        train = self.train.loc[keep].reset_index(drop=True) if isinstance(self.train, pd.DataFrame) \
-            else [x for x, k in zip(self.train, keep) if k]
-        return dataclasses.replace(self, y=self.y[keep], train=train, warnings=list(self.warnings))
+        views = {kind: (_rows(train, keep), test) for kind, (train, test) in self.views.items()}
+        return dataclasses.replace(self, y=self.y[keep], views=views, warnings=list(self.warnings))
+
+
+def _rows(inputs, keep: np.ndarray):
+    if isinstance(inputs, pd.DataFrame):
+        return inputs.loc[keep].reset_index(drop=True)
+    if isinstance(inputs, np.ndarray):
+        return inputs[keep]
+    return [x for x, k in zip(inputs, keep) if k]
 
 
 def read_csv(path: Path, what: str) -> pd.DataFrame:
@@ -169,7 +188,8 @@ def _image_inputs(spec, train, sample, data_dir, work_dir, warnings):
 
 
 def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path) -> Dataset:
-    """Read everything the engines need, checking each file and column as it goes."""
+    """Read everything the engines need, checking each file and column as it goes. Besides the competition's own
+    input (images, texts or a table), the other columns that train and test files share become a table view."""
     data_dir = Path(data_dir)
     sample = read_sample(spec, data_dir)
     columns = value_columns(spec, sample)
@@ -177,22 +197,30 @@ def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path) -> Datas
     train_path = data_dir / spec.train_file
     train = read_csv(train_path, "train file")
     train, classes, y = _labels(spec, train, columns, train_path, warnings)
+    views: dict[str, tuple] = {}
+    keep = np.ones(len(y), dtype=bool)
     if spec.task == "image":
         keep, train_paths, test_paths = _image_inputs(spec, train, sample, data_dir, work_dir, warnings)
-        data = Dataset(spec, columns, classes, y, train_paths, test_paths, warnings)
-        return data.subset(keep)
-    if spec.test_file is None:
+        views["image"] = (train_paths, test_paths)
+    elif spec.test_file is None:
         raise InputError(f"spec {spec.id}: a {spec.task} competition needs a test file with features")
-    test_path = data_dir / spec.test_file
-    test = _align_test(spec, read_csv(test_path, "test file"), sample, test_path)
+    test = None
+    if spec.test_file is not None:
+        test_path = data_dir / spec.test_file
+        test = _align_test(spec, read_csv(test_path, "test file"), sample, test_path)
     if spec.task == "text":
         for frame, path in ((train, train_path), (test, test_path)):
             if spec.text_column not in frame.columns:
                 raise InputError(f"{path}: no text column {spec.text_column!r}")
-        return Dataset(spec, columns, classes, y, train[spec.text_column].fillna("").astype(str).tolist(),
-                       test[spec.text_column].fillna("").astype(str).tolist(), warnings)
-    features, test_features = tabular_features(spec, train, test)
-    return Dataset(spec, columns, classes, y, features, test_features, warnings)
+        views["text"] = (train[spec.text_column].fillna("").astype(str).tolist(),
+                         test[spec.text_column].fillna("").astype(str).tolist())
+    if test is not None:
+        features, test_features = tabular_features(spec, train, test)
+        if features.shape[1]:
+            views["table"] = (features, test_features)
+    if not views:
+        raise InputError(f"{train_path}: no feature columns besides the id and the target(s)")
+    return Dataset(spec, columns, classes, y, views, warnings).subset(keep)
 
 
 # --- tabular features ----------------------------------------------------------------------------------------
@@ -219,9 +247,9 @@ def _codes(frame: pd.DataFrame, column: str, width: int) -> pd.DataFrame:
 def tabular_features(spec: CompetitionSpec, train: pd.DataFrame, test: pd.DataFrame):
     """Model-ready features: parts of split columns, booleans as numbers, strings as pandas categories
     (LightGBM's native categoricals), fixed-width codes spread per position, id-like strings dropped."""
-    drop = [spec.id_column, *spec.targets, *spec.drop_columns]
-    both = pd.concat([train.drop(columns=[c for c in drop if c in train.columns]),
-                      test.drop(columns=[c for c in drop if c in test.columns])], keys=["train", "test"])
+    drop = {spec.id_column, *spec.targets, *spec.drop_columns, spec.text_column}
+    shared = [c for c in train.columns if c in test.columns and c not in drop]
+    both = pd.concat([train[shared], test[shared]], keys=["train", "test"])
     both = _split(both, spec)
     for column in list(both.columns):
         values = both[column]

@@ -9,32 +9,39 @@ from pathlib import Path
 import numpy as np
 from sklearn.model_selection import KFold, StratifiedKFold
 
-from runner.planner import Plan
+from runner.portfolio import Member
 
 USABLE = ("completed", "stopped")  # statuses whose predictions go into the ensemble
+PREPARE = -1  # the fold number of a member's prepare step
+EPOCH_LOG = "epochs.jsonl"  # per-epoch lines a running fold may write into its folder, read by the supervisor
 
 
 @dataclass(frozen=True)
 class FoldTask:
+    """One unit of work in its own process: a fold of a member, or (fold PREPARE) the member's prepare step."""
+
+    member: Member
     fold: int
-    plan: Plan
-    dataset: str  # pickle written by the supervisor: (Dataset, fold id per train row)
+    dataset: str  # the pickled Dataset to read
     out_dir: str
     deadline: float  # time.monotonic() by which training AND test prediction are done
+    threads: int = 1  # cores this unit holds
     gpu: int | None = None  # index of the GPU this fold runs on (CUDA_VISIBLE_DEVICES)
+    prepared: str | None = None  # a prepare step writes the Dataset its member's folds read here
 
     def to_json(self) -> dict:
-        return dataclasses.asdict(self)
+        return {**dataclasses.asdict(self), "member": self.member.model_dump(mode="json")}
 
     @classmethod
     def from_json(cls, data: dict) -> "FoldTask":
-        return cls(**{**data, "plan": Plan.from_json(data["plan"])})
+        return cls(**{**data, "member": Member.model_validate(data["member"])})
 
 
 @dataclass(frozen=True)
 class FoldResult:
     fold: int
     status: str  # completed | stopped (cut at its deadline, best checkpoint kept) | failed | skipped
+    member: str = ""
     score: float | None = None
     epochs: int = 0  # epochs (timm) or boosting rounds (LightGBM) done
     best_epoch: int = 0

@@ -59,19 +59,21 @@ def build_cache(paths: list[Path | None], side: int, out: Path, workers: int) ->
 
 
 def prepare_images(dataset: Dataset, image_size: int, work_dir: Path, workers: int) -> Dataset:
-    """The dataset with its images cached: corrupt training images dropped (with a warning), corrupt test images
-    left black so their rows still get a prediction."""
-    paths = list(dataset.train) + list(dataset.test)
+    """The dataset with its images cached. Its rows stay as they are (every member's folds split the same rows):
+    a corrupt training image is left black and marked untrainable, so no fold fits on it while its row is still
+    predicted when validated, as a corrupt test image is."""
+    train, test = dataset.views["image"]
+    paths = list(train) + list(test)
     out = work_dir / f"images_{cache_side(image_size)}.npy"
     ok = build_cache(paths, cache_side(image_size), out, workers)
-    n_train = len(dataset.train)
-    bad_train = [str(p) for p, good in zip(dataset.train, ok[:n_train]) if p is not None and not good]
-    bad_test = [str(p) for p, good in zip(dataset.test, ok[n_train:]) if p is not None and not good]
+    n_train = len(train)
+    bad_train = [str(p) for p, good in zip(train, ok[:n_train]) if p is not None and not good]
+    bad_test = [str(p) for p, good in zip(test, ok[n_train:]) if p is not None and not good]
     warnings = list(dataset.warnings)
     if bad_train:
-        warnings.append(f"skipped {len(bad_train)} unreadable training image(s), e.g. {bad_train[0]}")
+        warnings.append(f"skipped {len(bad_train)} unreadable training image(s) in training, e.g. {bad_train[0]}")
     if bad_test:
         warnings.append(f"{len(bad_test)} unreadable test image(s) predicted from a blank image, e.g. {bad_test[0]}")
-    cached = dataclasses.replace(dataset, train=list(range(n_train)), test=list(range(n_train, len(paths))),
-                                 warnings=warnings, image_cache=str(out))
-    return cached.subset(ok[:n_train])
+    views = {**dataset.views, "image": (list(range(n_train)), list(range(n_train, len(paths))))}
+    untrainable = ~ok[:n_train] if dataset.untrainable is None else dataset.untrainable | ~ok[:n_train]
+    return dataclasses.replace(dataset, views=views, warnings=warnings, image_cache=str(out), untrainable=untrainable)

@@ -87,26 +87,13 @@ def time_candidate(candidate: Candidate, device: str, classes: int, steps: int =
 
 
 @dataclass(frozen=True)
-class RoundCost:
-    """LightGBM on this machine: seconds per boosting round of each of `boosters` boosters trained at once with
-    `threads` threads each, on `rows` rows."""
-
-    threads: int
-    boosters: int
-    rows: int
-    seconds_per_round: float
-
-
-@dataclass(frozen=True)
-class Costs:
-    """What the planner knows about its candidates: measured throughput on this device (may be empty), and
-    device-independent memory estimates and forward FLOPs per sample, keyed by 'model@size@precision'; for
-    tables, measured seconds per boosting round."""
+class ImageCosts:
+    """What the image planner knows about its candidates: measured throughput on this device (may be empty), and
+    device-independent memory estimates and forward FLOPs per sample, keyed by 'model@size'."""
 
     throughput: tuple[Throughput, ...] = ()
     memory: tuple[MemoryEstimate, ...] = ()
     flops: dict = dataclasses.field(default_factory=dict)  # 'model@size' -> forward FLOPs per sample
-    rounds: tuple[RoundCost, ...] = ()
 
     def speed(self, model: str, size: int, precision: str) -> Throughput | None:
         return next((t for t in self.throughput if (t.candidate.model, t.candidate.image_size,
@@ -118,13 +105,12 @@ class Costs:
 
     def to_json(self) -> dict:
         return dict(throughput=[t.to_json() for t in self.throughput], memory=[m.to_json() for m in self.memory],
-                    flops=self.flops, rounds=[dataclasses.asdict(r) for r in self.rounds])
+                    flops=self.flops)
 
     @classmethod
-    def from_json(cls, data: dict) -> "Costs":
+    def from_json(cls, data: dict) -> "ImageCosts":
         return cls(tuple(Throughput.from_json(t) for t in data.get("throughput", ())),
-                   tuple(MemoryEstimate(**m) for m in data.get("memory", ())), dict(data.get("flops", {})),
-                   tuple(RoundCost(**r) for r in data.get("rounds", ())))
+                   tuple(MemoryEstimate(**m) for m in data.get("memory", ())), dict(data.get("flops", {})))
 
 
 def forward_flops(model_name: str, image_size: int, classes: int) -> int:
@@ -173,7 +159,7 @@ def measure(candidates: list[Candidate], device: str, classes: int, deadline: fl
 
 
 def gather_costs(candidates: list[Candidate], device: str, classes: int, threads: int, seconds: float,
-                 time_them: bool, work_dir: Path) -> Costs:
+                 time_them: bool, work_dir: Path) -> ImageCosts:
     """Costs from a measuring process (supervisor side: no torch here). A failed or late measurement gives the
     costs it managed, or none; the planner then falls back to the smallest model."""
     import subprocess
@@ -185,10 +171,10 @@ def gather_costs(candidates: list[Candidate], device: str, classes: int, threads
     try:
         subprocess.run([sys.executable, "-m", "runner.measure", str(request), str(out)], check=True,
                        timeout=2 * seconds + 5, capture_output=True, text=True, start_new_session=True)
-        return Costs.from_json(json.loads(out.read_text()))
+        return ImageCosts.from_json(json.loads(out.read_text()))
     except (subprocess.SubprocessError, OSError, ValueError) as exc:
         print(f"measuring failed: {exc}", file=sys.stderr)
-        return Costs()
+        return ImageCosts()
 
 
 def main(argv: list[str]) -> int:
@@ -201,7 +187,7 @@ def main(argv: list[str]) -> int:
     deadline = process_start() + request["seconds"]
     memory, flops = estimate(candidates, request["classes"]) if request.get("estimate") else ((), {})
     timed = measure(candidates, request["device"], request["classes"], deadline) if request.get("time") else []
-    Path(argv[1]).write_text(json.dumps(Costs(tuple(timed), memory, flops).to_json(), indent=2))
+    Path(argv[1]).write_text(json.dumps(ImageCosts(tuple(timed), memory, flops).to_json(), indent=2))
     return 0
 
 

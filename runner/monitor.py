@@ -59,7 +59,7 @@ class Monitor:
         gpus = _Gpus()
         psutil.cpu_percent()  # the first call only starts the measurement
         try:
-            with open(self.path, "a") as handle:
+            with open(self.path, "w") as handle:  # this run's samples only
                 while not self._stop.is_set():
                     line = dict(t=round(time.monotonic() - self.started, 2), cpu=psutil.cpu_percent(),
                                 rss=_tree_rss(), gpus=gpus.sample())

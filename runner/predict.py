@@ -1,4 +1,5 @@
-"""Predictions from whatever folds finished: the mean of their test predictions, and the out-of-fold score."""
+"""Predictions from whatever finished: each member's out-of-fold and mean test predictions from its fold folders,
+and the baseline's score on the rows a blend is scored on."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -6,43 +7,31 @@ from pathlib import Path
 import numpy as np
 
 from runner import metrics
-from runner.folds import FoldResult
-from runner.submission import Predictions
+from runner.blend import MemberPredictions
+from runner.folds import PREPARE, FoldResult
+from runner.portfolio import Member
 
 
-def fold_dir(out_dir: Path, fold: int) -> Path:
-    return Path(out_dir) / "folds" / str(fold)
+def unit_dir(out_dir: Path, member: str, fold: int) -> Path:
+    return Path(out_dir) / "members" / member / ("prepare" if fold == PREPARE else str(fold))
 
 
-def ensemble(results: list[FoldResult], out_dir: Path, classes: list | None) -> Predictions | None:
-    """Mean of the usable folds' test predictions (None when no fold is usable yet)."""
-    usable = sorted(r.fold for r in results if r.usable)
-    if not usable:
+def member_predictions(member: Member, results: list[FoldResult], out_dir: Path,
+                       ids: np.ndarray) -> MemberPredictions | None:
+    """The member's validation predictions on the rows of its usable folds (`ids`: the fold of every train row in
+    its split), and the mean of their test predictions (None before its first usable fold)."""
+    done = sorted(r.fold for r in results if r.member == member.name and r.usable and r.fold != PREPARE)
+    if not done:
         return None
-    stacked = np.mean([np.load(fold_dir(out_dir, k) / "test.npy") for k in usable], axis=0)
-    source = f"mean of {len(usable)} fold(s): {', '.join(map(str, usable))}"
-    return Predictions(stacked, tuple(classes) if classes is not None else None, source)
+    vals = {k: np.load(unit_dir(out_dir, member.name, k) / "val.npy") for k in done}
+    oof = np.zeros((len(ids), next(iter(vals.values())).shape[1]))
+    for k, pred in vals.items():
+        oof[ids == k] = pred
+    test = np.mean([np.load(unit_dir(out_dir, member.name, k) / "test.npy") for k in done], axis=0)
+    return MemberPredictions(member.name, oof, np.isin(ids, done), test)
 
 
-def out_of_fold(results: list[FoldResult], out_dir: Path, fold_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(rows, predictions) of the validation rows of the usable folds, in row order."""
-    usable = sorted(r.fold for r in results if r.usable)
-    rows = np.flatnonzero(np.isin(fold_ids, usable))
-    if not usable:
-        return rows, np.empty((0, 0))
-    preds = {k: np.load(fold_dir(out_dir, k) / "val.npy") for k in usable}
-    first = next(iter(preds.values()))
-    oof = np.zeros((len(fold_ids), first.shape[1]))
-    for k, pred in preds.items():
-        oof[fold_ids == k] = pred
-    return rows, oof[rows]
+def baseline_score(metric: str, y: np.ndarray, prior: np.ndarray, rows: np.ndarray) -> float:
+    """The class prior (or mean) predicted for every row, scored on `rows`."""
+    return metrics.score(metric, y[rows], np.tile(prior, (int(rows.sum()), 1)))
 
-
-def cv_scores(metric: str, y: np.ndarray, results: list[FoldResult], out_dir: Path, fold_ids: np.ndarray,
-              prior: np.ndarray) -> tuple[float | None, float | None]:
-    """(model, baseline) scores on the same out-of-fold rows; the baseline predicts `prior` for every row."""
-    rows, oof = out_of_fold(results, out_dir, fold_ids)
-    if len(rows) == 0:
-        return None, None
-    baseline = np.tile(prior, (len(rows), 1))
-    return metrics.score(metric, y[rows], oof), metrics.score(metric, y[rows], baseline)

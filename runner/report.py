@@ -25,7 +25,12 @@ class RunReport:
     hardware: dict | None = None
     plan: dict | None = None
     spec: dict | None = None
-    folds: tuple[dict, ...] = ()
+    folds: tuple[dict, ...] = ()  # every unit's FoldResult (member, fold, status, score, epochs, seconds, ...)
+    members: tuple[dict, ...] = ()  # name, engine, slot, folds, folds_done, cv, weight, seconds, gain, status
+    blend: dict | None = None  # weights, cv, rows, start, member_cv
+    units: tuple[dict, ...] = ()  # member, fold, lane, start, end, status, score, threads: when and where each ran
+    actions: tuple[dict, ...] = ()  # t, action: what the run changed while training, and why
+    stop_reason: str | None = None  # why training ended when it did
     warnings: tuple[str, ...] = ()
     error: str | None = None
 
@@ -34,7 +39,8 @@ class RunReport:
 
     @classmethod
     def from_json(cls, data: dict) -> "RunReport":
-        return cls(**{**data, "folds": tuple(data.get("folds", ())), "warnings": tuple(data.get("warnings", ()))})
+        tuples = ("folds", "members", "units", "actions", "warnings")
+        return cls(**{**data, **{k: tuple(data.get(k, ())) for k in tuples}})
 
     @classmethod
     def load(cls, path: Path) -> "RunReport":

@@ -1,30 +1,39 @@
-"""`runner run`: the supervisor. Baseline at t≈0, then folds in slots, each finished fold improving the submission.
+"""`runner run`: the supervisor. Baseline at t≈0, then the portfolio in slots, every finished fold re-blending the
+members on their out-of-fold predictions and improving the submission.
 
-Budget: wall clock from the start. Training stops at `cut` of the budget; each fold stops at an epoch boundary
-before its share of that window ends and predicts the test rows itself, so nothing heavy is left for the end.
+Budget: wall clock from the start. Training stops at `cut` of the budget; each fold stops at an epoch or round
+boundary before its deadline and predicts the test rows itself, so nothing heavy is left for the end. While a
+member with a positive expected gain fits, training goes on until the cut; a run that stops earlier says why.
 """
 from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import pickle
 import shutil
-import time
 from pathlib import Path
 
 import numpy as np
+from pydantic_core import to_jsonable_python
 
+from runner import metrics, processes
+from runner.atomic import write_json
+from runner.bags import MemberState, extra_member, note_record, why_stop
+from runner.blend import Blend, MemberPredictions, choose_blend, pool_gain
 from runner.budget import Budget
 from runner.data import Dataset, load_dataset, read_sample, value_columns
+from runner.engines import MEASURE_CAP, get_engine
+from runner.engines.vision import CPU_CANDIDATES, GPU_CANDIDATES
 from runner.errors import InputError, InvalidSubmissionError
-from runner.folds import FoldResult, FoldTask, assign_folds
-from runner.hardware import Hardware, available_cpus, probe_hardware
-from runner.measure import Costs, gather_costs
+from runner.folds import PREPARE, FoldResult, FoldTask, assign_folds
+from runner.hardware import Hardware, probe_hardware
 from runner.monitor import Monitor
-from runner.planner import CPU_CANDIDATES, GPU_CANDIDATES, DataShape, Plan, image_candidates, make_plan
-from runner.predict import cv_scores, ensemble, fold_dir
+from runner.planner import applicable, data_shape, make_plan
+from runner.portfolio import Member, Plan
+from runner.predict import baseline_score, member_predictions, unit_dir
 from runner.report import RunReport
-from runner.slots import run_folds
+from runner.slots import EVERY_MEMBER_FINISHED, MIN_FOLD_SECONDS, WINDOW_CLOSED, Scheduler, Unit
 from runner.spec import CompetitionSpec, load_spec
 from runner.submission import Predictions, build_submission, prior_predictions, publish, sample_baseline
 from runner.weights import find_weights
@@ -39,15 +48,22 @@ class Supervisor:
         self.spec, self.data_dir, self.out, self.budget = spec, Path(data_dir), Path(out_dir), budget
         self.work = self.out / "work"
         self.work.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.work, 0o700)  # the fold hand-off is read back by fold processes: nobody else's to touch
         self.submission = self.out / "submission.csv"
         self.sample = read_sample(spec, self.data_dir)
         self.columns = value_columns(spec, self.sample)
         self.report = RunReport(spec.id, "running", spec.metric, spec.lower_is_better, budget.seconds, 0.0,
                                 str(self.submission), "none", spec=spec.to_json())
         self.dataset: Dataset | None = None
-        self.fold_ids: np.ndarray | None = None
         self.prior: Predictions | None = None
+        self.plan: Plan | None = None
+        self.states: dict[str, MemberState] = {}
+        self.predictions: dict = {}  # member name -> MemberPredictions
+        self.fold_ids: dict[tuple[int, int], np.ndarray] = {}
+        self.blend: Blend | None = None
         self.results: list[FoldResult] = []
+        self.scheduler: Scheduler | None = None
+        self.lane_closed: dict[str, str] = {}  # lane -> why no more members were added
 
     def update(self, **changes) -> None:
         timings = {**self.report.timings, **changes.pop("timings", {})}
@@ -74,88 +90,206 @@ class Supervisor:
         self.update(submission_source=self.prior.source, warnings=tuple(self.dataset.warnings),
                     timings=self.mark("data_loaded"))
 
-    def make_plan(self, hardware: Hardware) -> Plan:
-        return plan_for(self.spec, self.dataset, hardware, self.budget.training_left(), self.budget.seconds,
-                        self.out)
+    def make_plan(self, hardware: Hardware, engines: list[str] | None = None) -> Plan:
+        self.plan = plan_for(self.spec, self.dataset, hardware, self.budget, self.out, engines=engines)
+        self.states = {m.name: MemberState(m) for m in self.plan.members}
+        return self.plan
 
-    def prepare_folds(self, plan: Plan, hardware: Hardware) -> Path:
-        if plan.engine == "timm":
-            from runner.images import prepare_images  # PIL work only where images are trained
+    # --- units and their results ------------------------------------------------------------------------------
 
-            self.dataset = prepare_images(self.dataset, plan.image_size, self.work, hardware.cpus)
-            for warning in self.dataset.warnings[len(self.report.warnings):]:
+    def _dataset_path(self, member: Member) -> Path:
+        key = get_engine(member.engine).prepare_key(member.settings)
+        return self.work / (f"{key}.pkl" if key else "dataset.pkl")
+
+    def make_task(self, unit: Unit, deadline: float, gpu: int | None, threads: int) -> FoldTask:
+        out = unit_dir(self.out, unit.member.name, unit.fold)
+        if unit.fold == PREPARE:
+            return FoldTask(unit.member, PREPARE, str(self.work / "dataset.pkl"), str(out), deadline, threads, gpu,
+                            prepared=str(self._dataset_path(unit.member)))
+        self.states[unit.member.name].status = "running"
+        return FoldTask(unit.member, unit.fold, str(self._dataset_path(unit.member)), str(out), deadline, threads,
+                        gpu)
+
+    def _ids(self, member: Member) -> np.ndarray:
+        key = (member.folds, member.split_seed)
+        if key not in self.fold_ids:
+            self.fold_ids[key] = assign_folds(self.dataset.y, self.spec.is_classification, *key)
+        return self.fold_ids[key]
+
+
+    def on_result(self, result: FoldResult) -> None:
+        self.results.append(result)
+        state = self.states[result.member]
+        state.seconds += result.wall_seconds
+        if result.fold == PREPARE:
+            if not result.usable:
+                log.warning("%s: prepare step %s: %s", result.member, result.status, result.message)
+                self.update(folds=self._fold_rows())
+                return
+            log.info("%s prepared in %.0f s", result.member, result.wall_seconds)
+            found = [w for w in result.message.splitlines() if w and w not in self.report.warnings]
+            for warning in found:  # what its folds' data lost (unreadable images), said once
                 log.warning(warning)
-            self.update(warnings=tuple(self.dataset.warnings), timings=self.mark("images_cached"))
-        self.fold_ids = assign_folds(self.dataset.y, self.spec.is_classification, plan.folds, plan.seed)
+            self.update(folds=self._fold_rows(), warnings=(*self.report.warnings, *found))
+            return
+        state.units_ended += 1
+        state.folds_done += result.usable
+        self._log(result)
+        changes: dict = dict(folds=self._fold_rows())
+        if result.usable:
+            predictions = member_predictions(state.member, self.results, self.out, self._ids(state.member))
+            self.predictions[result.member] = predictions
+            state.cv = round(metrics.fast_score(self.spec.metric, self.dataset.y[predictions.covered],
+                                                predictions.oof[predictions.covered]), 6)
+        # planned members re-blend at every fold (early submissions use partial members); extras once they end
+        if state.ended if state.extra else result.usable:
+            changes.update(self._publish_blend())
+        if state.ended:
+            state.status = "done" if state.folds_done else "skipped"
+            self._measure_gain(state)
+            note_record(state, self.states, self.spec.lower_is_better)
+        self.update(**changes, members=self.member_rows(), timings=self.mark(f"{result.member}_{result.fold}_done"))
+
+    def _log(self, result: FoldResult) -> None:
+        unit = get_engine(self.states[result.member].member.engine).steps
+        if result.usable:
+            log.info("%s fold %d %s: %s %.5f after %d %s in %.1f s %s", result.member, result.fold, result.status,
+                     self.spec.metric, result.score, result.epochs, unit, result.wall_seconds, result.message)
+        elif result.status == "skipped":  # one line for all of a member's folds that did not start
+            if not any(r.member == result.member and r.status == "skipped" for r in self.results[:-1]):
+                log.info("%s: folds from %d on not started: %s", result.member, result.fold, result.message)
+        else:
+            log.warning("%s fold %d %s: %s", result.member, result.fold, result.status, result.message)
+
+    def _publish_blend(self) -> dict:
+        blend = choose_blend(self.spec.metric, self.dataset.y, list(self.predictions.values()))
+        if blend is None:
+            return {}
+        classes = tuple(self.dataset.classes) if self.dataset.classes is not None else None
+        weights = ", ".join(f"{name} {w:.2f}" for name, w in sorted(blend.weights.items(), key=lambda i: -i[1]))
+        try:
+            frame = build_submission(self.sample, self.spec, self.columns,
+                                     Predictions(blend.test, classes, f"blend: {weights}"))
+            publish(frame, self.sample, self.spec, self.columns, self.submission)
+        except InvalidSubmissionError as exc:  # keep the last valid submission
+            log.error("blend rejected, previous submission kept: %s", exc)
+            return {}
+        self.blend = blend
+        base = baseline_score(self.spec.metric, self.dataset.y, self.prior.values[0], blend.covered)
+        return dict(submission_source=f"blend: {weights}", cv_score=blend.cv, baseline_cv_score=round(base, 6),
+                    blend=blend.to_json())
+
+    def _measure_gain(self, state: MemberState) -> None:
+        """What this member added to the pool, now that it has ended: the relative fall of the best convex blend's
+        loss with it against without it (runner.blend.pool_gain), the baseline prediction always in the pool."""
+        if state.member.name not in self.predictions:
+            state.gain = 0.0
+            return
+        n = len(self.dataset.y)  # the class prior / mean is in every pool: a first member's gain is over it
+        baseline = MemberPredictions("baseline", np.tile(self.prior.values[0], (n, 1)), np.ones(n, bool),
+                                     self.prior.values)
+        pool = [baseline, *self.predictions.values()]
+        state.gain = round(pool_gain(self.spec.metric, self.dataset.y, pool, state.member.name), 6)
+
+    def _fold_rows(self) -> tuple[dict, ...]:
+        return tuple(r.to_json() for r in sorted(self.results, key=lambda r: (r.member, r.fold)))
+
+    def member_rows(self) -> tuple[dict, ...]:
+        """One row per member: its own CV (on the rows its finished folds cover) and its blend weight."""
+        weights = self.blend.weights if self.blend else {}
+        return tuple(dict(name=name, engine=s.member.engine, slot=s.member.slot, folds=s.member.folds,
+                          folds_done=s.folds_done, cv=s.cv, weight=weights.get(name, 0.0),
+                          seconds=round(s.seconds, 1), gain=s.gain, status=s.status, bag_of=s.member.bag_of,
+                          repeat_of=s.member.repeat_of)
+                     for name, s in self.states.items())
+
+    # --- more members while they pay (runner.bags) -------------------------------------------------------------
+
+    def more(self, lane: str) -> Member | None:
+        """An extra member for this lane, or None (the reason kept for the report)."""
+        weights = self.blend.weights if self.blend else {}
+        why = why_stop(lane, self.states, weights, self.results, self.budget.training_left(), MIN_FOLD_SECONDS,
+                       self.scheduler.capacity_of(lane))
+        if why:
+            self.lane_closed[lane] = why
+            log.info("no more %s members: %s", lane, why)
+            return None
+        member = extra_member(lane, self.states, weights, self.results, self.plan.seed + len(self.states),
+                              self.spec.lower_is_better)
+        self.states[member.name] = MemberState(member)
+        log.info("adding %s: %s", member.name, member.reasons[0])
+        self.update(members=self.member_rows())
+        return member
+
+    # --- the training -----------------------------------------------------------------------------------------
+
+    def write_dataset(self) -> None:
         path = self.work / "dataset.pkl"
         with open(path, "wb") as handle:
-            pickle.dump((self.dataset, self.fold_ids), handle, protocol=pickle.HIGHEST_PROTOCOL)
-        return path
+            pickle.dump(self.dataset, handle, protocol=pickle.HIGHEST_PROTOCOL)
 
-    def on_result(self, result: FoldResult, unit: str = "epochs") -> None:
-        self.results.append(result)
-        level = logging.INFO if result.usable else logging.WARNING
-        log.log(level, "fold %d %s%s %s", result.fold, result.status,
-                f": {self.spec.metric} {result.score:.5f} after {result.epochs} {unit} in {result.wall_seconds:.0f} s"
-                if result.usable else "", result.message)
-        changes: dict = dict(folds=tuple(r.to_json() for r in sorted(self.results, key=lambda r: r.fold)))
-        predictions = ensemble(self.results, self.out, self.dataset.classes)
-        if predictions is not None:
-            try:
-                frame = build_submission(self.sample, self.spec, self.columns, predictions)
-                publish(frame, self.sample, self.spec, self.columns, self.submission)
-                changes["submission_source"] = predictions.source
-                cv, base = cv_scores(self.spec.metric, self.dataset.y, self.results, self.out, self.fold_ids,
-                                     self.prior.values[0])
-                changes.update(cv_score=cv, baseline_cv_score=base)
-            except InvalidSubmissionError as exc:  # keep the last valid submission
-                log.error("ensemble rejected, previous submission kept: %s", exc)
-        self.update(**changes, timings=self.mark(f"fold_{result.fold}_done"))
+    def train(self, on_status=lambda report, running: None) -> None:
+        # the fork server imports the plan's libraries while the dataset is written (not while costs are timed:
+        # a busy core would make every candidate look slower than it is)
+        processes.warm_up(tuple(m for member in self.plan.members for m in get_engine(member.engine).preload))
+        self.write_dataset()
+        self.scheduler = Scheduler(self.plan, self.budget, self.make_task, self.on_result,
+                                   on_status=lambda running: on_status(self.report, running), more=self.more,
+                                   on_action=self.on_action)
+        ended = self.scheduler.run()
+        reason = self.stop_reason(ended)
+        trained = any(r.usable for r in self.results if r.fold != PREPARE)
+        elapsed = round(self.budget.elapsed(), 2)
+        log.info("training ended at %.0f s of %.0f s (%.0f%%): %s", elapsed, self.budget.seconds,
+                 100 * elapsed / self.budget.seconds, reason)
+        self.update(status="trained" if trained else "baseline", stop_reason=reason, members=self.member_rows(),
+                    units=tuple(r.to_json() for r in self.scheduler.records), timings=self.mark("training_done"))
 
-    def train(self, plan: Plan, hardware: Hardware, on_status=lambda _: None) -> None:
-        dataset_path = self.prepare_folds(plan, hardware)
+    def on_action(self, text: str) -> None:
+        log.info("action: %s", text)
+        self.update(actions=(*self.report.actions, dict(t=round(self.budget.elapsed(), 2), action=text)))
 
-        def make_task(fold: int, deadline: float, gpu: int | None) -> FoldTask:
-            return FoldTask(fold, plan, str(dataset_path), str(fold_dir(self.out, fold)), deadline, gpu)
-
-        unit = "rounds" if plan.engine == "lightgbm" else "epochs"
-        run_folds(plan, make_task, self.budget, lambda r: self.on_result(r, unit), on_status)
-        trained = any(r.usable for r in self.results)
-        self.update(status="trained" if trained else "baseline", timings=self.mark("training_done"))
+    def stop_reason(self, ended: str) -> str:
+        """The window closed, or why the lanes took no more members (and what was skipped)."""
+        if ended == WINDOW_CLOSED:
+            return f"the training window closed ({self.budget.cut:.0%} of the budget)"
+        parts = [f"{lane} lane: {why}" for lane, why in self.lane_closed.items()]
+        return "; ".join(parts + ([ended] if ended != EVERY_MEMBER_FINISHED else [])) or EVERY_MEMBER_FINISHED
 
 
-def data_shape(dataset: Dataset) -> DataShape:
-    features = dataset.train.shape[1] if hasattr(dataset.train, "shape") else 0
-    targets = dataset.y.shape[1] if dataset.y.ndim == 2 else 1
-    return DataShape(len(dataset.y), len(dataset.test), features, len(dataset.classes or ()), targets)
-
-
-def plan_for(spec: CompetitionSpec, dataset: Dataset, hardware: Hardware, window: float, budget_seconds: float,
-             out: Path, here: bool = True) -> Plan:
-    """Measure what needs measuring, then plan `window` seconds of training. Image models are timed for a few
-    real steps each on this machine (within 5% of the budget); for a GPU we are not on (`here=False`, a named
-    profile) their memory and FLOPs are estimated instead. Tables get a few timed boosting rounds per way of
-    splitting the cores (within 2% of the budget, budgets from 50 s), when planning for this machine."""
-    data, costs = data_shape(dataset), Costs()
-    seconds = min(120.0, 0.05 * budget_seconds)
-    if spec.task == "tabular" and here and 0.02 * budget_seconds >= 1.0:  # shorter: the unmeasured rule
-        from runner.engines.gbm import measure_rounds  # LightGBM only where tables are boosted
-
-        deadline = time.monotonic() + min(30.0, 0.02 * budget_seconds)
+def measure_costs(spec: CompetitionSpec, dataset: Dataset, hardware: Hardware, budget_seconds: float, work: Path,
+                  here: bool = True, engines: list[str] | None = None) -> dict:
+    """Each applicable engine's measurements, within its share of the budget (a failed one plans without)."""
+    costs = {}
+    for name in applicable(spec, data_shape(dataset), engines):
+        engine = get_engine(name)
+        seconds = min(MEASURE_CAP, engine.measure_share * budget_seconds)
+        if seconds <= 0:
+            continue
         try:
-            costs = Costs(rounds=measure_rounds(dataset.train, dataset.y, data.classes, hardware.cpus, deadline))
-        except Exception as exc:  # planning goes on with the unmeasured rule
-            log.warning("timing boosting rounds failed, planning without: %s: %s", type(exc).__name__, exc)
-    if spec.task == "image" and seconds >= 3.0:  # shorter budgets cannot spare even the imports: smallest model
-        device = "cuda" if hardware.gpus and here else "cpu"
-        costs = gather_costs(image_candidates(hardware), device, max(2, data.classes), available_cpus(), seconds,
-                             here or not hardware.gpus, out)
+            cost = engine.measure(dataset, hardware, seconds, work, here)
+        except Exception as exc:  # planning goes on with the engine's unmeasured rule
+            log.warning("measuring %s failed, planning without: %s: %s", name, type(exc).__name__, exc)
+            continue
+        if cost is not None:
+            costs[name] = cost
+    return costs
+
+
+def plan_for(spec: CompetitionSpec, dataset: Dataset, hardware: Hardware, budget: Budget, out: Path,
+             here: bool = True, engines: list[str] | None = None) -> Plan:
+    """Measure what needs measuring, then plan the training window that is left (with `engines` only, if given)."""
+    costs = measure_costs(spec, dataset, hardware, budget.seconds, Path(out), here, engines)
+    write_json(Path(out) / "costs.json", {n: to_jsonable_python(c, fallback=lambda o: o.to_json())
+                                         for n, c in costs.items()})
     pretrained = frozenset(m for m, _ in GPU_CANDIDATES + CPU_CANDIDATES if find_weights(m))
-    return make_plan(spec, hardware, window, data, costs, pretrained)
+    return make_plan(spec, hardware, budget.training_left(), data_shape(dataset), costs, pretrained,
+                     engines=engines)
 
 
 def run_competition(name: str, data_dir: Path, budget: Budget, out_dir: Path, hardware: Hardware | None = None,
-                    on_plan=lambda plan: None, on_status=lambda _: None) -> RunReport:
+                    on_plan=lambda plan: None, on_status=lambda report, running: None,
+                    engines: list[str] | None = None) -> RunReport:
     """The whole run. Raises RunnerError only when not even the sample submission can be read; otherwise returns
     a report whose `error` explains what stopped training (a valid submission exists either way)."""
     spec = load_spec(name, Path(data_dir))
@@ -165,17 +299,18 @@ def run_competition(name: str, data_dir: Path, budget: Budget, out_dir: Path, ha
         hardware = hardware or probe_hardware(Path(out_dir))
         supervisor.update(hardware=hardware.to_json())
         supervisor.load_data()
-        plan = supervisor.make_plan(hardware)
+        plan = supervisor.make_plan(hardware, engines)
         plan.save(Path(out_dir) / "plan.json")
-        supervisor.update(plan=plan.to_json(), timings=supervisor.mark("planned"))
+        supervisor.update(plan=plan.to_json(), members=supervisor.member_rows(), timings=supervisor.mark("planned"))
         on_plan(plan)
-        if plan.engine == "none":
-            supervisor.update(status="baseline", error=None)
+        if not plan.members:
+            supervisor.update(status="baseline", error=None, stop_reason=plan.reasons[-1])
             return supervisor.report
         with Monitor(Path(out_dir) / "monitor.jsonl", budget.started):
-            supervisor.train(plan, hardware, on_status)
+            supervisor.train(on_status)
     except InputError as exc:  # the baseline already written stays the submission
         supervisor.update(status="error", error=str(exc))
     finally:
         shutil.rmtree(supervisor.work, ignore_errors=True)  # image cache, extracted zips: checkpoints stay
     return supervisor.report
+

@@ -1,3 +1,4 @@
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -25,10 +26,14 @@ def dog_breed(demo_root) -> Path:
     return write_demo("dog-breed", demo_root, seed=2)
 
 
-def run_cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    """`runner ...` as a user runs it: a separate process, output captured."""
+def run_cli(*args: str, timeout: float = 600, env: dict | None = None) -> subprocess.CompletedProcess:
+    """`runner ...` as a user runs it: a separate process, output captured (`env` added to this environment)."""
     return subprocess.run([sys.executable, "-m", "runner.cli", *args], capture_output=True, text=True,
-                          timeout=timeout)
+                          timeout=timeout, env={**os.environ, **(env or {})})
+
+
+TESTS = Path(__file__).resolve().parent
+TOY_ENGINE = {"RUNNER_ENGINES": "toy=toy_engine:Toy", "PYTHONPATH": str(TESTS)}  # an engine from outside the package
 
 
 def write_spooky(root: Path, rows: int = 600, seed: int = 0) -> Path:
@@ -87,8 +92,6 @@ def write_nomad(root: Path, rows: int = 800, seed: int = 0) -> Path:
 
 
 # Prefect: no telemetry, and time for the temporary server to start on a busy 2-core machine.
-import os  # noqa: E402
-
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")

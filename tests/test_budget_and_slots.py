@@ -7,7 +7,8 @@ import pytest
 from runner.budget import Budget, parse_duration
 from runner.errors import RunnerError
 from runner.folds import FoldResult, assign_folds
-from runner.slots import _kill, fold_deadline, least_seconds
+from runner.processes import kill
+from runner.slots import fold_deadline, least_seconds
 
 
 @pytest.mark.parametrize("text, seconds", [("2h", 7200), ("30m", 1800), ("1h30m", 5400), ("90s", 90), ("45", 45),
@@ -56,7 +57,7 @@ def test_kill_takes_the_whole_process_group():
     process = subprocess.Popen(["bash", "-c", "sleep 60 & echo $!; wait"], stdout=subprocess.PIPE, text=True,
                                start_new_session=True)
     child = int(process.stdout.readline())
-    _kill(process)
+    kill(process)
     assert process.poll() is not None
     assert not alive(child)
 

@@ -19,10 +19,16 @@ def test_monitor_samples_the_process_tree(tmp_path):
     assert all(s["gpus"] == [] for s in samples)  # no GPU on this machine: none reported, nothing raised
 
 
-def test_the_run_plot_draws_memory_and_folds(tmp_path):
-    report = RunReport("c", "trained", "accuracy", False, 60, 30, "s.csv", "x", cv_score=0.9,
-                       timings={"fold_0_done": 20.0}, folds=({"fold": 0, "status": "completed", "score": 0.9,
-                                                               "epochs": 3, "wall_seconds": 15.0},))
+def test_the_run_plot_draws_memory_and_the_gpu_and_cpu_lanes(tmp_path):
+    unit = dict(fold=0, status="completed", score=0.9, threads=1)
+    units = (dict(unit, member="cnn", lane="gpu 0", start=2.0, end=25.0),
+             dict(unit, member="lightgbm", lane="cpu 0", start=2.0, end=5.0),
+             dict(unit, member="catboost", lane="cpu 0,1", start=5.0, end=9.0))
+    report = RunReport("c", "trained", "accuracy", False, 60, 30, "s.csv", "x", cv_score=0.9, units=units,
+                       timings={"training_done": 25.0}, actions=({"t": 12.0, "action": "batch 64 -> 128"},))
     samples = [dict(t=t, cpu=50.0, rss=2**30, gpus=[dict(used=2**33, total=2**34, util=90)]) for t in range(30)]
     path = fold_timeline(report, tmp_path / "plot.png", samples)
     assert path.stat().st_size > 5000
+    from runner.plot import _lanes
+
+    assert [lane for u in units for lane in _lanes(u)] == ["gpu 0", "cpu 0", "cpu 0", "cpu 1"]

@@ -6,17 +6,24 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from runner.errors import RunnerError
-from runner.hardware import GiB
+from runner.engines import get_engine
+from runner.engines.boosting import RoundCost
 from runner.engines.gbm import measure_rounds
-from runner.measure import Candidate, Costs, RoundCost, Throughput
+from runner.engines.oneshot import FitCost
+from runner.engines.vision import CPU_CANDIDATES, GPU_CANDIDATES, image_candidates
+from runner.errors import RunnerError
+from runner.hardware import GiB, Gpu, Hardware
+from runner.measure import Candidate, ImageCosts, Throughput
 from runner.memory import MemoryEstimate
-from runner.planner import CPU_CANDIDATES, GPU_CANDIDATES, DataShape, Plan, image_candidates, make_plan
+from runner.planner import make_plan
+from runner.portfolio import DataShape, Plan
 from runner.profiles import PROFILES, profile
 from runner.spec import load_spec
 
 DOG = load_spec("dog-breed")
-DOG_DATA = DataShape(n_train=9199, n_test=1023, classes=120)
+SPACESHIP = load_spec("spaceship")
+DOG_DATA = DataShape(n_train=9199, n_test=1023, classes=120, inputs=frozenset({"image"}))
+TABLE = DataShape(10_000, 1000, 14, classes=2)  # folds train on 8000 rows: no scaling of the timed rows
 # per-sample activation bytes at 224 px in bf16, roughly what estimate_memory reports for these models
 PER_SAMPLE = {"convnext_small": 190e6, "convnext_tiny": 130e6, "efficientnet_b0": 110e6, "resnet18": 30e6}
 PARAMS = {"convnext_small": 50e6, "convnext_tiny": 28e6, "efficientnet_b0": 5.3e6, "resnet18": 11.7e6}
@@ -27,125 +34,150 @@ def gpu_costs(precision="bf16"):
     memory = tuple(MemoryEstimate(m, s, precision, int(PARAMS[m]), 0, int(PER_SAMPLE[m] * (s / 224) ** 2))
                    for m, s in GPU_CANDIDATES)
     flops = {f"{m}@{s}": int(2 * GFLOPS[m] * (s / 224) ** 2) for m, s in GPU_CANDIDATES}
-    return Costs(memory=memory, flops=flops)
+    return ImageCosts(memory=memory, flops=flops)
 
 
 def cpu_costs(img_per_s: dict):
     """Throughput on a CPU: {(model, size, precision): training images per second}."""
-    return Costs(throughput=tuple(
+    return ImageCosts(throughput=tuple(
         Throughput(Candidate(m, s, p, 32), "cpu", 1 / rate, 1 / (3 * rate)) for (m, s, p), rate in img_per_s.items()))
 
 
-def plan_on(name, window=3600, data=DOG_DATA, costs=None, spec=DOG):
-    return make_plan(spec, profile(name), window, data, costs or gpu_costs())
+def image_plan(name, window=3600, data=DOG_DATA, costs=None, spec=DOG):
+    return make_plan(spec, profile(name), window, data, {"timm": costs or gpu_costs()})
 
 
-def test_every_profile_parses_and_unknown_ones_are_named():
-    assert set(PROFILES) >= {"cpu", "a10-24gb", "l4-24gb", "a100-40gb", "a100-80gb", "h100-80gb", "h200-141gb"}
-    assert profile("A100-40GB").gpus[0].memory_bytes == 40 * GiB
-    assert profile("cpu").gpus == ()
-    with pytest.raises(RunnerError, match="v100"):
-        profile("v100")
-
-
-def test_more_gpu_memory_gives_a_larger_batch_or_more_slots():
-    a10, a100, h100 = (plan_on(p) for p in ("a10-24gb", "a100-40gb", "h100-80gb"))
-    for small, large in ((a10, a100), (a100, h100)):
-        assert (large.batch_size, large.slots_per_gpu) > (small.batch_size, small.slots_per_gpu) or \
-            large.batch_size * large.slots_per_gpu > small.batch_size * small.slots_per_gpu
-    for plan in (a10, a100, h100):
-        assert plan.device == "cuda" and plan.model == "convnext_small"
-        assert 0.5 <= plan.gpu_memory_fraction <= 0.9, plan.gpu_memory_fraction
-        assert plan.precision == "bf16" and plan.channels_last and plan.num_workers >= 1 and plan.pin_memory
-
-
-def test_a_memory_bound_batch_accumulates_gradients():
-    hungry = Costs(memory=tuple(MemoryEstimate(m, s, "bf16", int(PARAMS[m]), 0, int(2e9)) for m, s in GPU_CANDIDATES),
-                   flops=gpu_costs().flops)
-    plan = plan_on("a10-24gb", costs=hungry)
-    assert plan.batch_size < 64 and plan.batch_size * plan.accumulation >= 64
-    assert any("accumulation" in r for r in plan.reasons)
-
-
-def test_gpu_without_bf16_plans_fp16():
-    plan = make_plan(DOG, profile("a10-24gb").__class__(
-        (profile("a10-24gb").gpus[0].__class__("Tesla T4", 16 * GiB, 16 * GiB, (7, 5), 65.0),), 8, 32 * GiB,
-        8 * GiB, 100 * GiB), 3600, DOG_DATA, gpu_costs("fp16"))
-    assert plan.precision == "fp16"
-
-
-def test_cpu_only_plans_a_small_model_in_cpu_slots():
-    rates = {("mobilenetv3_small_100", 64, "fp32"): 900, ("mobilenetv3_small_100", 64, "bf16"): 450,
-             ("mobilenetv3_small_100", 96, "fp32"): 600, ("resnet18", 96, "bf16"): 200, ("resnet18", 96, "fp32"): 90}
-    plan = make_plan(DOG, profile("cpu"), 1800, DataShape(960, 240, classes=120), cpu_costs(rates))
-    assert plan.device == "cpu" and (plan.model, plan.image_size) in CPU_CANDIDATES
-    assert plan.slots_per_gpu == 0 and plan.slots * plan.threads <= profile("cpu").cpus
-    assert plan.num_workers == 0 and plan.gpu_memory_fraction == 0
-    assert plan.precision == "bf16" if plan.model == "resnet18" else "fp32"  # the faster measured one
-
-
-def test_a_tiny_budget_plans_fewer_folds_and_a_cheaper_model():
-    rates = {("mobilenetv3_small_100", 64, "fp32"): 900, ("mobilenetv3_small_100", 96, "fp32"): 600,
-             ("resnet18", 96, "bf16"): 200}
-    data = DataShape(960, 240, classes=120)
-    roomy = make_plan(DOG, profile("cpu"), 1800, data, cpu_costs(rates))
-    tight = make_plan(DOG, profile("cpu"), 60, data, cpu_costs(rates))
-    assert roomy.folds == DOG.folds and roomy.model == "resnet18"
-    assert tight.folds < roomy.folds and tight.epochs < roomy.epochs
-    assert (tight.model, tight.image_size) == ("mobilenetv3_small_100", 64)
-    assert tight.training_seconds <= 60 * 1.1 or any("no candidate fits" in r for r in tight.reasons)
-
-
-def test_gpu_folds_fit_the_window():
-    plan = plan_on("a10-24gb", window=600)
-    assert plan.training_seconds <= 600
-    assert all(isinstance(r, str) and r for r in plan.reasons)
-
-
-def test_nothing_measured_falls_back_to_the_smallest_model_with_a_reason():
-    plan = make_plan(DOG, profile("cpu"), 600, DataShape(960, 240, classes=120), Costs())
-    assert (plan.model, plan.image_size) == CPU_CANDIDATES[-1]
-    assert any("nothing was measured" in r for r in plan.reasons)
-
-
-def test_unmeasured_small_tables_run_folds_side_by_side_and_large_ones_take_every_core():
-    spaceship = load_spec("spaceship")
-    small = make_plan(spaceship, profile("cpu"), 600, DataShape(8000, 900, 14))
-    large = make_plan(spaceship, profile("cpu"), 600, DataShape(800_000, 100_000, 31))
-    assert (small.slots, small.threads) == (4, 1)
-    assert (large.slots, large.threads) == (1, 4)
+def timm(plan: Plan):
+    return plan.member("timm")
 
 
 def rounds(*measured):
     """Costs of boosting rounds: (threads, boosters at once, seconds per round) on 8000 rows."""
-    return Costs(rounds=tuple(RoundCost(t, b, 8000, s) for t, b, s in measured))
+    return tuple(RoundCost(threads=t, boosters=b, rows=8000, seconds_per_round=s) for t, b, s in measured)
 
 
-TABLE = DataShape(10_000, 1000, 14, classes=2)  # folds train on 8000 rows: no scaling of the timed rows
+# --- the portfolio -------------------------------------------------------------------------------------------
+
+def test_a_table_gets_several_engines_led_by_lightgbm_on_cpu_slots():
+    plan = make_plan(SPACESHIP, profile("cpu"), 600, TABLE)
+    names = [m.name for m in plan.members]
+    assert names[0] == "lightgbm" and {"catboost", "xgboost", "linear", "knn"} <= set(names)
+    assert all(m.slot == "cpu" and 1 <= m.threads <= plan.cpus for m in plan.members)
+    rest = plan.members[1:]
+    assert [m.gain_per_second for m in rest] == sorted((m.gain_per_second for m in rest), reverse=True)
+    assert any("order:" in r for r in plan.reasons) and all(m.reasons for m in plan.members)
+
+
+def test_texts_are_led_by_tfidf_and_get_the_sentence_encoder():
+    spooky = load_spec("spooky")
+    data = DataShape(15_000, 2000, classes=3, inputs=frozenset({"text"}), text_chars=2_000_000)
+    plan = make_plan(spooky, profile("cpu"), 1800, data)
+    assert [m.name for m in plan.members] == ["tfidf", "encoder"]
+    encoder = plan.member("encoder")
+    assert encoder.prepare_seconds > 12 and encoder.prepare_threads == 4  # embeds once, with every core
+    assert any("not timed" in r for r in encoder.reasons)
+
+
+def test_an_encoder_that_cannot_embed_in_the_window_is_left_out_with_a_reason():
+    data = DataShape(15_000, 2000, classes=3, inputs=frozenset({"text"}), text_chars=200_000_000)
+    plan = make_plan(load_spec("spooky"), profile("cpu"), 60, data)
+    assert [m.name for m in plan.members] == ["tfidf"]
+    assert any(r.startswith("not encoder") for r in plan.reasons)
+
+
+def test_images_with_side_features_put_the_cnn_on_the_gpu_and_tables_on_the_cores_it_leaves():
+    data = DataShape(9199, 1023, n_features=3, classes=2, inputs=frozenset({"image", "table"}))
+    plan = make_plan(load_spec("aerial-cactus"), profile("a100-40gb"), 3600, data, {"timm": gpu_costs()})
+    cnn = timm(plan)
+    assert plan.members[0] is cnn and cnn.slot == "gpu" and cnn.per_gpu >= 1
+    cpu = [m for m in plan.members if m.slot == "cpu"]
+    assert {"lightgbm", "linear"} <= {m.name for m in cpu}
+    gpu_cores = cnn.threads * cnn.per_gpu * plan.gpus
+    assert gpu_cores < plan.cpus and all(m.threads <= plan.cpus - gpu_cores for m in cpu)
+    assert any("kept for CPU members" in r for r in plan.reasons)
+
+
+def test_without_a_gpu_the_cnn_takes_every_core():
+    rates = {("resnet18", 96, "bf16"): 200}
+    plan = make_plan(DOG, profile("cpu"), 1800, DataShape(960, 240, classes=120, inputs=frozenset({"image"})),
+                     {"timm": cpu_costs(rates)})
+    assert [m.name for m in plan.members] == ["timm"]
+    assert timm(plan).slot == "cpu" and timm(plan).threads == plan.cpus and timm(plan).per_gpu == 0
+
+
+def test_engines_can_be_chosen_and_unsupported_tasks_get_none():
+    plan = make_plan(SPACESHIP, profile("cpu"), 600, TABLE, engines=["linear", "knn"])
+    assert [m.name for m in plan.members] == ["linear", "knn"]
+    unsupported = load_spec("spaceship").__class__(**{**SPACESHIP.to_json(), "task": "unsupported",
+                                                      "split_columns": (), "note": "audio"})
+    empty = make_plan(unsupported, profile("cpu"), 600, TABLE)
+    assert empty.members == () and "audio" in empty.reasons[0]
+
+
+def test_plans_round_trip_through_json_with_each_engines_own_settings():
+    for plan in (image_plan("h100-80gb"), make_plan(SPACESHIP, profile("cpu"), 600, TABLE)):
+        again = Plan.from_json(json.loads(json.dumps(plan.to_json())))
+        assert again == plan
+        for member in again.members:
+            assert type(member.settings) is get_engine(member.engine).Settings
+
+
+def test_bags_move_one_or_two_settings_a_step_through_the_search_space():
+    for name in ("lightgbm", "catboost", "xgboost", "linear", "knn", "tfidf"):
+        engine = get_engine(name)
+        base = engine.Settings(threads=2)
+        bags = [engine.variant(base, k) for k in range(1, 9)]
+        assert all(b.threads == 2 and b.seed != base.seed for b in bags)
+        assert len({b.model_dump_json() for b in bags}) >= 3, name  # they explore
+        for bag in bags:
+            moved = [k for k in engine.search_space if getattr(bag, k) != getattr(base, k)]
+            assert len(moved) <= 2, (name, moved)
+            for key in moved:
+                values = engine.search_space[key]
+                assert abs(values.index(getattr(bag, key)) - values.index(getattr(base, key))) == 1, (name, key)
+        assert engine.variant(base, 3) == engine.variant(base, 3)  # seeded: the same bag twice is the same
+        assert all(getattr(base, k) in v for k, v in engine.search_space.items()), name  # defaults can step
+
+
+# --- boosting rounds and threads -------------------------------------------------------------------------------
+
+def test_unmeasured_small_tables_run_folds_side_by_side_and_large_ones_take_every_core():
+    small = make_plan(SPACESHIP, profile("cpu"), 600, DataShape(8000, 900, 14))
+    large = make_plan(SPACESHIP, profile("cpu"), 600, DataShape(800_000, 100_000, 31))
+    assert small.member("lightgbm").threads == 1
+    assert large.member("lightgbm").threads == 4
+    assert "knn" not in {m.name for m in large.members}  # every prediction against 800k rows: not cheap
 
 
 def test_measured_rounds_choose_how_to_split_the_cores():
-    spaceship = load_spec("spaceship")
     # 4 one-thread boosters at once barely slow each other: 5 folds in 2 waves beat 5 waves of 4-thread folds
-    parallel = make_plan(spaceship, profile("cpu"), 600, TABLE, rounds((4, 1, 0.004), (2, 2, 0.005), (1, 4, 0.006)))
+    parallel = make_plan(SPACESHIP, profile("cpu"), 600, TABLE,
+                         {"lightgbm": rounds((4, 1, 0.004), (2, 2, 0.005), (1, 4, 0.006))})
     # threads scale well and folds at once contend for memory: one fold at a time with every core
-    serial = make_plan(spaceship, profile("cpu"), 600, TABLE, rounds((4, 1, 0.001), (2, 2, 0.005), (1, 4, 0.02)))
-    assert (parallel.slots, parallel.threads) == (4, 1)
-    assert (serial.slots, serial.threads) == (1, 4)
-    assert any("measured on 8000 rows" in r for r in serial.reasons)
+    serial = make_plan(SPACESHIP, profile("cpu"), 600, TABLE,
+                       {"lightgbm": rounds((4, 1, 0.001), (2, 2, 0.005), (1, 4, 0.02))})
+    assert parallel.member("lightgbm").threads == 1 and serial.member("lightgbm").threads == 4
+    assert any("timed" in r and "8000 rows" in r for r in serial.member("lightgbm").reasons)
 
 
 def test_rounds_and_learning_rate_follow_the_window():
-    spaceship = load_spec("spaceship")
-    costs = rounds((2, 1, 0.01), (1, 2, 0.03))
-    long = make_plan(spaceship, profile("cpu"), 3600, TABLE, costs)
-    short = make_plan(spaceship, profile("cpu"), 40, TABLE, costs)
-    assert (long.max_rounds, long.learning_rate) == (5000, 0.05)
-    assert short.max_rounds < 1000 and short.learning_rate > 0.05
-    # what the plan promises fits its window: 5 folds one at a time, each within its share
-    assert short.training_seconds <= 40 and short.max_rounds * short.epoch_seconds <= 40 / 5
-    big = make_plan(spaceship, profile("cpu"), 600, DataShape(100_000, 1000, 14, classes=2), costs)
-    assert big.epoch_seconds == pytest.approx(0.01 * 80_000 / 8000)  # scaled from the timed rows
+    costs = {"lightgbm": rounds((2, 1, 0.01), (1, 2, 0.03))}
+    long = make_plan(SPACESHIP, profile("cpu"), 36_000, TABLE, costs).member("lightgbm")
+    short = make_plan(SPACESHIP, profile("cpu"), 40, TABLE, costs).member("lightgbm")
+    assert (long.settings.max_rounds, long.settings.learning_rate) == (5000, 0.05)
+    assert short.settings.max_rounds < 1000 and short.settings.learning_rate > 0.05
+    # its longest fold keeps to its share of the window
+    assert short.max_fold_seconds <= 0.35 * 40 and short.fold_seconds <= short.max_fold_seconds
+    big = make_plan(SPACESHIP, profile("cpu"), 600, DataShape(100_000, 1000, 14, classes=2), costs)
+    assert any("rounds of 100.0 ms" in r for r in big.member("lightgbm").reasons)  # 10x the timed rows per fold
+
+
+def test_one_shot_members_scale_their_timed_fit():
+    costs = {"linear": FitCost(rows=2000, seconds=0.5), "knn": FitCost(rows=2000, seconds=0.5)}
+    plan = make_plan(SPACESHIP, profile("cpu"), 600, DataShape(20_000, 1000, 14, classes=2), costs)
+    linear, knn = plan.member("linear"), plan.member("knn")
+    assert linear.fold_seconds == pytest.approx(2.5 + 0.5 * 16_000 / 2000)
+    assert knn.fold_seconds == pytest.approx(2.5 + 0.5 * (16_000 / 2000) ** 2)  # quadratic in rows
 
 
 def test_boosting_rounds_are_timed_for_each_split_of_the_cores():
@@ -162,20 +194,85 @@ def test_boosting_rounds_are_timed_for_each_split_of_the_cores():
         measure_rounds(x.assign(f0=x["f0"].astype(str)), y, 2, 2, time.monotonic() + 30)
 
 
-def test_costs_round_trip_through_json():
-    costs = Costs(throughput=cpu_costs({("resnet18", 96, "bf16"): 200.0}).throughput,
-                  rounds=rounds((2, 1, 0.01)).rounds, flops={"resnet18@96": 3})
-    assert Costs.from_json(json.loads(json.dumps(costs.to_json()))) == costs
+# --- the image member ----------------------------------------------------------------------------------------
+
+def test_every_profile_parses_and_unknown_ones_are_named():
+    assert set(PROFILES) >= {"cpu", "a10-24gb", "l4-24gb", "a100-40gb", "a100-80gb", "h100-80gb", "h200-141gb"}
+    assert profile("A100-40GB").gpus[0].memory_bytes == 40 * GiB
+    assert profile("cpu").gpus == ()
+    with pytest.raises(RunnerError, match="v100"):
+        profile("v100")
 
 
-def test_plans_round_trip_through_json():
-    plan = plan_on("h100-80gb")
-    assert Plan.from_json(json.loads(json.dumps(plan.to_json()))) == plan
+def test_more_gpu_memory_gives_a_larger_batch_or_more_slots():
+    a10, a100, h100 = (timm(image_plan(p)) for p in ("a10-24gb", "a100-40gb", "h100-80gb"))
+    for small, large in ((a10, a100), (a100, h100)):
+        assert large.settings.batch_size * large.per_gpu > small.settings.batch_size * small.per_gpu or \
+            (large.settings.batch_size, large.per_gpu) > (small.settings.batch_size, small.per_gpu)
+    for member in (a10, a100, h100):
+        s = member.settings
+        assert member.slot == "gpu" and s.device == "cuda" and s.model == "convnext_small"
+        assert 0.5 <= s.gpu_memory_fraction <= 0.9, s.gpu_memory_fraction
+        assert s.precision == "bf16" and s.channels_last and s.num_workers >= 1 and s.pin_memory
+
+
+def test_a_memory_bound_batch_accumulates_gradients():
+    hungry = ImageCosts(memory=tuple(MemoryEstimate(m, s, "bf16", int(PARAMS[m]), 0, int(2e9))
+                                     for m, s in GPU_CANDIDATES), flops=gpu_costs().flops)
+    member = timm(image_plan("a10-24gb", costs=hungry))
+    assert member.settings.batch_size < 64 and member.settings.batch_size * member.settings.accumulation >= 64
+    assert any("accumulation" in r for r in member.reasons)
+
+
+def test_gpu_without_bf16_plans_fp16():
+    t4 = Hardware((Gpu("Tesla T4", 16 * GiB, 16 * GiB, (7, 5), 65.0),), 8, 32 * GiB, 8 * GiB, 100 * GiB)
+    plan = make_plan(DOG, t4, 3600, DOG_DATA, {"timm": gpu_costs("fp16")})
+    assert timm(plan).settings.precision == "fp16"
+
+
+def test_cpu_only_plans_a_small_model_with_the_faster_measured_precision():
+    rates = {("mobilenetv3_small_100", 64, "fp32"): 900, ("mobilenetv3_small_100", 64, "bf16"): 450,
+             ("mobilenetv3_small_100", 96, "fp32"): 600, ("resnet18", 96, "bf16"): 200, ("resnet18", 96, "fp32"): 90}
+    plan = make_plan(DOG, profile("cpu"), 1800, DataShape(960, 240, classes=120, inputs=frozenset({"image"})),
+                     {"timm": cpu_costs(rates)})
+    s = timm(plan).settings
+    assert s.device == "cpu" and (s.model, s.image_size) in CPU_CANDIDATES
+    assert s.num_workers == 0 and s.gpu_memory_fraction == 0
+    assert s.precision == ("bf16" if s.model == "resnet18" else "fp32")
+
+
+def test_a_tiny_budget_plans_fewer_folds_and_a_cheaper_model():
+    rates = {("mobilenetv3_small_100", 64, "fp32"): 900, ("mobilenetv3_small_100", 96, "fp32"): 600,
+             ("resnet18", 96, "bf16"): 200}
+    data = DataShape(960, 240, classes=120, inputs=frozenset({"image"}))
+    roomy = timm(make_plan(DOG, profile("cpu"), 1800, data, {"timm": cpu_costs(rates)}))
+    tight = timm(make_plan(DOG, profile("cpu"), 60, data, {"timm": cpu_costs(rates)}))
+    assert roomy.folds == DOG.folds and roomy.settings.model == "resnet18"
+    assert tight.folds < roomy.folds and tight.settings.epochs < roomy.settings.epochs
+    assert (tight.settings.model, tight.settings.image_size) == ("mobilenetv3_small_100", 64)
+
+
+def test_gpu_folds_fit_the_window():
+    member = timm(image_plan("a10-24gb", window=600))
+    assert member.fold_seconds * -(-member.folds // member.per_gpu) <= 600
+    assert all(isinstance(r, str) and r for r in member.reasons)
+
+
+def test_nothing_measured_falls_back_to_the_smallest_model_with_a_reason():
+    plan = make_plan(DOG, profile("cpu"), 600, DataShape(960, 240, classes=120, inputs=frozenset({"image"})))
+    assert (timm(plan).settings.model, timm(plan).settings.image_size) == CPU_CANDIDATES[-1]
+    assert any("nothing was measured" in r for r in timm(plan).reasons)
 
 
 def test_candidates_to_measure_follow_the_hardware():
     assert {c.precision for c in image_candidates(profile("a100-40gb"))} == {"bf16"}
     assert {c.precision for c in image_candidates(profile("cpu"))} == {"fp32", "bf16"}
+
+
+def test_image_costs_round_trip_through_json():
+    costs = ImageCosts(throughput=cpu_costs({("resnet18", 96, "bf16"): 200.0}).throughput,
+                       flops={"resnet18@96": 3})
+    assert ImageCosts.from_json(json.loads(json.dumps(costs.to_json()))) == costs
 
 
 @pytest.mark.parametrize("hardware, device", [("a100-40gb", "cuda"), ("cpu", "cpu")])
@@ -186,8 +283,10 @@ def test_runner_plan_prints_and_writes_a_plan_for_a_profile(dog_breed, tmp_path,
                      "--hardware", hardware, "--out", str(tmp_path))
     assert result.returncode == 0, result.stderr[-2000:]
     plan = Plan.from_json(json.loads((tmp_path / "plan.json").read_text()))
-    assert plan.device == device and plan.engine == "timm" and plan.reasons
-    assert any(plan.model in r for r in plan.reasons)
+    member = timm(plan)
+    assert member.settings.device == device and plan.reasons and member.reasons
+    assert any(member.settings.model in r for r in member.reasons)
     assert "why" in result.stderr  # the table a reader sees
     if device == "cuda":
-        assert plan.batch_size >= 8 and plan.gpu_memory_fraction > 0 and plan.fold_memory_bytes > 0
+        assert member.settings.batch_size >= 8 and member.settings.gpu_memory_fraction > 0
+        assert member.settings.fold_memory_bytes > 0

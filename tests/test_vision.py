@@ -4,13 +4,12 @@ import time
 import numpy as np
 import torch
 
+from runner.cnn import Trainer, confirm_batch
 from runner.engines import FoldData
-from runner.engines.vision import Trainer, confirm_batch
-from runner.planner import Plan
+from runner.engines.vision import ImageSettings
 from runner.spec import load_spec
 
-PLAN = Plan(engine="timm", folds=2, slots=1, threads=1, device="cpu", model="resnet18", image_size=32,
-            batch_size=4, precision="fp32", max_epochs=1, patience=1)
+PLAN = ImageSettings(model="resnet18", image_size=32, batch_size=4, precision="fp32", max_epochs=1, patience=1)
 
 
 def batches(n):
@@ -31,17 +30,43 @@ def counted_steps(trainer_):
 
 
 def test_accumulation_steps_the_optimizer_every_k_batches_and_at_the_end():
-    t = trainer(PLAN.__class__(**{**PLAN.to_json(), "accumulation": 2, "reasons": ()}))
+    t = trainer(PLAN.model_copy(update=dict(accumulation=2)))
     steps = counted_steps(t)
-    assert t.train_epoch(batches(5), stop_at=float("inf"))
+    stats = t.train_epoch(batches(5), stop_at=float("inf"))
+    assert stats.completed and stats.images == 20 and stats.loss > 0
     assert len(steps) == 3  # after batches 2, 4 and the last one
 
 
 def test_an_epoch_past_its_deadline_reports_it():
     t = trainer(PLAN)
     steps = counted_steps(t)
-    assert not t.train_epoch(batches(3), stop_at=time.monotonic() - 1)
+    assert not t.train_epoch(batches(3), stop_at=time.monotonic() - 1).completed
     assert steps == []
+
+
+def test_an_epoch_measures_the_time_it_waited_for_data():
+    t = trainer(PLAN)
+
+    def slow_loader():
+        for batch in batches(3):
+            time.sleep(0.2)
+            yield batch
+
+    stats = t.train_epoch(list_like(slow_loader(), 3), stop_at=float("inf"))
+    assert stats.wait_seconds >= 0.55 and stats.wait_seconds < stats.seconds and 0 < stats.data_wait < 1
+
+
+class list_like:
+    """A loader of known length that produces its batches lazily (as a DataLoader does)."""
+
+    def __init__(self, items, length):
+        self.items, self.length = items, length
+
+    def __iter__(self):
+        return iter(self.items)
+
+    def __len__(self):
+        return self.length
 
 
 def test_no_probe_on_cpu():

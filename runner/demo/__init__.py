@@ -39,7 +39,7 @@ def write_demo(name: str, out: Path, seed: int = 0) -> Path:
 def run_demo(out: Path, budget: str | None = None, competitions: list[str] | None = None) -> list[dict]:
     """Generate each demo, run it, grade the submission and the baseline; print and save the summary."""
     from runner.budget import Budget, parse_duration
-    from runner.console import console
+    from runner.console import console, summary_table
     from runner.grade import grade
     from runner.run import run_competition
     from runner.spec import load_spec
@@ -53,6 +53,7 @@ def run_demo(out: Path, budget: str | None = None, competitions: list[str] | Non
         log.info("%s: running with a %.0f s budget", competition, seconds)
         report = run_competition(competition, root / "prepared" / "public", Budget.start(seconds),
                                  out / competition)
+        console.print(summary_table(report))
         spec, answers = load_spec(competition), root / "prepared" / "private"
         test = grade(Path(report.submission), spec, answers)
         baseline = grade(out / competition / "baseline.csv", spec, answers)

@@ -1,168 +1,125 @@
-"""LightGBM folds: native categoricals, early stopping, and a stop at the deadline that keeps the best round."""
+"""LightGBM on the table: native categoricals, early stopping, and a stop before the deadline that keeps the best
+round. It leads the portfolio on tables (fast, strong defaults), and its timed rounds choose how a run splits
+its cores between folds."""
 from __future__ import annotations
 
-import threading
-import time
 from pathlib import Path
 
-import lightgbm as lgb
 import numpy as np
 
 from runner.atomic import replacing
-from runner.engines import EngineResult, FoldData
-from runner.measure import RoundCost
-from runner.planner import GBM_LEARNING_RATE, Plan
+from runner.engines import FoldData
+from runner.engines.boosting import (BoostingEngine, BoostSettings, RoundClock, RoundCost, fit_targets,
+                                     measure_splits, objective, sample_rows, two_columns)
+
+PRIOR_GAIN = 0.05  # as a complement of another engine's model; it leads on tables anyway (highest prior there)
 
 
-class StopAtDeadline:
-    """Stops boosting when the next round would cross the deadline, or after `patience` rounds without
-    improvement; either way LightGBM keeps the best round (it is what EarlyStopException carries)."""
+class LightGbmSettings(BoostSettings):
+    num_leaves: int = 31
+    min_data_in_leaf: int = 20  # small tables get fewer: at most rows / 50
+    feature_fraction: float = 0.8
+    bagging_fraction: float = 0.8
+    lambda_l2: float = 1.0
+    extra_trees: bool = False
+
+
+def params(settings: LightGbmSettings, kind: str, classes: int, rows: int) -> dict:
+    leaf = max(2, min(settings.min_data_in_leaf, rows // 50))
+    out = dict(objective=kind, learning_rate=settings.learning_rate, num_leaves=settings.num_leaves,
+               min_data_in_leaf=leaf, feature_fraction=settings.feature_fraction,
+               bagging_fraction=settings.bagging_fraction, bagging_freq=1, lambda_l2=settings.lambda_l2,
+               extra_trees=settings.extra_trees, num_threads=settings.threads, seed=settings.seed, verbose=-1,
+               max_cat_to_onehot=8)
+    if kind == "multiclass":
+        out["num_class"] = classes
+    return out
+
+
+class _Deadline:
+    """LightGBM callback around a RoundClock; raising EarlyStopException makes LightGBM keep the best round."""
 
     order = 30
 
-    def __init__(self, deadline: float, patience: int):
-        self.deadline, self.patience = deadline, patience
-        self.best_round, self.best_score, self.best_results = 0, None, None
-        self.rounds = 0
-        self.started = time.monotonic()
-        self.hit_deadline = False
+    def __init__(self, clock: RoundClock):
+        self.clock, self.best = clock, None
 
-    def __call__(self, env: lgb.callback.CallbackEnv) -> None:
+    def __call__(self, env) -> None:
+        import lightgbm as lgb
+
         _, _, value, higher_better = env.evaluation_result_list[0][:4]
-        if self.best_score is None or (value > self.best_score if higher_better else value < self.best_score):
-            self.best_round, self.best_score, self.best_results = env.iteration, value, env.evaluation_result_list
-        self.rounds = env.iteration - env.begin_iteration + 1
-        per_round = (time.monotonic() - self.started) / self.rounds
-        if time.monotonic() + 2 * per_round > self.deadline:
-            self.hit_deadline = True
-            raise lgb.callback.EarlyStopException(self.best_round, self.best_results)
-        if env.iteration - self.best_round >= self.patience:
-            raise lgb.callback.EarlyStopException(self.best_round, self.best_results)
+        stop = self.clock.tick(env.iteration, value, higher_better)
+        if self.clock.best_round == env.iteration:
+            self.best = env.evaluation_result_list
+        if stop:
+            raise lgb.callback.EarlyStopException(self.clock.best_round, self.best)
 
 
-def _objective(classes: int) -> str:
-    return "regression" if not classes else "binary" if classes == 2 else "multiclass"
+def round_timer(x, y: np.ndarray, classes: int):
+    """train_one(threads, stamp): LightGBM boosting full-size trees (the worst case) on (x, y)."""
+    import lightgbm as lgb
 
+    kind = objective(classes)
 
-def _params(objective: str, classes: int, rows: int, threads: int, learning_rate: float, seed: int) -> dict:
-    params = dict(objective=objective, learning_rate=learning_rate, num_leaves=31,
-                  min_data_in_leaf=max(2, min(20, rows // 100)), feature_fraction=0.8, bagging_fraction=0.8,
-                  bagging_freq=1, lambda_l2=1.0, num_threads=threads, seed=seed, verbose=-1, max_cat_to_onehot=8)
-    if objective == "multiclass":
-        params["num_class"] = classes
-    return params
+    def train_one(threads: int, stamp) -> None:
+        settings = LightGbmSettings(threads=threads, min_data_in_leaf=1)
+        config = {**params(settings, kind, classes, len(y)), "min_sum_hessian_in_leaf": 0.0}
 
-
-def _fit(plan, data, objective, y_train, y_val, deadline):
-    train_set = lgb.Dataset(data.x_train, y_train, categorical_feature="auto", free_raw_data=False)
-    val_set = lgb.Dataset(data.x_val, y_val, reference=train_set)
-    stopper = StopAtDeadline(deadline, plan.patience)
-    rate = plan.learning_rate or GBM_LEARNING_RATE  # a plan written by hand may leave it out
-    params = _params(objective, len(data.classes or ()), len(y_train), plan.threads, rate, plan.seed)
-    booster = lgb.train(params, train_set, num_boost_round=plan.max_rounds, valid_sets=[val_set],
-                        callbacks=[stopper])
-    return booster, stopper
-
-
-# --- measuring rounds ----------------------------------------------------------------------------------------
-
-MEASURE_ROWS = 50_000  # larger tables are timed on a sample and scaled by rows (the planner does that)
-MEASURE_ROUNDS = 200  # at most; timing stops after MEASURE_SECONDS
-MEASURE_SECONDS = 0.3
-
-
-def _time_boosters(x, y, classes: int, threads: int, boosters: int, seed: int) -> float:
-    """Seconds per round of each of `boosters` boosters trained at once with `threads` threads each. They run in
-    Python threads: LightGBM's C calls release the GIL, so they contend for cores as fold processes would."""
-    objective = _objective(classes)
-    params = _params(objective, classes, len(y), threads, GBM_LEARNING_RATE, seed)
-    params.update(min_data_in_leaf=1, min_sum_hessian_in_leaf=0.0)  # full-size trees: time the worst case
-    rates: list[float] = []
-    errors: list[Exception] = []
-
-    def one() -> None:
-        stamps: list[float] = []
-
-        def stamp(env: lgb.callback.CallbackEnv) -> None:
-            stamps.append(time.perf_counter())
-            if len(stamps) > 5 and stamps[-1] - stamps[0] > MEASURE_SECONDS:
+        def hook(env) -> None:
+            if stamp():
                 raise lgb.callback.EarlyStopException(env.iteration, env.evaluation_result_list or [])
 
-        try:
-            started = time.perf_counter()
-            lgb.train(params, lgb.Dataset(x, y, categorical_feature="auto"), num_boost_round=MEASURE_ROUNDS,
-                      callbacks=[stamp])
-            # the first round also bins the data; a table too small to split stops after it: time it all
-            rates.append((stamps[-1] - stamps[0]) / (len(stamps) - 1) if len(stamps) > 1
-                         else time.perf_counter() - started)
-        except Exception as exc:  # re-raised in the caller's thread
-            errors.append(exc)
+        lgb.train(config, lgb.Dataset(x, y, categorical_feature="auto"), num_boost_round=200, callbacks=[hook])
 
-    workers = [threading.Thread(target=one) for _ in range(boosters)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
-    if errors:
-        raise errors[0]
-    return max(rates)
+    return train_one
 
 
 def measure_rounds(x, y: np.ndarray, classes: int, cpus: int, deadline: float, seed: int = 0) -> tuple[RoundCost, ...]:
-    """Seconds per boosting round on this machine for each way of splitting `cpus` cores between folds (t threads
-    each, cpus // t folds at once), timed on up to MEASURE_ROWS rows; stops early at `deadline` (monotonic)."""
-    rows = min(len(y), MEASURE_ROWS)
-    pick = np.sort(np.random.default_rng(seed).choice(len(y), rows, replace=False))
-    x_sample = x.iloc[pick].reset_index(drop=True)
+    """Seconds per boosting round on this machine for each way of splitting `cpus` cores between folds, timed on
+    up to 50,000 rows; stops early at `deadline` (monotonic)."""
+    pick = sample_rows(len(y), seed)
     target = y[pick] if y.ndim == 1 else y[pick, 0]  # each regression target is its own booster of this size
-    options = sorted({1, cpus} | {t for t in (2, 4, 8, 16) if t < cpus}, reverse=True)
-    costs: list[RoundCost] = []
-    spent = 0.0
-    for threads in options:
-        started = time.monotonic()
-        if costs and started + spent > deadline:
-            break
-        boosters = cpus // threads
-        seconds = _time_boosters(x_sample, target, classes, threads, boosters, seed)
-        costs.append(RoundCost(threads, boosters, rows, seconds))
-        spent = time.monotonic() - started
-    return tuple(costs)
+    return measure_splits(round_timer(x.iloc[pick].reset_index(drop=True), target, classes), len(pick), cpus,
+                          deadline)
 
 
-def _predict(booster: lgb.Booster, x, objective: str) -> np.ndarray:
-    p = booster.predict(x, num_iteration=booster.best_iteration or None)
-    return np.column_stack([1 - p, p]) if objective == "binary" else np.atleast_2d(p.T).T
+class LightGbm(BoostingEngine):
+    name = "lightgbm"
+    library = "LightGBM"
+    preload = ("lightgbm", "runner.engines.gbm")
+    Settings = LightGbmSettings
+    search_space = dict(num_leaves=(7, 15, 31, 63, 127), min_data_in_leaf=(5, 10, 20, 40, 80),
+                        feature_fraction=(0.5, 0.7, 0.8, 0.9, 1.0), bagging_fraction=(0.6, 0.8, 1.0),
+                        lambda_l2=(0.0, 0.1, 1.0, 5.0, 20.0), extra_trees=(False, False, True))
+    measure_share = 0.02  # of the budget: timing rounds for each split of the cores (budgets under 50 s skip it)
+    min_measure_seconds = 1.0
+    prior_gain = PRIOR_GAIN
 
+    def round_timer(self, x, y, classes):
+        return round_timer(x, y, classes)
 
-def train(plan: Plan, data: FoldData, out_dir: Path, deadline: float) -> EngineResult:
-    started = time.monotonic()
-    if data.classes is not None:
-        objective = _objective(len(data.classes))
-        targets = [(data.y_train, data.y_val)]
-    else:  # one booster per target; RMSLE is RMSE in log1p space
-        objective = "regression"
-        space = (lambda v: np.log1p(np.clip(v, 0, None))) if data.spec.metric == "rmsle" else (lambda v: v)
-        targets = [(space(data.y_train[:, j]), space(data.y_val[:, j])) for j in range(data.y_train.shape[1])]
-    boosters, stoppers = [], []
-    for j, (y_train, y_val) in enumerate(targets):
-        # later targets get an equal share of what is left
-        share = started + (deadline - started) * (j + 1) / len(targets) if len(targets) > 1 else deadline
-        booster, stopper = _fit(plan, data, objective, y_train, y_val, share)
-        boosters.append(booster), stoppers.append(stopper)
-    train_seconds = time.monotonic() - started
-    t0 = time.monotonic()
-    val_pred = np.hstack([_predict(b, data.x_val, objective) for b in boosters])
-    test_pred = np.hstack([_predict(b, data.x_test, objective) for b in boosters])
-    if objective == "regression" and data.spec.metric == "rmsle":
-        val_pred, test_pred = np.expm1(val_pred), np.expm1(test_pred)
-    predict_seconds = time.monotonic() - t0
-    checkpoint = out_dir / "model.txt"
-    with replacing(checkpoint) as tmp:
-        tmp.write_text("\n".join(b.model_to_string(num_iteration=b.best_iteration or None) for b in boosters))
-    rounds = sum(s.rounds for s in stoppers)  # the boosters themselves are cut back to their best round
-    return EngineResult(val_pred, test_pred, checkpoint, epochs=rounds,
-                        best_epoch=sum(s.best_round + 1 for s in stoppers),
-                        epoch_seconds=train_seconds / max(1, rounds),
-                        min_train_seconds=min(train_seconds, 20 * train_seconds / max(1, rounds)),
-                        train_seconds=train_seconds,
-                        predict_seconds=predict_seconds, stopped_by_deadline=any(s.hit_deadline for s in stoppers))
+    def train_fold(self, settings: LightGbmSettings, data: FoldData, out_dir: Path, deadline: float):
+        import lightgbm as lgb
+
+        classes = len(data.classes or ())
+
+        def fit(kind, y_train, y_val, stop_at):
+            train_set = lgb.Dataset(data.x_train, y_train, categorical_feature="auto", free_raw_data=False)
+            val_set = lgb.Dataset(data.x_val, y_val, reference=train_set)
+            clock = RoundClock(stop_at, settings.patience)
+            booster = lgb.train(params(settings, kind, classes, len(y_train)), train_set,
+                                num_boost_round=settings.max_rounds, valid_sets=[val_set],
+                                callbacks=[_Deadline(clock)])
+            return booster, clock
+
+        def predict(booster, x, kind):
+            return two_columns(booster.predict(x, num_iteration=booster.best_iteration or None), kind)
+
+        def save(boosters) -> Path:
+            checkpoint = out_dir / "model.txt"
+            with replacing(checkpoint) as tmp:
+                tmp.write_text("\n".join(b.model_to_string(num_iteration=b.best_iteration or None)
+                                         for b in boosters))
+            return checkpoint
+
+        return fit_targets(data, deadline, fit, predict, save)

@@ -1,220 +1,300 @@
-"""Image folds: a timm CNN trained on the cached pixels, stopping at an epoch boundary before the deadline.
+"""A timm CNN on images: the member that takes the GPU slots (or, without a GPU, every core).
 
-Precision is decided once (autocast context + GradScaler enabled only for fp16), so the loop has no branches.
+Planning is a pure function of the hardware, the window, the data's shape and the measured costs: candidates are
+listed best first (ImageNet top-1 of the architecture as the quality proxy) and the first whose folds (down to 2)
+each fit their minimum epochs in the window wins; its batch comes from the memory estimate. Its folds stretch to
+the time they are given (`fills_window`): each fits its epochs to its first timed one. Training lives in
+`runner.cnn` (torch is imported only in fold processes).
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import time
+import math
+from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-import timm
-import torch
-import torch.nn.functional as F
-from timm.optim import create_optimizer_v2
-from torch.utils.data import DataLoader
-from torchvision.transforms import v2
+from runner.engines import Engine, FoldData, Settings
+from runner.hardware import GiB, Gpu, Hardware
+from runner.measure import Candidate, ImageCosts
+from runner.memory import CUDA_RUNTIME_BYTES, MemoryEstimate
+from runner.portfolio import DataShape, Member, PlanContext
 
-from runner import metrics
-from runner.atomic import replacing
-from runner.engines import DeadlineReached, EngineResult, FoldData
-from runner.planner import Plan
-from runner.weights import find_weights
-
-DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
-
-
-class CachedImages(torch.utils.data.Dataset):
-    """Rows of the decoded-image cache as uint8 CHW tensors, with their labels."""
-
-    def __init__(self, cache: str, rows, labels: np.ndarray | None, transform):
-        self.cache, self.rows, self.labels, self.transform = cache, np.asarray(rows), labels, transform
-        self._array = None  # opened lazily so each loader worker maps the file itself
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def __getitem__(self, i: int):
-        if self._array is None:
-            self._array = np.load(self.cache, mmap_mode="r")
-        image = self.transform(torch.from_numpy(np.array(self._array[self.rows[i]])).permute(2, 0, 1))
-        return image, (int(self.labels[i]) if self.labels is not None else -1)
+# best expected quality first: (model, image size)
+GPU_CANDIDATES = (("convnext_small", 224), ("convnext_tiny", 224), ("efficientnet_b0", 224), ("resnet18", 224),
+                  ("resnet18", 128))
+CPU_CANDIDATES = (("resnet18", 96), ("mobilenetv3_small_100", 96), ("mobilenetv3_small_100", 64))
+PRIOR_GAIN = 0.05  # the only engine on pixels: it leads on images
+TARGET_MEMORY_FRACTION = 0.8
+GPU_EFFICIENCY = 0.35  # share of the spec sheet's dense bf16 FLOPS a CNN training step reaches (estimate only)
+MIN_EPOCHS = {"scratch": 30, "pretrained": 6}
+MAX_EPOCHS = {"scratch": 100, "pretrained": 20}
+STARTUP_SECONDS = {"cpu": 4.0, "cuda": 12.0}  # process start, imports, CUDA context, data
+EFFECTIVE_BATCH = 64  # smaller memory-bound batches accumulate gradients up to this
+MAX_LOADER_WORKERS = 8
+DECODE_PER_CORE_SECOND = 300  # images decoded and resized per core per second (platform notes: 250-500 here)
+MEASURE_SHARE = 0.05  # of the budget, for timing candidates (at most 120 s)
 
 
-def create_model(plan: Plan, classes: int) -> tuple[torch.nn.Module, str]:
-    weights = find_weights(plan.model)
-    overlay = dict(file=str(weights)) if weights else None
-    model = timm.create_model(plan.model, pretrained=weights is not None, num_classes=classes,
-                              pretrained_cfg_overlay=overlay)
-    return model, f"pretrained: {weights.name}" if weights else "random init"
+class ImageSettings(Settings):
+    model: str
+    image_size: int
+    init: str = "scratch"  # scratch | pretrained (local weights found)
+    batch_size: int = 32
+    accumulation: int = 1
+    precision: str = "fp32"  # fp32 | bf16 | fp16
+    channels_last: bool = True
+    compile: bool = False
+    num_workers: int = 0
+    prefetch_factor: int | None = None
+    pin_memory: bool = False
+    epochs: int = 1  # estimated epochs per fold (each fold refits this to its first timed epoch)
+    max_epochs: int = MAX_EPOCHS["scratch"]
+    patience: int = 10  # epochs without improvement before a fold stops
+    per_gpu: int = 0  # folds sharing one GPU (each caps itself at its share of the memory)
+    fold_memory_bytes: int = 0  # estimated peak of one fold on its device
+    gpu_memory_fraction: float = 0.0  # planned peak of the folds sharing a GPU / its memory
+    epoch_seconds: float = 0.0  # estimated
 
 
-def _loaders(plan: Plan, data: FoldData, cache: str):
-    size = plan.image_size
-    train_tf = v2.Compose([v2.RandomResizedCrop(size, scale=(0.35, 1.0), antialias=True), v2.RandomHorizontalFlip()])
-    eval_tf = v2.Compose([v2.Resize(size, antialias=True), v2.CenterCrop(size)])
-    common = dict(batch_size=plan.batch_size, num_workers=plan.num_workers, pin_memory=plan.pin_memory,
-                  persistent_workers=plan.num_workers > 0, prefetch_factor=plan.prefetch_factor)
-    train = DataLoader(CachedImages(cache, data.x_train, data.y_train, train_tf), shuffle=True, drop_last=True,
-                       **common)
-    val = DataLoader(CachedImages(cache, data.x_val, data.y_val, eval_tf), shuffle=False, **common)
-    test = DataLoader(CachedImages(cache, data.x_test, None, eval_tf), shuffle=False, **common)
-    return train, val, test
+def image_candidates(hardware: Hardware) -> list[Candidate]:
+    """What to measure or estimate for this hardware: each model at each precision worth trying."""
+    if hardware.gpus:
+        precision = "bf16" if hardware.gpus[0].bf16 else "fp16"
+        return [Candidate(m, s, precision, 32) for m, s in GPU_CANDIDATES]
+    # cheapest first, so a short measuring window still covers the models a short budget can afford
+    return [Candidate(m, s, p, 32) for m, s in reversed(CPU_CANDIDATES) for p in ("fp32", "bf16")]
 
 
-class Trainer:
-    """One fold's model, optimiser and precision settings."""
-
-    def __init__(self, plan: Plan, data: FoldData | None, classes: int | None = None):
-        self.plan, self.data = plan, data
-        self.device = torch.device(plan.device)
-        model, self.init = create_model(plan, classes or data.n_outputs)
-        self.memory_format = torch.channels_last if plan.channels_last else torch.contiguous_format
-        self.model = model.to(self.device, memory_format=self.memory_format)
-        self.forward = torch.compile(self.model) if plan.compile else self.model
-        config = timm.data.resolve_data_config({}, model=model)
-        self.mean = torch.tensor(config["mean"], device=self.device).view(1, 3, 1, 1) * 255
-        self.std = torch.tensor(config["std"], device=self.device).view(1, 3, 1, 1) * 255
-        lr = 5e-4 if self.init.startswith("pretrained") else 2e-3
-        self.optimizer = create_optimizer_v2(self.model, "adamw", lr=lr, weight_decay=0.05)
-        dtype = DTYPES.get(plan.precision)
-        self.autocast = torch.autocast(self.device.type, dtype=dtype) if dtype else contextlib.nullcontext()
-        self.scaler = torch.amp.GradScaler(self.device.type, enabled=plan.precision == "fp16")
-        self.scheduler = None
-
-    def _inputs(self, images: torch.Tensor) -> torch.Tensor:
-        # normalise on the device: uint8 crosses the bus, four times smaller than float
-        images = images.to(self.device, non_blocking=True).float()
-        return ((images - self.mean) / self.std).contiguous(memory_format=self.memory_format)
-
-    def train_epoch(self, loader: DataLoader, stop_at: float) -> bool:
-        """One epoch; False when `stop_at` arrived before it ended (the epoch then does not count)."""
-        self.model.train()
-        accumulate = self.plan.accumulation
-        for step, (images, labels) in enumerate(loader, start=1):
-            if time.monotonic() > stop_at:
-                return False
-            with self.autocast:
-                loss = F.cross_entropy(self.forward(self._inputs(images)), labels.to(self.device, non_blocking=True))
-            self.scaler.scale(loss / accumulate).backward()
-            if step % accumulate == 0 or step == len(loader):
-                self.scaler.step(self.optimizer)
-                self.scaler.update()
-                self.optimizer.zero_grad(set_to_none=True)
-                if self.scheduler is not None:
-                    self.scheduler.step()
-        return True
-
-    @torch.inference_mode()
-    def predict(self, loader: DataLoader) -> np.ndarray:
-        self.model.eval()
-        out = []
-        for images, _ in loader:
-            with self.autocast:
-                logits = self.forward(self._inputs(images))
-            out.append(torch.softmax(logits.double(), dim=1).cpu().numpy())
-        return np.concatenate(out)
-
-    def schedule(self, steps: int) -> None:
-        """Cosine decay over the steps that fit before the deadline (known once the first epoch is timed)."""
-        self.scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(self.optimizer, T_max=max(1, steps))
-
-    def save(self, path: Path, epoch: int, score: float) -> None:
-        with replacing(path) as tmp:
-            torch.save({"model": self.plan.model, "state_dict": self.model.state_dict(), "epoch": epoch,
-                        "score": score, "classes": self.data.classes}, tmp)
-
-    def load(self, path: Path) -> None:
-        self.model.load_state_dict(torch.load(path, map_location=self.device)["state_dict"])
+@dataclass(frozen=True)
+class _Option:
+    model: str
+    size: int
+    precision: str
+    train_s: float  # seconds per training sample
+    infer_s: float
+    source: str  # where the speed came from
 
 
-def _warm_peak(plan: Plan, classes: int) -> callable:
-    """warm_peak(batch): bytes a fresh model holds on the GPU in training steps 3-4 at that batch (the first steps
-    of cudnn.benchmark and compile peak far higher), plus the CUDA runtime the allocator never sees."""
-    from runner.memory import CUDA_RUNTIME_BYTES
-
-    def warm_peak(batch: int) -> int:
-        probe = Trainer(dataclasses.replace(plan, batch_size=batch), None, classes)
-        x = torch.randint(0, 255, (batch, 3, plan.image_size, plan.image_size), dtype=torch.uint8)
-        y = torch.randint(0, classes, (batch,))
-        try:
-            for step in range(4):
-                if step == 2:
-                    torch.cuda.synchronize()
-                    torch.cuda.reset_peak_memory_stats()
-                probe.train_epoch([(x, y)], stop_at=float("inf"))
-            torch.cuda.synchronize()
-            return torch.cuda.max_memory_reserved() + CUDA_RUNTIME_BYTES
-        finally:
-            del probe
-            torch.cuda.empty_cache()
-
-    return warm_peak
+def _gpu_speed(gpu: Gpu, costs: ImageCosts, model: str, size: int, precision: str) -> _Option | None:
+    measured = costs.speed(model, size, precision)
+    if measured:
+        return _Option(model, size, precision, measured.train_seconds_per_sample,
+                       measured.infer_seconds_per_sample, f"measured on {measured.device}")
+    flops = costs.flops.get(f"{model}@{size}")
+    if not flops or not gpu.bf16_tflops:
+        return None
+    per_sample = flops / (gpu.bf16_tflops * 1e12 * GPU_EFFICIENCY)
+    return _Option(model, size, precision, 3 * per_sample, per_sample,
+                   f"estimated from {flops / 1e9:.1f} GFLOPs at {GPU_EFFICIENCY:.0%} of {gpu.bf16_tflops:.0f} TFLOPS")
 
 
-def confirm_batch(plan: Plan, classes: int) -> tuple[Plan, str]:
-    """On a GPU, move the planned batch towards the target share of memory by real steps (backing off on OOM)."""
-    if plan.device != "cuda":
-        return plan, ""
-    from runner.memory import probe_batch
+def _cpu_speed(costs: ImageCosts, model: str, size: int) -> _Option | None:
+    """The faster measured precision: bf16 autocast wins for some models on some CPUs and loses for others."""
+    options = [t for p in ("fp32", "bf16") if (t := costs.speed(model, size, p)) is not None]
+    if not options:
+        return None
+    best = min(options, key=lambda t: t.train_seconds_per_sample)
+    other = [t for t in options if t is not best]
+    note = f"measured {1 / best.train_seconds_per_sample:.0f} img/s"
+    if other:
+        note += f" ({best.candidate.precision}) vs {1 / other[0].train_seconds_per_sample:.0f} img/s " \
+                f"({other[0].candidate.precision})"
+    return _Option(model, size, best.candidate.precision, best.train_seconds_per_sample,
+                   best.infer_seconds_per_sample, note)
 
-    slots = max(1, plan.slots_per_gpu)
-    if slots > 1:  # free memory seen by one process is not reserved for it
-        torch.cuda.set_per_process_memory_fraction(0.95 / slots)
-    device_bytes = torch.cuda.get_device_properties(0).total_memory // slots
-    result = probe_batch(_warm_peak(plan, classes), plan.batch_size, device_bytes, target=0.8)
-    note = f"batch {result.batch} probed: warm peak {result.fraction:.0%} of its share of GPU memory " \
-           f"(tried {list(result.tried)})"
-    return dataclasses.replace(plan, batch_size=result.batch), note
+
+def _batch_and_slots(gpu: Gpu, memory: MemoryEstimate, data: DataShape, folds: int, cpus: int,
+                     reasons: list[str]) -> tuple[int, int]:
+    """Largest batch within the target share of memory (a multiple of 8, no larger than is useful for the data),
+    and how many folds fit on the GPU at once at that batch."""
+    memory = memory.on_device(CUDA_RUNTIME_BYTES)
+    useful = max(16, min(512, (data.n_train // 20) // 8 * 8))  # keep >= 20 steps per epoch
+    fits = memory.largest_batch(TARGET_MEMORY_FRACTION * gpu.memory_bytes) // 8 * 8
+    batch = max(8, min(useful, fits)) if fits >= 8 else max(1, fits)
+    share = memory.total(batch) / gpu.memory_bytes
+    slots = max(1, min(folds, 4, max(1, cpus // 4), int(TARGET_MEMORY_FRACTION // share)))
+    why = "memory" if fits < useful else f"data ({data.n_train} rows: at least 20 steps an epoch)"
+    reasons.append(f"batch {batch}: limited by {why}; estimated peak {memory.total(batch) / GiB:.1f} GiB "
+                   f"= {share:.0%} of {gpu.memory_bytes / GiB:.0f} GiB")
+    if slots > 1:
+        reasons.append(f"{slots} folds share each GPU: together they plan {slots * share:.0%} of its memory, and a "
+                       "fold loading or validating leaves the GPU to the others")
+    return batch, slots
 
 
-def train(plan: Plan, data: FoldData, out_dir: Path, deadline: float) -> EngineResult:
-    torch.set_num_threads(plan.threads)
-    torch.manual_seed(plan.seed)
-    torch.backends.cudnn.benchmark = True  # fixed shapes: pick the fastest kernels once
-    plan, probed = confirm_batch(plan, data.n_outputs)
-    trainer = Trainer(plan, data)
-    train_loader, val_loader, test_loader = _loaders(plan, data, data.image_cache)
-    metric, checkpoint = data.spec.metric, out_dir / "model.pt"
-    started = time.monotonic()
-    best, best_epoch, best_val, epoch_times = None, 0, None, []
-    reserve = 0.0  # seconds to keep for predicting the test rows, measured on the validation pass
-    stopped, epochs_planned = False, plan.max_epochs
-    for epoch in range(plan.max_epochs):
-        if epoch >= epochs_planned:
-            break
-        t0 = time.monotonic()
-        if not trainer.train_epoch(train_loader, stop_at=deadline - reserve):
-            stopped = True
-            break
-        v0 = time.monotonic()
-        val_pred = trainer.predict(val_loader)
-        reserve = 1.25 * (time.monotonic() - v0) * len(data.x_test) / max(1, len(data.x_val)) + 1.0
-        score = metrics.score(metric, data.y_val, val_pred)
-        if best is None or metrics.better(metric, score, best):
-            best, best_epoch, best_val = score, epoch + 1, val_pred
-            trainer.save(checkpoint, epoch + 1, score)
-        epoch_times.append(time.monotonic() - t0)
-        mean_epoch = float(np.mean(epoch_times))
-        if epoch == 0:  # fit the schedule to the time left
-            fit = int((deadline - time.monotonic() - reserve) // mean_epoch)
-            epochs_planned = max(1, min(plan.max_epochs, 1 + fit))
-            trainer.schedule((epochs_planned - 1) * -(-len(train_loader) // plan.accumulation))
-        if time.monotonic() + mean_epoch + reserve > deadline:
-            stopped = epoch + 1 < epochs_planned
-            break
-        if epoch + 1 - best_epoch >= plan.patience:
-            break
-    if best is None:
-        raise DeadlineReached("no epoch finished before the fold's deadline")
-    train_seconds = time.monotonic() - started
-    t0 = time.monotonic()
-    trainer.load(checkpoint)
-    test_pred = trainer.predict(test_loader)
-    return EngineResult(best_val, test_pred, checkpoint, epochs=len(epoch_times), best_epoch=best_epoch,
-                        epoch_seconds=float(np.mean(epoch_times)), min_train_seconds=float(np.mean(epoch_times)),
-                        train_seconds=train_seconds,
-                        predict_seconds=time.monotonic() - t0, stopped_by_deadline=stopped,
-                        message="; ".join(m for m in (trainer.init, probed) if m))
+@dataclass(frozen=True)
+class _Fit:
+    """One candidate sized for this run."""
+
+    option: _Option
+    init: str  # scratch | pretrained
+    batch: int
+    per_gpu: int  # folds sharing each GPU (0 on CPU)
+    slots: int
+    folds: int
+    n_train: int
+    predict_seconds: float
+    startup: float
+    memory_reasons: tuple[str, ...] = ()  # why this batch and this many folds per GPU
+
+    @property
+    def epoch_seconds(self) -> float:
+        """Train on (1 - 1/folds) of the rows, validate on the rest; folds sharing a GPU share its compute."""
+        val = 1 / self.folds
+        per_row = (1 - val) * self.option.train_s + val * self.option.infer_s
+        return self.n_train * per_row * max(1, self.per_gpu)
+
+    def fold_seconds(self, epochs: int) -> float:
+        return self.startup + epochs * self.epoch_seconds + self.predict_seconds
+
+    def waves(self, folds: int | None = None) -> int:
+        return math.ceil((folds or self.folds) / self.slots)
+
+
+def _size(option: _Option, init: str, context: PlanContext, costs: ImageCosts) -> _Fit | None:
+    hardware, data = context.hardware, context.data
+    gpu = hardware.gpus[0] if hardware.gpus else None
+    if gpu:
+        memory = costs.memory_of(option.model, option.size, option.precision)
+        if memory is None:
+            return None
+        why: list[str] = []
+        batch, per_gpu = _batch_and_slots(gpu, memory, data, context.folds, context.cores, why)
+        slots = per_gpu * len(hardware.gpus)
+    else:
+        batch, per_gpu, slots, why = 64, 0, 1, []
+    return _Fit(option, init, batch, per_gpu, slots, context.folds, data.n_train,
+                1.25 * data.n_test * option.infer_s, STARTUP_SECONDS["cuda" if gpu else "cpu"], tuple(why))
+
+
+def _choose(fits: list[_Fit], window: float, reasons: list[str]) -> _Fit:
+    """The first (best) candidate whose folds, down to 2, each get the minimum epochs; else the cheapest with 2."""
+    for fit in fits:
+        for folds in range(fit.folds, 1, -1):
+            sized = dataclasses.replace(fit, folds=folds)
+            if sized.waves() * sized.fold_seconds(MIN_EPOCHS[fit.init]) <= window:
+                return sized
+        reasons.append(f"not {fit.option.model} at {fit.option.size} px: 2 folds x {MIN_EPOCHS[fit.init]} epochs "
+                       f"of {fit.epoch_seconds:.1f} s do not fit {window:.0f} s")
+    reasons.append("no candidate fits its minimum epochs: the cheapest, with as many epochs as fit in 2 folds")
+    return dataclasses.replace(fits[-1], folds=2)
+
+
+def _options(hardware: Hardware, costs: ImageCosts, models: tuple) -> list[_Option]:
+    gpu = hardware.gpus[0] if hardware.gpus else None
+    if gpu:
+        precision = "bf16" if gpu.bf16 else "fp16"
+        found = [_gpu_speed(gpu, costs, m, s, precision) for m, s in models]
+    else:
+        found = [_cpu_speed(costs, m, s) for m, s in models]
+    return [o for o in found if o is not None]
+
+
+def _prepare_seconds(context: PlanContext) -> float:
+    images = context.data.n_train + context.data.n_test
+    return round(images / (DECODE_PER_CORE_SECOND * max(1, context.cores)), 1)
+
+
+def _member(context: PlanContext, settings: ImageSettings, folds: int, per_gpu: int, threads: int,
+            fold_seconds: float, min_fold_seconds: float, reasons: list[str]) -> Member:
+    gpu = bool(context.hardware.gpus)
+    settings = settings.model_copy(update=dict(reasons=tuple(reasons)))
+    return Member(name="timm", engine="timm", slot="gpu" if gpu else "cpu", settings=settings, folds=folds,
+                  threads=threads, per_gpu=per_gpu, fold_seconds=round(fold_seconds, 1),
+                  min_fold_seconds=round(min_fold_seconds, 1), prepare_threads=context.cores,
+                  prepare_seconds=_prepare_seconds(context), expected_gain=PRIOR_GAIN, reasons=tuple(reasons))
+
+
+def image_member(context: PlanContext, models: tuple | None = None) -> Member:
+    """The CNN member for this hardware, window and data (`models` replaces the candidate list, best first)."""
+    hardware, window = context.hardware, context.window
+    costs = context.costs if isinstance(context.costs, ImageCosts) else ImageCosts()
+    gpu = hardware.gpus[0] if hardware.gpus else None
+    models = models or (GPU_CANDIDATES if gpu else CPU_CANDIDATES)
+    reasons: list[str] = []
+    fits = [f for o in _options(hardware, costs, models)
+            if (f := _size(o, "pretrained" if o.model in context.pretrained else "scratch", context, costs))]
+    if not fits:
+        model, size = models[-1]
+        reasons.append(f"model {model} at {size} px: nothing was measured or could be estimated, so the smallest")
+        settings = ImageSettings(model=model, image_size=size, threads=context.cores, device="cpu")
+        folds = min(context.folds, 3)
+        return _member(context, settings, folds, 0, context.cores, window / folds, STARTUP_SECONDS["cpu"], reasons)
+    fit = _choose(fits, window, reasons)
+    option = fit.option
+    epochs = int((window / fit.waves() - fit.fold_seconds(0)) // fit.epoch_seconds)
+    epochs = max(1, min(MAX_EPOCHS[fit.init], epochs))  # an estimate: folds refit it to their first epoch
+    reasons.append(f"model {option.model} at {option.size} px ({fit.init}): the best candidate whose {fit.folds} "
+                   f"folds x {MIN_EPOCHS[fit.init]}+ epochs fit the {window:.0f} s window; {option.source}")
+    reasons.append(f"about {epochs} epochs of {fit.epoch_seconds:.1f} s per fold (each fold refits its schedule "
+                   f"to its first timed epoch, up to {MAX_EPOCHS[fit.init]})")
+    reasons.append(f"precision {option.precision}: " + (f"compute capability {gpu.compute_capability}" if gpu
+                                                         else "the faster one measured on this CPU"))
+    memory = costs.memory_of(option.model, option.size, option.precision)
+    reasons.extend(fit.memory_reasons)
+    memory_bound = gpu and memory.on_device(CUDA_RUNTIME_BYTES).largest_batch(
+        TARGET_MEMORY_FRACTION * gpu.memory_bytes) < EFFECTIVE_BATCH
+    accumulation = math.ceil(EFFECTIVE_BATCH / fit.batch) if memory_bound else 1
+    if accumulation > 1:
+        reasons.append(f"gradient accumulation {accumulation}: effective batch {fit.batch * accumulation}")
+    threads = max(1, context.cores // fit.slots)
+    workers = max(1, min(MAX_LOADER_WORKERS, threads - 1)) if gpu else 0
+    reasons.append(f"{workers} loader workers of {threads} CPUs per fold, pinned memory, prefetch 4" if gpu else
+                   "0 loader workers: pixels come from the decoded cache and the cores are needed for compute")
+    fold_time = fit.fold_seconds(epochs)
+    compile_model = bool(gpu) and fold_time > 1200
+    reasons.append("torch.compile on: folds are long enough to repay compiling" if compile_model else
+                   "torch.compile off: compiling costs more than it saves at this fold length" if gpu else
+                   "torch.compile off: on CPU, compiled training steps measured slower than eager ones "
+                   "(bench/throughput.py)")
+    fold_memory = memory.on_device(CUDA_RUNTIME_BYTES if gpu else 0).total(fit.batch) if memory else 0
+    settings = ImageSettings(
+        model=option.model, image_size=option.size, init=fit.init, batch_size=fit.batch, accumulation=accumulation,
+        precision=option.precision, channels_last=True, compile=compile_model, num_workers=workers,
+        prefetch_factor=4 if workers else None, pin_memory=bool(gpu), epochs=epochs, max_epochs=MAX_EPOCHS[fit.init],
+        device="cuda" if gpu else "cpu", threads=1 if gpu else threads, per_gpu=fit.per_gpu,
+        fold_memory_bytes=fold_memory,
+        gpu_memory_fraction=round(fit.per_gpu * fold_memory / gpu.memory_bytes, 3) if gpu else 0.0,
+        epoch_seconds=round(fit.epoch_seconds, 2))
+    held = 1 + workers if gpu else threads  # a GPU fold's main thread and its loaders; a CPU fold computes on all
+    return _member(context, settings, fit.folds, fit.per_gpu, held, fold_time, fit.fold_seconds(1), reasons)
+
+
+class Timm(Engine):
+    name = "timm"
+    inputs = "image"
+    accelerated = True
+    Settings = ImageSettings
+    fills_window = True
+    measure_share = MEASURE_SHARE
+
+    def measure(self, dataset, hardware, seconds, work, here=True):
+        """Image models timed for a few real steps each on this machine (in a measuring process: no torch in the
+        supervisor); for a GPU we are not on, their memory and FLOPs are estimated instead."""
+        from runner.hardware import available_cpus
+        from runner.measure import gather_costs
+
+        seconds = min(120.0, seconds)
+        if seconds < 3.0:  # shorter budgets cannot spare even the imports: the smallest model
+            return None
+        device = "cuda" if hardware.gpus and here else "cpu"
+        return gather_costs(image_candidates(hardware), device, max(2, len(dataset.classes or ())),
+                            available_cpus(), seconds, here or not hardware.gpus, work)
+
+    def plan(self, context: PlanContext) -> list[Member]:
+        return [image_member(context)]
+
+    def prepare_key(self, settings: ImageSettings) -> str:
+        from runner.images import cache_side
+
+        return f"images-{cache_side(settings.image_size)}"
+
+    def prepare(self, settings: ImageSettings, dataset, work: Path, threads: int):
+        from runner.images import prepare_images
+
+        return prepare_images(dataset, settings.image_size, work, threads)
+
+    def train_fold(self, settings: ImageSettings, data: FoldData, out_dir: Path, deadline: float):
+        from runner.cnn import train
+
+        return train(settings, data, out_dir, deadline)

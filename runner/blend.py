@@ -1,0 +1,166 @@
+"""Blend weights chosen on out-of-fold predictions: greedy forward selection with replacement (Caruana et al.,
+2004, "Ensemble selection from libraries of models").
+
+A member's out-of-fold predictions cover the validation rows of the folds it finished, so a member with 2 of 5
+folds covers 40% of the rows. Selection starts from the best member among those covering the most rows; each
+step adds one more copy of the candidate that improves the blend most on the rows both cover. Steps are judged
+in a smooth metric where the competition's is too coarse (accuracy moves in whole rows and is flat almost
+everywhere; the log loss of the same probabilities is not), in the metric itself otherwise. The blend kept is the
+last step that is not worse than the start member in the competition's metric on the rows every member of that
+step covers: never worse in CV than the member it started from.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from runner import metrics
+
+MAX_STEPS = 25  # copies added at most; weights are multiples of 1/steps
+MIN_ROWS = 20  # rows two members must share before one is judged against the other
+SELECTION_ROWS = 50_000  # larger tables choose weights on a fixed sample of rows (the blend is then scored on all)
+SMOOTH = {"accuracy": "log_loss"}  # the metric steps are judged in, where the competition's is too coarse
+
+
+@dataclass(frozen=True)
+class MemberPredictions:
+    """One member's out-of-fold predictions (zeros outside `covered`) and its mean test predictions."""
+
+    name: str
+    oof: np.ndarray  # (n, k)
+    covered: np.ndarray  # (n,) bool: validation rows of its finished folds
+    test: np.ndarray  # (n_test, k)
+
+
+@dataclass(frozen=True)
+class Blend:
+    weights: dict[str, float]
+    cv: float  # the competition's metric of the blend on `rows`
+    rows: int  # rows every selected member covers
+    start: str  # the member selection started from
+    member_cv: dict[str, float]  # each member on its own covered rows
+    test: np.ndarray = field(repr=False)
+    covered: np.ndarray = field(repr=False)  # the rows it is scored on
+
+    def to_json(self) -> dict:
+        return dict(weights=self.weights, cv=self.cv, rows=self.rows, start=self.start, member_cv=self.member_cv)
+
+
+def smooth_metric(metric: str) -> str:
+    return SMOOTH.get(metric, metric)
+
+
+def improvement(metric: str, before: float, after: float) -> float:
+    """How much better `after` is than `before`, positive when better."""
+    return before - after if metrics.LOWER_IS_BETTER[metric] else after - before
+
+
+def _score(metric: str, y: np.ndarray, pred: np.ndarray, rows: np.ndarray) -> float:
+    return metrics.fast_score(metric, y[rows], pred[rows])
+
+
+def _selection_rows(n: int) -> np.ndarray:
+    keep = np.zeros(n, dtype=bool)
+    keep[np.random.default_rng(0).choice(n, min(n, SELECTION_ROWS), replace=False)] = True
+    return keep
+
+
+@dataclass
+class _Step:
+    counts: dict[str, int]
+    pred: np.ndarray
+    covered: np.ndarray
+
+
+def _greedy(smooth: str, y: np.ndarray, members: list[MemberPredictions], start: MemberPredictions) -> list[_Step]:
+    """Every step of forward selection with replacement, the start first."""
+    sample = _selection_rows(len(y))
+    steps = [_Step({start.name: 1}, start.oof.copy(), start.covered.copy())]
+    for _ in range(MAX_STEPS - 1):
+        last, size = steps[-1], sum(steps[-1].counts.values())
+        best, best_gain = None, 1e-12
+        for member in members:
+            rows = last.covered & member.covered & sample
+            if rows.sum() < MIN_ROWS:
+                continue
+            trial = (last.pred * size + member.oof) / (size + 1)
+            gain = improvement(smooth, _score(smooth, y, last.pred, rows), _score(smooth, y, trial, rows))
+            if gain > best_gain:
+                best, best_gain = _Step({**last.counts, member.name: last.counts.get(member.name, 0) + 1}, trial,
+                                        last.covered & member.covered), gain
+        if best is None:
+            break
+        steps.append(best)
+    return steps
+
+
+def choose_blend(metric: str, y: np.ndarray, members: list[MemberPredictions]) -> Blend | None:
+    """Weights for the members (None when none covers a row)."""
+    members = [m for m in members if m.covered.sum() >= 1]
+    if not members:
+        return None
+    own = {m.name: _score(metric, y, m.oof, m.covered) for m in members}
+    widest = max(int(m.covered.sum()) for m in members)
+    start = max((m for m in members if m.covered.sum() == widest),
+                key=lambda m: -own[m.name] if metrics.LOWER_IS_BETTER[metric] else own[m.name])
+    smooth = smooth_metric(metric)
+    steps = _greedy(smooth, y, members, start)
+    # the last step (the smoothest blend) that is not worse than the start in the competition's metric
+    chosen = next(s for s in reversed(steps) if improvement(
+        metric, _score(metric, y, start.oof, s.covered), _score(metric, y, s.pred, s.covered)) >= 0)
+    total = sum(chosen.counts.values())
+    weights = {name: count / total for name, count in chosen.counts.items()}
+    by_name = {m.name: m for m in members}
+    test = sum(w * by_name[name].test for name, w in weights.items())
+    cv = metrics.score(metric, y[chosen.covered], chosen.pred[chosen.covered])
+    return Blend({k: round(v, 4) for k, v in weights.items()}, round(cv, 6), int(chosen.covered.sum()), start.name,
+                 {k: round(v, 6) for k, v in own.items()}, test, chosen.covered)
+
+
+# --- what one more member adds to the pool ------------------------------------------------------------------------
+
+POOL_ROWS = 20_000  # rows the pool's optimum is computed on (a fixed sample of larger tables)
+
+
+def _pool_loss(metric: str, y: np.ndarray, preds: list[np.ndarray]) -> float:
+    """The least convex loss any weighting of `preds` reaches (weights on the simplex): log loss of the true class
+    for classes, squared error for values (in log1p space for RMSLE). It can only fall as predictions are added
+    (a weight of 0 is allowed), so it measures what a new member brings without the path-dependence of greedy
+    selection."""
+    from scipy.optimize import minimize
+
+    if metrics.LOWER_IS_BETTER.get(metric) is None:
+        raise KeyError(metric)
+    if preds[0].ndim == 2 and metric not in ("rmse", "mae", "rmsle"):
+        truth = np.stack([p[np.arange(len(y)), y.astype(int)] for p in preds], axis=1).clip(1e-15, 1.0)
+
+        def loss(w):
+            mix = truth @ w
+            return -np.mean(np.log(mix)), -(truth / mix[:, None]).mean(axis=0)
+    else:
+        space = np.log1p if metric == "rmsle" else (lambda v: v)
+        stack = np.stack([space(np.clip(p, 0, None) if metric == "rmsle" else p) for p in preds], axis=-1)
+        target = space(np.atleast_2d(y.T).T)
+
+        def loss(w):
+            residual = stack @ w - target
+            return np.mean(residual ** 2), 2 * np.einsum("ntm,nt->m", stack, residual) / residual.size
+
+    m = len(preds)
+    result = minimize(loss, np.full(m, 1 / m), jac=True, method="SLSQP", bounds=[(0, 1)] * m,
+                      constraints=[{"type": "eq", "fun": lambda w: w.sum() - 1, "jac": lambda w: np.ones(m)}])
+    return float(min(result.fun, min(loss(np.eye(m)[i])[0] for i in range(m))))
+
+
+def pool_gain(metric: str, y: np.ndarray, members: list[MemberPredictions], new: str) -> float:
+    """The relative fall of the pool's convex loss when member `new` joins the others, on the rows all of them
+    cover (0 when `new` is the only one, or when they share too few rows)."""
+    rows = np.logical_and.reduce([m.covered for m in members]) & _selection_rows(len(y))
+    rows &= np.cumsum(rows) <= POOL_ROWS
+    others = [m.oof[rows] for m in members if m.name != new]
+    if rows.sum() < MIN_ROWS or not others or len(others) == len(members):
+        return 0.0
+    before = _pool_loss(metric, y[rows], others)
+    after = _pool_loss(metric, y[rows], others + [m.oof[rows] for m in members if m.name == new])
+    return (before - after) / before if before > 0 else 0.0

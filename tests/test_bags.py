@@ -1,0 +1,85 @@
+"""Extra members while they pay: which member is extended, how, and when a lane stops (runner.bags)."""
+import pytest
+
+from runner.bags import STALE, MemberState, extra_member, incumbent, note_record, why_stop
+from runner.engines import get_engine
+from runner.folds import FoldResult
+from runner.portfolio import Member
+
+
+def member(name, engine="lightgbm", slot="cpu", fold_seconds=2.0, max_fold=10.0, settings=None, **extra):
+    settings = settings or get_engine(engine).Settings(threads=1)
+    return Member(name=name, engine=engine, slot=slot, settings=settings, folds=5, fold_seconds=fold_seconds,
+                  min_fold_seconds=0.5, max_fold_seconds=max_fold, expected_gain=0.05, **extra)
+
+
+def done(m, cv, gain=None, record=False):
+    return MemberState(m, folds_done=5, units_ended=5, cv=cv, gain=gain, record=record, status="done")
+
+
+def walls(name, seconds, folds=5, least_training=None):
+    """Finished folds of `seconds` each; the least training that still gives a model is the whole fit by default
+    (a one-shot fit), or one epoch."""
+    least = seconds - 0.1 if least_training is None else least_training
+    return [FoldResult(k, "completed", name, train_seconds=seconds - 0.1, wall_seconds=seconds,
+                       min_train_seconds=least) for k in range(folds)]
+
+
+def test_extras_alternate_a_repeat_of_the_chosen_member_and_a_bag_next_to_its_engines_best():
+    states = {"lightgbm": done(member("lightgbm"), cv=0.80), "catboost": done(member("catboost", "catboost"), 0.81)}
+    weights = {"lightgbm": 0.7, "catboost": 0.3}
+    repeat = extra_member("cpu", states, weights, walls("lightgbm", 2.0), split_seed=7, lower_is_better=False)
+    assert repeat.repeat_of == "lightgbm" and repeat.bag_of is None and repeat.split_seed == 7
+    assert repeat.settings.model_dump(exclude={"seed", "reasons"}) == \
+        states["lightgbm"].member.settings.model_dump(exclude={"seed", "reasons"})
+    states[repeat.name] = done(repeat, cv=0.805, gain=0.001)
+    # lightgbm now has one extra: weight per extra 0.35 > catboost's 0.3, and its engine's best is the repeat's
+    # base (the repeat itself is no configuration of its own)
+    bag = extra_member("cpu", states, weights, walls("lightgbm", 2.0), split_seed=8, lower_is_better=False)
+    assert bag.bag_of == "lightgbm" and bag.engine == "lightgbm" and bag.settings != states["lightgbm"].member.settings
+    assert bag.fold_seconds == pytest.approx(2.0) and "next to lightgbm" in bag.reasons[0]
+
+
+def test_a_bag_starts_from_the_engines_best_member_by_own_cv():
+    better = member("lightgbm-3", bag_of="lightgbm")
+    states = {"lightgbm": done(member("lightgbm"), cv=0.40), "lightgbm-3": done(better, cv=0.35)}
+    assert incumbent("lightgbm", states, lower_is_better=True).member.name == "lightgbm-3"
+    assert incumbent("lightgbm", states, lower_is_better=False).member.name == "lightgbm"
+
+
+def test_a_member_that_beats_its_engines_best_is_a_record():
+    states = {"a": done(member("a"), cv=0.40), "b": done(member("b", bag_of="a"), cv=0.38)}
+    note_record(states["b"], states, lower_is_better=True)
+    assert states["b"].record
+    note_record(states["a"], states, lower_is_better=True)
+    assert not states["a"].record
+
+
+def test_a_lane_stops_when_no_extra_member_improves_any_more():
+    states = {"lightgbm": done(member("lightgbm"), cv=0.80)}
+    for i in range(STALE):
+        states[f"lightgbm-{i + 2}"] = done(member(f"lightgbm-{i + 2}", repeat_of="lightgbm"), cv=0.8, gain=0.0)
+    args = ({"lightgbm": 1.0}, walls("lightgbm", 2.0), 100.0, 1.0, 2)
+    assert "CV no longer improving" in why_stop("cpu", states, *args)
+    states["lightgbm-2"].gain = 0.01  # one of the last five still helped
+    assert why_stop("cpu", states, *args) is None
+    states["lightgbm-2"].gain = 0.0
+    states["lightgbm-3"].record = True  # or beat its engine's best
+    assert why_stop("cpu", states, *args) is None
+
+
+def test_a_lane_stops_when_no_fold_fits_or_nothing_finished():
+    states = {"lightgbm": MemberState(member("lightgbm"))}
+    assert "finished a fold" in why_stop("cpu", states, {}, [], 100.0, 1.0, 2)
+    states = {"lightgbm": done(member("lightgbm"), cv=0.8)}
+    assert "needs about" in why_stop("cpu", states, {"lightgbm": 1.0}, walls("lightgbm", 5.0), 3.0, 1.0, 2)
+
+
+def test_a_cnn_is_not_extended_when_its_folds_would_get_a_fraction_of_the_time_its_own_took():
+    image = get_engine("timm").Settings(model="resnet18", image_size=96)
+    cnn = member("timm", "timm", fold_seconds=60.0, max_fold=0.0, settings=image)  # folds stretch to their time
+    states = {"timm": done(cnn, cv=1.8)}
+    results = walls("timm", 60.0, least_training=2.0)  # one epoch: 2 s
+    # 5 folds, one at a time: each needs half of 60 s, so 150 s; 100 s are not enough
+    assert "needs about 150 s" in why_stop("cpu", states, {"timm": 1.0}, results, 100.0, 1.0, 1)
+    assert why_stop("cpu", states, {"timm": 1.0}, results, 160.0, 1.0, 1) is None

@@ -1,0 +1,103 @@
+"""Blend weights on hand-made out-of-fold predictions, and what one more member adds to the pool."""
+import numpy as np
+import pytest
+
+from runner import metrics
+from runner.blend import MemberPredictions, choose_blend, pool_gain
+
+RNG = np.random.default_rng(0)
+N = 3000
+Y = RNG.integers(0, 2, N)
+
+
+def member(name, logits, covered=None, test=None):
+    p = 1 / (1 + np.exp(-logits))
+    oof = np.column_stack([1 - p, p])
+    covered = np.ones(N, bool) if covered is None else covered
+    return MemberPredictions(name, np.where(covered[:, None], oof, 0.0), covered,
+                             oof[:10] if test is None else test)
+
+
+def signal(strength, noise=1.0):
+    """Logits carrying the label with this strength plus independent noise."""
+    return strength * (2 * Y - 1) + RNG.normal(0, noise, N)
+
+
+def test_a_member_of_pure_noise_gets_no_weight():
+    good, noise = member("good", signal(1.5)), member("noise", RNG.normal(0, 2, N))
+    blend = choose_blend("log_loss", Y, [good, noise])
+    assert blend.weights == {"good": 1.0}
+    assert blend.cv == pytest.approx(metrics.score("log_loss", Y, good.oof))
+
+
+def test_two_complementary_members_beat_each_alone():
+    # each sees the label through its own independent noise: averaging them cancels part of it
+    a, b = member("a", signal(1.0, 1.5)), member("b", signal(1.0, 1.5))
+    for metric in ("log_loss", "roc_auc", "accuracy"):
+        blend = choose_blend(metric, Y, [a, b])
+        assert set(blend.weights) == {"a", "b"}, metric
+        alone = [metrics.score(metric, Y, m.oof) for m in (a, b)]
+        best = min(alone) if metrics.LOWER_IS_BETTER[metric] else max(alone)
+        assert metrics.better(metric, blend.cv, best), (metric, blend.cv, alone)
+
+
+def test_a_partial_member_is_blended_on_the_rows_it_covers():
+    full = member("full", signal(0.8, 1.5))
+    covered = RNG.random(N) < 0.4  # 2 of 5 folds
+    partial = member("partial", signal(1.5, 1.0), covered)
+    blend = choose_blend("log_loss", Y, [full, partial])
+    assert blend.start == "full"  # the widest member starts
+    assert blend.weights.get("partial", 0) > 0 and blend.rows == covered.sum()
+    assert np.array_equal(blend.covered, covered)
+    alone = metrics.score("log_loss", Y[covered], full.oof[covered])
+    assert blend.cv < alone
+
+
+def test_the_blend_is_never_worse_than_the_member_it_starts_from():
+    for seed in range(5):
+        rng = np.random.default_rng(seed)
+        members = [member(f"m{i}", signal(rng.uniform(0.2, 1.5), rng.uniform(0.5, 2))) for i in range(4)]
+        for metric in ("accuracy", "roc_auc", "log_loss"):
+            blend = choose_blend(metric, Y, members)
+            start = next(m for m in members if m.name == blend.start)
+            assert not metrics.better(metric, round(metrics.score(metric, Y, start.oof), 6), blend.cv), (seed, metric)
+
+
+def test_test_predictions_use_the_blend_weights():
+    a = member("a", signal(1.0, 1.5), test=np.full((10, 2), 0.2))
+    b = member("b", signal(1.0, 1.5), test=np.full((10, 2), 0.6))
+    blend = choose_blend("log_loss", Y, [a, b])
+    expected = blend.weights.get("a", 0) * 0.2 + blend.weights.get("b", 0) * 0.6
+    assert np.allclose(blend.test, expected)
+
+
+def test_regression_blends_values():
+    y = RNG.normal(size=(N, 1))
+    a = MemberPredictions("a", y + RNG.normal(0, 1, (N, 1)), np.ones(N, bool), np.zeros((5, 1)))
+    b = MemberPredictions("b", y + RNG.normal(0, 1, (N, 1)), np.ones(N, bool), np.ones((5, 1)))
+    blend = choose_blend("rmse", y, [a, b])
+    assert set(blend.weights) == {"a", "b"} and blend.cv < 0.8  # each alone is about 1.0
+
+
+def test_a_duplicate_adds_nothing_to_the_pool_and_a_new_view_does():
+    a = member("a", signal(1.0, 1.5))
+    duplicate = MemberPredictions("dup", a.oof.copy(), a.covered, a.test)
+    fresh = member("fresh", signal(1.0, 1.5))
+    assert pool_gain("log_loss", Y, [a, duplicate], "dup") == pytest.approx(0.0, abs=1e-9)
+    assert pool_gain("log_loss", Y, [a, fresh], "fresh") > 0.01
+    assert pool_gain("accuracy", Y, [a, fresh], "fresh") > 0.01  # accuracy's pool is judged in log loss
+    assert pool_gain("log_loss", Y, [a], "a") == 0.0  # alone: nothing to compare with
+
+
+@pytest.mark.parametrize("metric", ["log_loss", "accuracy", "roc_auc", "mean_column_roc_auc", "rmse", "mae",
+                                    "rmsle"])
+def test_the_fast_metrics_equal_the_graders(metric):
+    rng = np.random.default_rng(1)
+    if metric in ("rmse", "mae", "rmsle"):
+        y, p = rng.random((400, 2)) * 10, rng.random((400, 2)) * 10
+    else:
+        k = 2 if metric == "roc_auc" else 4
+        y, p = rng.integers(0, k, 400), rng.random((400, k))
+        p /= p.sum(axis=1, keepdims=True)
+        p[:20] = 1 / k  # ties
+    assert metrics.fast_score(metric, y, p) == pytest.approx(metrics.score(metric, y, p), rel=1e-12)

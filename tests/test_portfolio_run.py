@@ -1,0 +1,139 @@
+"""The portfolio in slots: an engine from outside the package through the whole supervisor, GPU and CPU slots at
+once, thread accounting, and a run that uses its window (or says why it did not)."""
+import json
+import pickle
+
+import pytest
+
+from conftest import TOY_ENGINE, run_cli
+from runner.budget import Budget
+from runner.data import load_dataset
+from runner.folds import FoldTask
+from runner.grade import grade
+from runner.portfolio import Member, Plan
+from runner.slots import Scheduler
+from runner.spec import load_spec
+from toy_engine import ToySettings
+
+
+def run(competition, root, out, budget, *extra, env=None):
+    result = run_cli("run", competition, "--data", str(root / "prepared" / "public"), "--budget", f"{budget}s",
+                     "--out", str(out), *extra, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads((out / "report.json").read_text())
+    graded = grade(out / "submission.csv", load_spec(competition), root / "prepared" / "private")
+    return report, graded, result
+
+
+def training_share(report) -> float:
+    """How much of the training window (planning done to the cut) the run trained for."""
+    planned, ended = report["timings"]["planned"], report["timings"]["training_done"]
+    return (ended - planned) / (0.85 * report["budget_seconds"] - planned)
+
+
+def test_an_engine_from_outside_the_package_runs_through_the_supervisor_and_ends_when_nothing_improves(
+        spaceship, tmp_path):
+    out = tmp_path / "out"
+    report, graded, result = run("spaceship", spaceship, out, 40, "--engines", "toy", env=TOY_ENGINE)
+    assert graded.valid_submission
+    toy = [m for m in report["members"] if m["engine"] == "toy"]
+    assert toy[0]["name"] == "toy" and toy[0]["folds_done"] == 5 and toy[0]["weight"] > 0
+    assert all((out / "members" / "toy" / str(k) / "toy.json").is_file() for k in range(5))
+    # its model ignores the training rows, so every extra member predicts the same: CV stops improving
+    assert len(toy) >= 6 and all(m["gain"] == 0 for m in toy[1:])
+    assert "CV no longer improving" in report["stop_reason"]
+    assert training_share(report) < 0.8
+    assert "toy" in result.stderr  # the member table
+
+
+def test_a_table_uses_its_window_with_several_engines_blended(spaceship, tmp_path):
+    report, graded, result = run("spaceship", spaceship, tmp_path / "out", 30)
+    assert graded.valid_submission and graded.score > 0.75
+    assert training_share(report) >= 0.8, (report["timings"], report["stop_reason"])
+    assert report["wall_seconds"] <= 30
+    engines = {m["engine"] for m in report["members"] if m["folds_done"]}
+    assert len(engines) >= 3, engines
+    assert sum(report["blend"]["weights"].values()) == pytest.approx(1.0, abs=1e-3)
+    assert report["cv_score"] >= max(report["blend"]["member_cv"][n] for n in report["blend"]["weights"]) - 1e-6 \
+        or report["cv_score"] >= report["blend"]["member_cv"][report["blend"]["start"]] - 1e-6
+    assert report["stop_reason"].startswith("the training window closed")
+    assert "blend" in result.stderr and "weight" in result.stderr
+
+
+@pytest.fixture()
+def scheduled(spaceship, tmp_path, monkeypatch):
+    """A scheduler over hand-made toy members on this machine's cores, the dataset handed over as a run would."""
+    monkeypatch.setenv("RUNNER_ENGINES", TOY_ENGINE["RUNNER_ENGINES"])
+    spec = load_spec("spaceship")
+    dataset = load_dataset(spec, spaceship / "prepared" / "public", tmp_path)
+    path = tmp_path / "dataset.pkl"
+    path.write_bytes(pickle.dumps(dataset))
+
+    def make(plan: Plan, seconds: float = 30) -> Scheduler:
+        def task(unit, deadline, gpu, threads):
+            out = tmp_path / unit.member.name / str(unit.fold)
+            return FoldTask(unit.member, unit.fold, str(path), str(out), deadline, threads, gpu)
+
+        actions = []
+        scheduler = Scheduler(plan, Budget.start(seconds, cut=0.9), task, on_result=lambda r: None,
+                              on_action=actions.append)
+        scheduler.actions = actions
+        return scheduler
+
+    return make
+
+
+def toy(name, slot, threads=1, sleep=1.0, folds=2, per_gpu=0, data_wait=0.0):
+    settings = ToySettings(sleep=sleep, threads=threads, data_wait=data_wait)
+    return Member(name=name, engine="toy", slot=slot, settings=settings,
+                  folds=folds, threads=threads, per_gpu=per_gpu, fold_seconds=sleep + 0.5, min_fold_seconds=0.5,
+                  max_fold_seconds=sleep + 10)
+
+
+def overlap(a, b) -> bool:
+    return a.start < b.end and b.start < a.end
+
+
+def test_a_gpu_member_and_a_cpu_member_run_side_by_side(scheduled):
+    # the "GPU" member computes on the CPU here; the scheduler only sees its slot
+    plan = Plan(members=(toy("cnn", "gpu", per_gpu=1, sleep=2.0), toy("trees", "cpu", sleep=1.0, folds=3)),
+                folds=2, cpus=2, gpus=1)
+    scheduler = scheduled(plan)
+    scheduler.run()
+    records = {(r.member, r.fold): r for r in scheduler.records}
+    assert all(r.status == "completed" for r in records.values()), records
+    assert {r.lane for r in records.values() if r.member == "cnn"} == {"gpu 0"}
+    assert {r.lane for r in records.values() if r.member == "trees"} == {"cpu 0"}
+    gpu_units = [r for r in records.values() if r.member == "cnn"]
+    cpu_units = [r for r in records.values() if r.member == "trees"]
+    assert all(any(overlap(g, c) for c in cpu_units) for g in gpu_units)  # every GPU fold had a CPU rival
+    assert not overlap(*gpu_units)  # one fold per GPU: the second waited for the first
+
+
+def test_threads_held_never_exceed_the_cores(scheduled):
+    plan = Plan(members=(toy("wide", "cpu", threads=2, sleep=0.6, folds=3), toy("narrow", "cpu", sleep=0.6, folds=4),
+                         toy("wide2", "cpu", threads=2, sleep=0.6, folds=2)), folds=3, cpus=2)
+    scheduler = scheduled(plan)
+    scheduler.run()
+    records = [r for r in scheduler.records if r.status == "completed"]
+    assert len(records) == 9
+    for moment in sorted({r.start + 0.01 for r in records}):
+        held = sum(r.threads for r in records if r.start <= moment < r.end)
+        assert held <= 2, (moment, held)
+    narrow = [r for r in records if r.member == "narrow"]
+    assert any(overlap(a, b) for a in narrow for b in narrow if a is not b)  # 1-thread folds do run two at once
+    starts = [min(r.start for r in records if r.member == m) for m in ("wide", "narrow", "wide2")]
+    assert starts == sorted(starts)  # CPU members start in plan order
+
+
+def test_a_gpu_fold_waiting_on_its_loader_holds_cpu_members_back(scheduled):
+    # the GPU fold reports an epoch that spent 60% of its time waiting for data: its loader needs the cores
+    plan = Plan(members=(toy("cnn", "gpu", per_gpu=1, sleep=2.0, folds=1, data_wait=0.6),
+                         toy("trees", "cpu", sleep=0.3, folds=2)), folds=2, cpus=2, gpus=1)
+    scheduler = scheduled(plan)
+    scheduler.run()
+    cnn = next(r for r in scheduler.records if r.member == "cnn")
+    trees = [r for r in scheduler.records if r.member == "trees"]
+    assert all(r.status == "completed" for r in scheduler.records)
+    assert sum(r.start < cnn.end - 0.5 for r in trees) <= 1  # at most one started before the epoch line appeared
+    assert any("waited on its loader for 60%" in a for a in scheduler.actions)

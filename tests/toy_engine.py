@@ -1,0 +1,57 @@
+"""An engine that lives outside the package, registered through $RUNNER_ENGINES ("toy=toy_engine:Toy"): it proves a
+new engine needs one module and one registry entry, nothing in the supervisor, slots or fold worker.
+
+Its model is a fixed logistic function of the table's first numeric column (no fitting), so every member and every
+extra member predicts the same thing: extras add nothing to the blend. `sleep` stretches a fold and `data_wait`
+makes it report a loader-bound epoch, for scheduling tests; a test can put it on a GPU slot while it computes on
+the CPU.
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from runner.atomic import write_json
+from runner.engines import Engine, EngineResult, Settings
+from runner.folds import EPOCH_LOG
+from runner.portfolio import Member
+
+
+class ToySettings(Settings):
+    sleep: float = 0.0
+    data_wait: float = 0.0  # when set, a fold reports an epoch that waited this share of its time on its loader
+
+
+def predict(x, classes: list | None) -> np.ndarray:
+    """A fixed function of each row alone: the same row gets the same prediction in every fold and split."""
+    z = x.select_dtypes("number").iloc[:, 0].fillna(0).to_numpy(dtype=float)
+    if classes is None:
+        return z[:, None]
+    p = 1 / (1 + np.exp(-np.clip(z, -30, 30)))
+    return np.column_stack([1 - p, p] + [np.full_like(p, 1e-3)] * (len(classes) - 2))
+
+
+class Toy(Engine):
+    name = "toy"
+    inputs = "table"
+    Settings = ToySettings
+
+    def plan(self, context) -> list[Member]:
+        return [Member(name="toy", engine="toy", slot="cpu", settings=ToySettings(reasons=("a toy",)),
+                       folds=context.folds, fold_seconds=1.0, min_fold_seconds=0.5, max_fold_seconds=10.0,
+                       expected_gain=0.01, reasons=("a toy",))]
+
+    def train_fold(self, settings: ToySettings, data, out_dir: Path, deadline: float) -> EngineResult:
+        started = time.monotonic()
+        if settings.data_wait:
+            (out_dir / EPOCH_LOG).write_text(json.dumps(dict(epoch=1, data_wait=settings.data_wait)) + "\n")
+        time.sleep(min(settings.sleep, max(0.0, deadline - time.monotonic())))
+        write_json(out_dir / "toy.json", dict(seed=settings.seed))
+        val, test = predict(data.x_val, data.classes), predict(data.x_test, data.classes)
+        seconds = time.monotonic() - started
+        return EngineResult(val, test, out_dir / "toy.json", epochs=1, best_epoch=1, epoch_seconds=seconds,
+                            min_train_seconds=seconds, train_seconds=seconds, predict_seconds=0.0,
+                            stopped_by_deadline=False)
