@@ -5,6 +5,7 @@ Each task calls one runner function; the flow only wires them. Run it through a 
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 from contextlib import nullcontext
 from pathlib import Path
@@ -12,6 +13,7 @@ from pathlib import Path
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 from prefect.concurrency.sync import concurrency
+from prefect.runtime import flow_run
 
 from runner.budget import parse_duration
 from runner.errors import RunnerError
@@ -33,8 +35,12 @@ def locate(competition: str, data_root: str) -> tuple[str, str | None]:
 
 @task
 def launch(settings: Launch, backend: str, slot: str | None) -> dict:
-    """Run the competition, streaming its log into the flow's log; holds a global concurrency slot meanwhile."""
+    """Run the competition, streaming its log into the flow's log; holds a global concurrency slot meanwhile. A
+    retry of the flow resumes from what the failed attempt finished."""
     logger = get_run_logger()
+    if (flow_run.run_count or 1) > 1:
+        settings = dataclasses.replace(settings, resume=True)
+        logger.info("attempt %d: resuming from %s", flow_run.run_count, settings.out_dir)
     with concurrency(slot, occupy=1, strict=True) if slot else nullcontext():
         result = launch_competition(settings, backend, on_line=logger.info)
     return result.to_json()
@@ -83,7 +89,7 @@ def publish(report: RunReport, graded: dict | None, launched: dict, out_dir: str
     create_link_artifact(plot.resolve().as_uri(), link_text="memory and fold timeline", key="plot")
 
 
-@flow(name="compete", log_prints=True)
+@flow(name="compete", log_prints=True, retries=1)  # a crashed container resumes rather than restarts
 def compete(competition: str, budget: str = "10m", data_root: str = "runs/demo/data",
             out_root: str = "runs/prefect", backend: str = "local", image: str = "competition-runner",
             gpus: str = "auto", host_python: bool = False, slot: str | None = None) -> dict:

@@ -67,6 +67,12 @@ def fold_walls(state: MemberState, results: list[FoldResult]) -> tuple[float, fl
     return float(np.mean(walls)), min(r.least_seconds for r in done), longest
 
 
+def step_seconds(state: MemberState, results: list[FoldResult]) -> float:
+    """Mean seconds per epoch, round or fit of a member's finished folds (its plan's estimate before any)."""
+    steps = [r.epoch_seconds for r in results if r.member == state.member.name and r.usable and r.fold != PREPARE]
+    return float(np.mean(steps)) if steps else state.member.step_seconds
+
+
 def base_for(lane: str, states: dict[str, MemberState], weights: dict[str, float]) -> MemberState | None:
     """The member to extend: the largest blend weight per extra member it already has (so extras spread over the
     members the blend uses), among the lane's members (bags included, repeats not) that finished a fold."""
@@ -139,6 +145,7 @@ def extra_member(lane: str, states: dict[str, MemberState], weights: dict[str, f
         name=f"{base.engine}-{number}", settings=settings.model_copy(update=dict(reasons=(why,))),
         split_seed=split_seed, bag_of=None if repeat else base.name, repeat_of=base.name if repeat else None,
         fold_seconds=round(typical, 2), min_fold_seconds=round(least, 2), max_fold_seconds=round(longest, 2),
+        step_seconds=round(step_seconds(states[base.name], results), 6),
         expected_gain=round(gain, 6), prepare_seconds=0.0, reasons=(why,)))
 
 

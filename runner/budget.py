@@ -5,6 +5,8 @@ time.monotonic() is one system-wide clock on Linux, so deadlines can be handed t
 from __future__ import annotations
 
 import re
+import signal
+import threading
 import time
 from dataclasses import dataclass
 
@@ -62,3 +64,24 @@ def process_start() -> float:
     """time.monotonic() at this process's start, so start-up and imports count against budgets too."""
     age = time.time() - psutil.Process().create_time()
     return time.monotonic() - max(0.0, age)
+
+
+# --- stopping early on request (SIGTERM: what Docker and Prefect send first) -----------------------------------
+
+_stop = threading.Event()
+
+
+def stop_requested() -> bool:
+    """Whether this process was asked to stop: its training then ends at the next epoch or round, as at a
+    deadline, keeping its best checkpoint and writing what it has."""
+    return _stop.is_set()
+
+
+def stop_on_sigterm() -> None:
+    """Make SIGTERM a request to stop (see stop_requested) instead of an immediate end."""
+    signal.signal(signal.SIGTERM, lambda *_: _stop.set())
+
+
+def past(deadline: float) -> bool:
+    """The deadline has passed, or a stop was requested."""
+    return time.monotonic() > deadline or _stop.is_set()

@@ -4,11 +4,12 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import signal
 import sys
 from pathlib import Path
 
 from runner.budget import Budget, parse_duration, process_start
-from runner.errors import RunnerError
+from runner.errors import Interrupted, RunnerError
 
 log = logging.getLogger("runner")
 
@@ -26,10 +27,15 @@ def _engines(text: str | None) -> list[str] | None:
     return names
 
 
+def _interrupt(signal_number: int, _frame) -> None:
+    raise Interrupted(signal_number)
+
+
 def _run(args) -> int:
     from runner.console import console, plan_table, run_progress, setup_logging, summary_table
     from runner.run import run_competition
 
+    signal.signal(signal.SIGTERM, _interrupt)  # Docker and Prefect ask with SIGTERM first: end cleanly
     budget = Budget(parse_duration(args.budget), process_start(), args.cut)
     out = Path(args.out)
     setup_logging(out / "run.log", args.verbose)
@@ -72,7 +78,8 @@ def _plan(args) -> int:
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="runner-plan-"))
     out.mkdir(parents=True, exist_ok=True)
     dataset = load_dataset(spec, Path(args.data), out / "work")
-    plan = plan_for(spec, dataset, hardware, budget, out, here=args.hardware is None, engines=_engines(args.engines))
+    plan, _ = plan_for(spec, dataset, hardware, budget, out, here=args.hardware is None,
+                       engines=_engines(args.engines))
     console.print(plan_table(plan))
     if args.out:
         plan.save(out / "plan.json")
@@ -157,6 +164,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("runner: interrupted; the last valid submission is kept", file=sys.stderr)
         return 130
+    except Interrupted as exc:
+        print(f"runner: {exc}; the last valid submission is kept, and a run in the same --out resumes",
+              file=sys.stderr)
+        return 128 + exc.signal_number
 
 
 if __name__ == "__main__":

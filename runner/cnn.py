@@ -7,9 +7,10 @@ memory), which the supervisor reads while the fold runs.
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +23,7 @@ from torchvision.transforms import v2
 
 from runner import metrics
 from runner.atomic import replacing
+from runner.budget import past
 from runner.engines import DeadlineReached, EngineResult, FoldData
 from runner.engines.vision import TARGET_MEMORY_FRACTION, ImageSettings
 from runner.folds import EPOCH_LOG
@@ -116,7 +118,7 @@ class Trainer:
         steps = len(loader)
         for step, (images, labels) in enumerate(loader, start=1):
             stats.wait_seconds += time.monotonic() - waited_from
-            if time.monotonic() > stop_at:
+            if past(stop_at):
                 stats.completed = False
                 break
             with self.autocast:
@@ -166,9 +168,12 @@ def device_memory(device: torch.device) -> tuple[float, float]:
     return peak / 2**30, peak / torch.cuda.get_device_properties(device).total_memory
 
 
-def log_epoch(path: Path, epoch: int, stats: EpochStats, score: float, device: torch.device) -> None:
+def log_epoch(path: Path, epoch: int, stats: EpochStats, score: float, device: torch.device,
+              epoch_seconds: float) -> None:
+    """One line per epoch: training loss, validation score, speed, time waiting on the loader, device memory."""
     memory, share = device_memory(device)
     line = dict(epoch=epoch, loss=round(stats.loss, 5), score=round(score, 5), seconds=round(stats.seconds, 2),
+                epoch_seconds=round(epoch_seconds, 3),
                 images_per_second=round(stats.images / max(stats.seconds, 1e-9), 1),
                 data_wait=round(stats.data_wait, 3), device_memory_gb=round(memory, 2),
                 device_memory_share=round(share, 3))
@@ -217,54 +222,126 @@ def confirm_batch(settings: ImageSettings, classes: int) -> tuple[ImageSettings,
     return settings.model_copy(update=dict(batch_size=result.batch)), note
 
 
+@dataclass
+class Progress:
+    """How far a fold's training has come: what it continues from after running out of memory."""
+
+    epochs_planned: int
+    epoch: int = 0  # epochs completed
+    best: float | None = None
+    best_epoch: int = 0
+    best_val: np.ndarray | None = None
+    epoch_times: list[float] = field(default_factory=list)
+    reserve: float = 0.0  # seconds kept for predicting the test rows, measured on the validation pass
+
+
+class FoldTraining:
+    """One fold's epochs at one batch size: the model and loaders, resumed from the last finished epoch's state
+    (model, optimiser, learning rate) when `progress` has one."""
+
+    def __init__(self, settings: ImageSettings, data: FoldData, out_dir: Path, deadline: float,
+                 progress: Progress):
+        self.settings, self.data, self.deadline, self.progress = settings, data, deadline, progress
+        self.trainer = Trainer(settings, data)
+        self.train_loader, self.val_loader, self.test_loader = loaders(settings, data, data.image_cache)
+        self.best_path, self.last_path, self.epoch_log = out_dir / "model.pt", out_dir / "last.pt", out_dir / EPOCH_LOG
+        if progress.epoch:
+            state = torch.load(self.last_path, map_location=self.trainer.device, weights_only=True)
+            self.trainer.model.load_state_dict(state["model"])
+            self.trainer.optimizer.load_state_dict(state["optimizer"])
+            self._schedule(progress.epochs_planned - progress.epoch)  # the steps left, at this batch size
+
+    def _schedule(self, epochs: int) -> None:
+        self.trainer.schedule(epochs * -(-len(self.train_loader) // self.settings.accumulation))
+
+    def _save_last(self) -> None:
+        with replacing(self.last_path) as tmp:
+            torch.save({"model": self.trainer.model.state_dict(), "optimizer": self.trainer.optimizer.state_dict()},
+                       tmp)
+
+    def run(self) -> bool:
+        """Train until the planned epochs, the patience or the deadline ends it; True when the deadline did."""
+        p, metric = self.progress, self.data.spec.metric
+        while p.epoch < p.epochs_planned:
+            t0 = time.monotonic()
+            stats = self.trainer.train_epoch(self.train_loader, stop_at=self.deadline - p.reserve)
+            if not stats.completed:
+                return True
+            v0 = time.monotonic()
+            val_pred = self.trainer.predict(self.val_loader)
+            p.reserve = 1.25 * (time.monotonic() - v0) * len(self.data.x_test) / max(1, len(self.data.x_val)) + 1.0
+            score = metrics.score(metric, self.data.y_val, val_pred)
+            p.epoch += 1
+            log_epoch(self.epoch_log, p.epoch, stats, score, self.trainer.device, time.monotonic() - t0)
+            if p.best is None or metrics.better(metric, score, p.best):
+                p.best, p.best_epoch, p.best_val = score, p.epoch, val_pred
+                self.trainer.save(self.best_path, p.epoch, score)
+            p.epoch_times.append(time.monotonic() - t0)
+            mean_epoch = float(np.mean(p.epoch_times))
+            if p.epoch == 1:  # fit the schedule to the time left
+                fit = int((self.deadline - time.monotonic() - p.reserve) // mean_epoch)
+                p.epochs_planned = max(1, min(self.settings.max_epochs, 1 + fit))
+                self._schedule(p.epochs_planned - 1)
+            self._save_last()
+            if past(self.deadline - mean_epoch - p.reserve):
+                return p.epoch < p.epochs_planned
+            if p.epoch - p.best_epoch >= self.settings.patience:
+                return False
+        return False
+
+    def predict_test(self) -> np.ndarray:
+        self.trainer.load(self.best_path)
+        return self.trainer.predict(self.test_loader)
+
+    def release(self) -> None:
+        """Give its memory back before a smaller batch tries again."""
+        del self.trainer, self.train_loader, self.val_loader, self.test_loader
+        gc.collect()
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+
+
+def smaller_batch(exc: BaseException, batch: int) -> int:
+    """The next batch after running out of memory (timm's power-of-two decay); re-raises anything else, an
+    illegal memory access (the CUDA context is gone), or a batch of 1 that did not fit."""
+    from timm.utils import check_batch_size_retry, decay_batch_step
+
+    from runner.memory import is_oom
+
+    smaller = decay_batch_step(batch)
+    if not is_oom(exc) or not check_batch_size_retry(str(exc)) or smaller < 1:
+        raise exc
+    return smaller
+
+
 def train(settings: ImageSettings, data: FoldData, out_dir: Path, deadline: float) -> EngineResult:
     torch.set_num_threads(settings.threads)
     torch.manual_seed(settings.seed)
     torch.backends.cudnn.benchmark = True  # fixed shapes: pick the fastest kernels once
     settings, probed = confirm_batch(settings, data.n_outputs)
-    trainer = Trainer(settings, data)
-    train_loader, val_loader, test_loader = loaders(settings, data, data.image_cache)
-    metric, checkpoint, epoch_log = data.spec.metric, out_dir / "model.pt", out_dir / EPOCH_LOG
-    epoch_log.unlink(missing_ok=True)
-    started = time.monotonic()
-    best, best_epoch, best_val, epoch_times = None, 0, None, []
-    reserve = 0.0  # seconds to keep for predicting the test rows, measured on the validation pass
-    stopped, epochs_planned = False, settings.max_epochs
-    for epoch in range(settings.max_epochs):
-        if epoch >= epochs_planned:
+    (out_dir / EPOCH_LOG).unlink(missing_ok=True)
+    started, progress, notes = time.monotonic(), Progress(settings.max_epochs), [probed]
+    planned_batch = settings.batch_size
+    while True:
+        fold = FoldTraining(settings, data, out_dir, deadline, progress)
+        try:
+            stopped = fold.run()
             break
-        t0 = time.monotonic()
-        stats = trainer.train_epoch(train_loader, stop_at=deadline - reserve)
-        if not stats.completed:
-            stopped = True
-            break
-        v0 = time.monotonic()
-        val_pred = trainer.predict(val_loader)
-        reserve = 1.25 * (time.monotonic() - v0) * len(data.x_test) / max(1, len(data.x_val)) + 1.0
-        score = metrics.score(metric, data.y_val, val_pred)
-        log_epoch(epoch_log, epoch + 1, stats, score, trainer.device)
-        if best is None or metrics.better(metric, score, best):
-            best, best_epoch, best_val = score, epoch + 1, val_pred
-            trainer.save(checkpoint, epoch + 1, score)
-        epoch_times.append(time.monotonic() - t0)
-        mean_epoch = float(np.mean(epoch_times))
-        if epoch == 0:  # fit the schedule to the time left
-            fit = int((deadline - time.monotonic() - reserve) // mean_epoch)
-            epochs_planned = max(1, min(settings.max_epochs, 1 + fit))
-            trainer.schedule((epochs_planned - 1) * -(-len(train_loader) // settings.accumulation))
-        if time.monotonic() + mean_epoch + reserve > deadline:
-            stopped = epoch + 1 < epochs_planned
-            break
-        if epoch + 1 - best_epoch >= settings.patience:
-            break
-    if best is None:
+        except Exception as exc:  # out of memory mid-fold: a smaller batch, from the last finished epoch
+            batch = smaller_batch(exc, settings.batch_size)
+            notes.append(f"out of memory at batch {settings.batch_size} in epoch {progress.epoch + 1}: continued at "
+                         f"batch {batch} from epoch {progress.epoch}")
+            settings = settings.model_copy(update=dict(batch_size=batch))
+            fold.release()
+    if progress.best is None:
         raise DeadlineReached("no epoch finished before the fold's deadline")
     train_seconds = time.monotonic() - started
     t0 = time.monotonic()
-    trainer.load(checkpoint)
-    test_pred = trainer.predict(test_loader)
-    return EngineResult(best_val, test_pred, checkpoint, epochs=len(epoch_times), best_epoch=best_epoch,
-                        epoch_seconds=float(np.mean(epoch_times)), min_train_seconds=float(np.mean(epoch_times)),
-                        train_seconds=train_seconds,
-                        predict_seconds=time.monotonic() - t0, stopped_by_deadline=stopped,
-                        message="; ".join(m for m in (trainer.init, probed) if m))
+    test_pred = fold.predict_test()
+    mean_epoch = float(np.mean(progress.epoch_times))
+    changes = {"batch_size": settings.batch_size} if settings.batch_size < planned_batch else {}
+    return EngineResult(progress.best_val, test_pred, fold.best_path, epochs=progress.epoch,
+                        best_epoch=progress.best_epoch, epoch_seconds=mean_epoch, min_train_seconds=mean_epoch,
+                        train_seconds=train_seconds, predict_seconds=time.monotonic() - t0,
+                        stopped_by_deadline=stopped, message="; ".join(m for m in (fold.trainer.init, *notes) if m),
+                        changes=changes)

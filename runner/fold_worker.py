@@ -6,6 +6,7 @@ manifest is written last and atomically, so its presence means the unit's output
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import pickle
 import sys
@@ -17,7 +18,7 @@ import numpy as np
 
 from runner import metrics
 from runner.atomic import replacing, write_json, write_npy
-from runner.budget import process_start
+from runner.budget import process_start, stop_on_sigterm
 from runner.engines import DeadlineReached, FoldData, get_engine
 from runner.folds import PREPARE, FoldResult, FoldTask, assign_folds
 
@@ -86,22 +87,25 @@ def train(task: FoldTask, started: float) -> FoldResult:
     return FoldResult(
         task.fold, "stopped" if result.stopped_by_deadline else "completed", member.name,
         score=metrics.score(dataset.spec.metric, data.y_val, val_pred), epochs=result.epochs,
-        best_epoch=result.best_epoch, epoch_seconds=round(result.epoch_seconds, 3),
+        best_epoch=result.best_epoch, epoch_seconds=round(result.epoch_seconds, 6),
+        predicted_epoch_seconds=member.step_seconds,
         min_train_seconds=round(result.min_train_seconds, 3),
         train_seconds=round(result.train_seconds, 2), predict_seconds=round(result.predict_seconds, 2),
         wall_seconds=round(time.monotonic() - started, 2), checkpoint=str(result.checkpoint),
-        message=result.message, **sizes)
+        message=result.message, changes=result.changes, **sizes)
 
 
 def main(argv: list[str], started: float | None = None) -> int:
     """Run the unit in TASK.json; `started` is when this process began (monotonic), its own start by default."""
     started = process_start() if started is None else started
+    stop_on_sigterm()  # asked to stop, the fold ends its epoch or round and writes what it has
     task = FoldTask.from_json(json.loads(Path(argv[0]).read_text()))
     try:
         result = prepare(task, started) if task.fold == PREPARE else train(task, started)
     except Exception as exc:  # reported in the manifest; the supervisor carries on with the other units
         traceback.print_exc()
         result = FoldResult(task.fold, "failed", task.member.name, message=f"{type(exc).__name__}: {exc}")
+    result = dataclasses.replace(result, fingerprint=task.fingerprint)
     write_json(Path(task.out_dir) / "manifest.json", result.to_json())
     print(json.dumps(result.to_json()), flush=True)
     return 0 if result.usable else 1

@@ -28,6 +28,7 @@ class FoldTask:
     threads: int = 1  # cores this unit holds
     gpu: int | None = None  # index of the GPU this fold runs on (CUDA_VISIBLE_DEVICES)
     prepared: str | None = None  # a prepare step writes the Dataset its member's folds read here
+    fingerprint: str = ""  # what produced it (runner.resume): a later run reuses the result only if it matches
 
     def to_json(self) -> dict:
         return {**dataclasses.asdict(self), "member": self.member.model_dump(mode="json")}
@@ -49,12 +50,15 @@ class FoldResult:
     n_val: int = 0
     startup_seconds: float = 0.0  # process start to data ready
     epoch_seconds: float = 0.0  # mean seconds per epoch (or per whole fit for one-shot engines)
+    predicted_epoch_seconds: float = 0.0  # what the plan expected for one (0: not estimated)
     min_train_seconds: float = 0.0  # the least training that gives a usable model
     train_seconds: float = 0.0
     predict_seconds: float = 0.0
     wall_seconds: float = 0.0
     checkpoint: str | None = None
     message: str = ""
+    changes: dict = dataclasses.field(default_factory=dict)  # settings its member's later folds should take
+    fingerprint: str = ""  # its task's (runner.resume)
 
     @property
     def usable(self) -> bool:

@@ -42,6 +42,7 @@ class Launch:
     network: bool = False
     host_python: bool = False  # mount this machine's Python, venv and source read-only (images without Python)
     kill_after_seconds: float | None = None  # hard deadline from the start; default: budget + GRACE_SECONDS
+    resume: bool = False  # keep what an earlier launch left in out_dir: the run reuses its finished folds
 
     @property
     def hard_deadline_seconds(self) -> float:
@@ -64,13 +65,13 @@ class LaunchResult:
         return dataclasses.asdict(self)
 
 
-def fresh_out_dir(path: str, shared: bool = False) -> Path:
-    """An empty output folder: a previous run's report must never pass for this one's. `shared`: writable by the
-    container's non-root user."""
+def fresh_out_dir(path: str, shared: bool = False, keep: bool = False) -> Path:
+    """An empty output folder: a previous run's report must never pass for this one's (unless `keep`: a retry
+    resumes from what it finished). `shared`: writable by the container's non-root user."""
     out = Path(path)
-    if out.exists():
+    if out.exists() and not keep:
         shutil.rmtree(out)
-    out.mkdir(parents=True)
+    out.mkdir(parents=True, exist_ok=True)
     if shared:
         out.chmod(0o777)
     return out
@@ -94,7 +95,7 @@ def _stream(lines, on_line: Callable[[str], None]) -> threading.Thread:
 
 def run_local(launch: Launch, on_line: Callable[[str], None] = print) -> LaunchResult:
     """`runner run` as a child process in its own session, killed as a group at the hard deadline."""
-    fresh_out_dir(launch.out_dir)
+    fresh_out_dir(launch.out_dir, keep=launch.resume)
     started = time.monotonic()
     process = subprocess.Popen([sys.executable, "-m", "runner.cli", *run_args(launch, launch.data_dir,
                                                                               launch.out_dir)],
@@ -200,7 +201,7 @@ def container_config(launch: Launch, client) -> dict:
 def run_docker(launch: Launch, on_line: Callable[[str], None] = print) -> LaunchResult:
     """One container for the competition; removed in `finally`, killed at the hard deadline."""
     client = docker_client()
-    fresh_out_dir(launch.out_dir, shared=True)
+    fresh_out_dir(launch.out_dir, shared=True, keep=launch.resume)
     started = time.monotonic()
     container = client.containers.create(**container_config(launch, client))
     killed = False

@@ -8,12 +8,19 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import statistics
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from runner.budget import process_start
+
+WARMUP_STEPS = 2  # untimed: the allocator and oneDNN/cuDNN kernel selection happen in the first steps
+MIN_STEPS = 3
+MAX_STEPS = 20
+MIN_TIMED_SECONDS = 0.5  # timed steps add up to at least this, so a fast model is not timed on noise
+OUTLIER = 3.0  # FLOPs per second this many times off the other candidates': timed again, else left out
 from runner.memory import MemoryEstimate, estimate_memory
 
 
@@ -41,8 +48,10 @@ class Throughput:
         return cls(**{**data, "candidate": Candidate(**data["candidate"])})
 
 
-def time_candidate(candidate: Candidate, device: str, classes: int, steps: int = 3) -> Throughput:
-    """Seconds per sample of `steps` training steps after one warm-up step, and of inference, on `device`."""
+def time_candidate(candidate: Candidate, device: str, classes: int) -> Throughput:
+    """Seconds per sample of training and of inference on `device`: WARMUP_STEPS untimed steps first (allocator,
+    oneDNN/cuDNN kernel choice), then each step timed alone, until MIN_TIMED_SECONDS and MIN_STEPS are reached;
+    the median step is what counts (one slow step, another process taking a core, does not)."""
     import contextlib
 
     import timm
@@ -68,21 +77,22 @@ def time_candidate(candidate: Candidate, device: str, classes: int, steps: int =
         scaler.step(optimizer)
         scaler.update()
 
-    train_step()
-    sync()
-    started = time.perf_counter()
-    for _ in range(steps):
-        train_step()
-    sync()
-    train = (time.perf_counter() - started) / (steps * candidate.batch)
+    def timed(step) -> float:
+        for _ in range(WARMUP_STEPS):
+            step()
+        sync()
+        seconds: list[float] = []
+        while len(seconds) < MAX_STEPS and (len(seconds) < MIN_STEPS or sum(seconds) < MIN_TIMED_SECONDS):
+            started = time.perf_counter()
+            step()
+            sync()
+            seconds.append(time.perf_counter() - started)
+        return statistics.median(seconds) / candidate.batch
+
+    train = timed(train_step)
     model.eval()
     with torch.inference_mode(), autocast:
-        model(x)
-        sync()
-        started = time.perf_counter()
-        model(x)
-        sync()
-    infer = (time.perf_counter() - started) / candidate.batch
+        infer = timed(lambda: model(x))
     return Throughput(candidate, device, train, infer)
 
 
@@ -94,10 +104,16 @@ class ImageCosts:
     throughput: tuple[Throughput, ...] = ()
     memory: tuple[MemoryEstimate, ...] = ()
     flops: dict = dataclasses.field(default_factory=dict)  # 'model@size' -> forward FLOPs per sample
+    slowdown: float = 1.0  # real epochs took this many times what was measured or estimated (learnt in a run)
 
     def speed(self, model: str, size: int, precision: str) -> Throughput | None:
-        return next((t for t in self.throughput if (t.candidate.model, t.candidate.image_size,
-                                                    t.candidate.precision) == (model, size, precision)), None)
+        """The candidate's throughput, corrected by what the run has learnt."""
+        found = next((t for t in self.throughput if (t.candidate.model, t.candidate.image_size,
+                                                     t.candidate.precision) == (model, size, precision)), None)
+        if found is None or self.slowdown == 1.0:
+            return found
+        return dataclasses.replace(found, train_seconds_per_sample=found.train_seconds_per_sample * self.slowdown,
+                                   infer_seconds_per_sample=found.infer_seconds_per_sample * self.slowdown)
 
     def memory_of(self, model: str, size: int, precision: str) -> MemoryEstimate | None:
         return next((m for m in self.memory if (m.model, m.image_size, m.precision) == (model, size, precision)),
@@ -105,12 +121,13 @@ class ImageCosts:
 
     def to_json(self) -> dict:
         return dict(throughput=[t.to_json() for t in self.throughput], memory=[m.to_json() for m in self.memory],
-                    flops=self.flops)
+                    flops=self.flops, slowdown=self.slowdown)
 
     @classmethod
     def from_json(cls, data: dict) -> "ImageCosts":
         return cls(tuple(Throughput.from_json(t) for t in data.get("throughput", ())),
-                   tuple(MemoryEstimate(**m) for m in data.get("memory", ())), dict(data.get("flops", {})))
+                   tuple(MemoryEstimate(**m) for m in data.get("memory", ())), dict(data.get("flops", {})),
+                   data.get("slowdown", 1.0))
 
 
 def forward_flops(model_name: str, image_size: int, classes: int) -> int:
@@ -139,7 +156,9 @@ def estimate(candidates: list[Candidate], classes: int) -> tuple[tuple[MemoryEst
 
 
 def measure(candidates: list[Candidate], device: str, classes: int, deadline: float) -> list[Throughput]:
-    """Time candidates in order until the deadline (time.monotonic()) is near; an OOM skips a candidate."""
+    """Time candidates in order until the deadline (time.monotonic()) is near; an OOM skips a candidate. Then
+    cross-check them (`outliers`): one far off the others' FLOPs per second is timed again, and left out when it
+    still is."""
     from runner.memory import is_oom
 
     results, spent = [], []
@@ -155,7 +174,35 @@ def measure(candidates: list[Candidate], device: str, classes: int, deadline: fl
                 print(f"measure: {candidate.model} {candidate.precision}: {type(exc).__name__}: {exc}",
                       file=sys.stderr)
         spent.append(time.monotonic() - started)
+    flops = {f"{t.candidate.model}@{t.candidate.image_size}": forward_flops(t.candidate.model, t.candidate.image_size,
+                                                                          classes) for t in results}
+    for odd in outliers(results, flops):
+        again = time_candidate(odd.candidate, device, classes)
+        results[results.index(odd)] = again
+        if again in outliers(results, flops):
+            results.remove(again)
+            print(f"measure: {odd.candidate.model} at {odd.candidate.image_size} px ({odd.candidate.precision}) "
+                  f"left out: timed twice more than {OUTLIER}x off the others' FLOPs per second", file=sys.stderr)
     return results
+
+
+def flop_rate(throughput: Throughput, flops: dict) -> float:
+    """Training FLOPs per second the timing implies (a step is about 3 forward passes)."""
+    return 3 * flops[f"{throughput.candidate.model}@{throughput.candidate.image_size}"] / \
+        throughput.train_seconds_per_sample
+
+
+def outliers(timed: list[Throughput], flops: dict) -> list[Throughput]:
+    """Candidates whose FLOPs per second are more than OUTLIER times off the median of the others at the same
+    precision (a timing disturbed by warm-up or another process); at least 3 are needed to tell."""
+    odd = []
+    for t in timed:
+        others = [flop_rate(o, flops) for o in timed if o is not t and o.candidate.precision == t.candidate.precision]
+        if len(others) >= 2:
+            typical = statistics.median(others)
+            if not typical / OUTLIER <= flop_rate(t, flops) <= typical * OUTLIER:
+                odd.append(t)
+    return odd
 
 
 def gather_costs(candidates: list[Candidate], device: str, classes: int, threads: int, seconds: float,

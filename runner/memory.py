@@ -118,13 +118,11 @@ def is_illegal_access(exc: BaseException) -> bool:
 
 
 def decay_batch_step(batch: int) -> int:
-    """Next smaller batch, stepping between powers of two: 256 -> 192 -> 128 -> 96 -> 64 ... -> 2 -> 1 -> 0."""
-    if batch <= 1:
-        return 0
-    power = 1 << (batch.bit_length() - 1)
-    if batch == power:
-        return power * 3 // 4 if power >= 4 else power // 2
-    return power
+    """The next smaller batch, stepping between powers of two (timm's: 256 -> 192 -> 128 -> 96 ... -> 1 -> 0);
+    timm is imported here, where it is used, so planning never imports torch."""
+    from timm.utils import decay_batch_step as timm_decay
+
+    return timm_decay(batch)
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections import deque
 from pathlib import Path
 
 import psutil
+
+RECENT = 3600  # samples kept in memory: an hour at one a second
 
 
 def _tree_rss() -> int:
@@ -52,6 +55,7 @@ class Monitor:
 
     def __init__(self, path: Path, started: float, interval: float = 1.0):
         self.path, self.started, self.interval = Path(path), started, interval
+        self.samples: deque[dict] = deque(maxlen=RECENT)  # the latest, for the supervisor's rules
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="monitor", daemon=True)
 
@@ -63,6 +67,7 @@ class Monitor:
                 while not self._stop.is_set():
                     line = dict(t=round(time.monotonic() - self.started, 2), cpu=psutil.cpu_percent(),
                                 rss=_tree_rss(), gpus=gpus.sample())
+                    self.samples.append(line)
                     handle.write(json.dumps(line) + "\n")
                     handle.flush()
                     self._stop.wait(self.interval)

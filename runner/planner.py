@@ -62,7 +62,7 @@ def make_plan(spec: CompetitionSpec, hardware: Hardware, window_seconds: float, 
     folds = spec.folds if window_seconds >= FEW_FOLDS_WINDOW else min(spec.folds, 3)
     reasons = [f"folds {folds}" + ("" if folds == spec.folds else
                                    f" (not {spec.folds}): {window_seconds:.0f} s leave too little for more")]
-    accelerated = [n for n in names if hardware.gpus and get_engine(n).accelerated]
+    accelerated = [n for n in names if lane_of(n, hardware) == "gpu"]
     others = [n for n in names if n not in accelerated]
     context = PlanContext(spec, hardware, window_seconds, data, None, folds, hardware.cpus, bool(accelerated),
                           pretrained)
@@ -90,4 +90,17 @@ def make_plan(spec: CompetitionSpec, hardware: Hardware, window_seconds: float, 
                    + "; the lead first, then by expected gain per core-second; when all have run, bags of the "
                      "member with the largest blend weight follow while they fit and still improve CV")
     return Plan(members=tuple(members), folds=folds, cpus=hardware.cpus, gpus=len(hardware.gpus),
-                window_seconds=round(window_seconds, 1), seed=seed, reasons=tuple(reasons))
+                window_seconds=round(window_seconds, 1), seed=seed, reasons=tuple(reasons),
+                lane_cores={"gpu": hardware.cpus - reserve, "cpu": cpu_cores})
+
+
+def lane_of(engine: str, hardware: Hardware) -> str:
+    return "gpu" if hardware.gpus and get_engine(engine).accelerated else "cpu"
+
+
+def replan_context(spec: CompetitionSpec, hardware: Hardware, plan: Plan, member: Member, window_seconds: float,
+                   data: DataShape, costs: object | None, pretrained: frozenset = frozenset()) -> PlanContext:
+    """What a member's engine sees when it plans that member again, with the window that is left."""
+    lane = lane_of(member.engine, hardware)
+    return PlanContext(spec, hardware, window_seconds, data, costs, member.folds,
+                       plan.lane_cores.get(lane, hardware.cpus), lane == "gpu", pretrained)

@@ -44,6 +44,7 @@ class Member(BaseModel):
     fold_seconds: float = 0.0  # expected wall of one fold: start-up, training and test prediction
     min_fold_seconds: float = 0.0  # the least wall that still ends with a usable fold
     max_fold_seconds: float = 0.0  # the longest a fold may take (0: a share of the window, as for epochs)
+    step_seconds: float = 0.0  # expected seconds per epoch, round or fit (0: not estimated), against the actual
     prepare_threads: int = 0  # cores its prepare step holds (0: it has none, or the same as a fold)
     prepare_seconds: float = 0.0  # expected wall of its prepare step
     expected_gain: float = 0.0  # expected relative improvement of the blend's CV error (a prior until measured)
@@ -78,6 +79,7 @@ class Plan(BaseModel):
     cpus: int  # cores the run may use
     gpus: int = 0
     window_seconds: float = 0.0  # the training window the plan was made for
+    lane_cores: dict[str, int] = {}  # lane -> the cores its engines planned for (gpu: incl. loaders)
     seed: int = 0
     reasons: tuple[str, ...] = ()
 

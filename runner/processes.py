@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 BASE_PRELOAD = ("numpy", "pandas", "sklearn.model_selection", "sklearn.metrics", "runner.fold_worker")
-KILL_WAITS = ((signal.SIGTERM, 3.0), (signal.SIGKILL, 5.0))  # polite first: a fold may be writing its manifest
+KILL_WAITS = ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0))  # polite first: a fold ends its epoch and writes
 
 
 def unit_environment(threads: int, gpu: int | None) -> dict[str, str]:
@@ -82,6 +82,15 @@ class Child:
     @property
     def returncode(self) -> int | None:
         return self.poll()
+
+
+def ask_to_stop(child) -> None:
+    """SIGTERM to the group: a fold ends at its next epoch or round and writes what it has."""
+    child = child if isinstance(child, Child) else Child(child)
+    try:
+        os.killpg(child.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
 
 
 def kill(child) -> None:

@@ -30,7 +30,9 @@ class RunReport:
     blend: dict | None = None  # weights, cv, rows, start, member_cv
     units: tuple[dict, ...] = ()  # member, fold, lane, start, end, status, score, threads: when and where each ran
     actions: tuple[dict, ...] = ()  # t, action: what the run changed while training, and why
+    epochs: tuple[dict, ...] = ()  # member, fold, epoch, loss, score, images/s, data wait, GPU memory and busy %
     stop_reason: str | None = None  # why training ended when it did
+    resumed: dict | None = None  # folds_reused, members: what an earlier run in this folder had finished
     warnings: tuple[str, ...] = ()
     error: str | None = None
 
@@ -39,7 +41,7 @@ class RunReport:
 
     @classmethod
     def from_json(cls, data: dict) -> "RunReport":
-        tuples = ("folds", "members", "units", "actions", "warnings")
+        tuples = ("folds", "members", "units", "actions", "epochs", "warnings")
         return cls(**{**data, **{k: tuple(data.get(k, ())) for k in tuples}})
 
     @classmethod

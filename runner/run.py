@@ -12,6 +12,7 @@ import logging
 import os
 import pickle
 import shutil
+import time
 from pathlib import Path
 
 import numpy as np
@@ -19,23 +20,26 @@ from pydantic_core import to_jsonable_python
 
 from runner import metrics, processes
 from runner.atomic import write_json
-from runner.bags import MemberState, extra_member, note_record, why_stop
+from runner.bags import MemberState, extra_member, note_record, step_seconds, why_stop
 from runner.blend import Blend, MemberPredictions, choose_blend, pool_gain
 from runner.budget import Budget
+from runner.control import FIRST_CHECK_SECONDS, Change, combine, monitor_rules, needs_replan
 from runner.data import Dataset, load_dataset, read_sample, value_columns
 from runner.engines import MEASURE_CAP, get_engine
-from runner.engines.vision import CPU_CANDIDATES, GPU_CANDIDATES
-from runner.errors import InputError, InvalidSubmissionError
+from runner.engines.vision import CPU_CANDIDATES, GPU_CANDIDATES, useful_batch
+from runner.errors import InputError, Interrupted, InvalidSubmissionError
 from runner.folds import PREPARE, FoldResult, FoldTask, assign_folds
 from runner.hardware import Hardware, probe_hardware
 from runner.monitor import Monitor
-from runner.planner import applicable, data_shape, make_plan
+from runner.planner import applicable, data_shape, make_plan, replan_context
 from runner.portfolio import Member, Plan
 from runner.predict import baseline_score, member_predictions, unit_dir
 from runner.report import RunReport
-from runner.slots import EVERY_MEMBER_FINISHED, MIN_FOLD_SECONDS, WINDOW_CLOSED, Scheduler, Unit
+from runner.resume import Reused, code_fingerprint, data_fingerprint, reusable, unit_fingerprint
+from runner.slots import EVERY_MEMBER_FINISHED, MIN_FOLD_SECONDS, WINDOW_CLOSED, Running, Scheduler, Unit
 from runner.spec import CompetitionSpec, load_spec
 from runner.submission import Predictions, build_submission, prior_predictions, publish, sample_baseline
+from runner.watch import EpochReader, describe, utilisation
 from runner.weights import find_weights
 
 log = logging.getLogger("runner")
@@ -64,6 +68,14 @@ class Supervisor:
         self.results: list[FoldResult] = []
         self.scheduler: Scheduler | None = None
         self.lane_closed: dict[str, str] = {}  # lane -> why no more members were added
+        self.reused: dict[str, Reused] = {}  # member -> what an earlier run in this folder finished of it
+        self.hardware: Hardware | None = None
+        self.costs: dict = {}  # what each engine measured, for re-planning
+        self.timed: set[str] = set()  # members whose first real step has been held against the plan
+        self.checked: set[str] = set()  # GPU units checked from the monitor's samples before their first epoch
+        self.epochs = EpochReader()
+        self.monitor: Monitor | None = None
+        self.fingerprints = (data_fingerprint(self.data_dir, spec.to_json()), code_fingerprint())
 
     def update(self, **changes) -> None:
         timings = {**self.report.timings, **changes.pop("timings", {})}
@@ -90,9 +102,32 @@ class Supervisor:
         self.update(submission_source=self.prior.source, warnings=tuple(self.dataset.warnings),
                     timings=self.mark("data_loaded"))
 
+    def resume(self) -> None:
+        """Take up what an earlier run in this folder finished for the same data and code: its folds count as
+        done, and the blend starts from them."""
+        for reused in reusable(self.out, *self.fingerprints):
+            self.reused[reused.member.name] = reused
+            state = MemberState(reused.member, folds_done=len(reused.results), units_ended=len(reused.results),
+                                seconds=sum(r.wall_seconds for r in reused.results), status="reused")
+            self.states[reused.member.name] = state
+            self.results.extend(reused.results)
+            self._predict(state)
+        if not self.reused:
+            return
+        folds = sum(len(r.results) for r in self.reused.values())
+        log.info("resumed: %d folds of %d members reused (%s)", folds, len(self.reused), ", ".join(self.reused))
+        self.update(resumed=dict(folds_reused=folds, members={n: sorted(r.folds) for n, r in self.reused.items()}),
+                    **self._publish_blend(), members=self.member_rows(), folds=self._fold_rows())
+
     def make_plan(self, hardware: Hardware, engines: list[str] | None = None) -> Plan:
-        self.plan = plan_for(self.spec, self.dataset, hardware, self.budget, self.out, engines=engines)
-        self.states = {m.name: MemberState(m) for m in self.plan.members}
+        """The plan; members an earlier run trained keep their settings (their folds must agree), and those it
+        did not finish go first."""
+        self.hardware = hardware
+        planned, self.costs = plan_for(self.spec, self.dataset, hardware, self.budget, self.out, engines=engines)
+        unfinished = [r.member for r in self.reused.values() if len(r.folds) < r.member.folds]
+        members = unfinished + [m for m in planned.members if m.name not in self.reused]
+        self.plan = planned.model_copy(update=dict(members=tuple(members)))
+        self.states.update({m.name: MemberState(m) for m in members if m.name not in self.states})
         return self.plan
 
     # --- units and their results ------------------------------------------------------------------------------
@@ -106,9 +141,9 @@ class Supervisor:
         if unit.fold == PREPARE:
             return FoldTask(unit.member, PREPARE, str(self.work / "dataset.pkl"), str(out), deadline, threads, gpu,
                             prepared=str(self._dataset_path(unit.member)))
-        self.states[unit.member.name].status = "running"
+        self.states[unit.member.name].status = "running"  # the scheduler asks for a task as it starts the unit
         return FoldTask(unit.member, unit.fold, str(self._dataset_path(unit.member)), str(out), deadline, threads,
-                        gpu)
+                        gpu, fingerprint=unit_fingerprint(unit.member, unit.fold, *self.fingerprints))
 
     def _ids(self, member: Member) -> np.ndarray:
         key = (member.folds, member.split_seed)
@@ -137,10 +172,12 @@ class Supervisor:
         self._log(result)
         changes: dict = dict(folds=self._fold_rows())
         if result.usable:
-            predictions = member_predictions(state.member, self.results, self.out, self._ids(state.member))
-            self.predictions[result.member] = predictions
-            state.cv = round(metrics.fast_score(self.spec.metric, self.dataset.y[predictions.covered],
-                                                predictions.oof[predictions.covered]), 6)
+            self._predict(state)
+            if state.member.name not in self.timed and not state.extra and \
+                    not get_engine(state.member.engine).fills_window:
+                self._retime(state.member, result.epoch_seconds)  # a booster's first fold: its rounds, timed
+        if result.changes:
+            self._revise(state, result)
         # planned members re-blend at every fold (early submissions use partial members); extras once they end
         if state.ended if state.extra else result.usable:
             changes.update(self._publish_blend())
@@ -149,6 +186,105 @@ class Supervisor:
             self._measure_gain(state)
             note_record(state, self.states, self.spec.lower_is_better)
         self.update(**changes, members=self.member_rows(), timings=self.mark(f"{result.member}_{result.fold}_done"))
+
+    def _predict(self, state: MemberState) -> None:
+        """The member's out-of-fold and test predictions from its finished folds, and its own CV."""
+        predictions = member_predictions(state.member, self.results, self.out, self._ids(state.member))
+        self.predictions[state.member.name] = predictions
+        state.cv = round(metrics.fast_score(self.spec.metric, self.dataset.y[predictions.covered],
+                                            predictions.oof[predictions.covered]), 6)
+
+    def _revise(self, state: MemberState, result: FoldResult) -> None:
+        """A fold learnt settings its member's later folds should start with (a batch that fits)."""
+        member = state.member.model_copy(update=dict(settings=state.member.settings.model_copy(update=result.changes)))
+        self._apply(Change(member, f"{member.name}: fold {result.fold} changed {result.changes} "
+                                   f"({result.message.split('; ')[-1]})"))
+
+    def _apply(self, change: Change) -> None:
+        """A member's units not yet started take its new version; the action is logged with its evidence."""
+        self.states[change.member.name].member = change.member
+        later = self.scheduler.revise(change.member.name, change.member) if self.scheduler else 0
+        self.on_action(f"{change.action} ({later} later unit(s))")
+
+    # --- learning while training (runner.control) --------------------------------------------------------------
+
+    def watch(self, running: list[Running]) -> None:
+        """The epochs running folds finished since the last look: logged, kept, and acted on."""
+        samples = list(self.monitor.samples) if self.monitor else []
+        for item in running:
+            if item.unit.fold == PREPARE:
+                continue
+            lines = self.epochs.new_lines(Path(item.task.out_dir))
+            for line in lines:
+                self._on_epoch(item, line, samples)
+            if not lines and item.unit.on_gpu and item.unit.name not in self.checked and \
+                    time.monotonic() - item.started > FIRST_CHECK_SECONDS:
+                self.checked.add(item.unit.name)  # no epoch yet: the monitor's samples alone
+                self._check(item, None, samples)
+
+    def _on_epoch(self, item: Running, line: dict, samples: list[dict]) -> None:
+        start = item.started - self.budget.started
+        line = {**line, "gpu_util": utilisation(samples, item.task.gpu, start, self.budget.elapsed())}
+        log.info(describe(item.unit.member.name, item.unit.fold, line, self.spec.metric))
+        self.update(epochs=(*self.report.epochs, {"member": item.unit.member.name, "fold": item.unit.fold, **line}))
+        member = self.states[item.unit.member.name].member
+        if line["epoch"] == 1 and member.name not in self.timed:
+            self._retime(member, line["epoch_seconds"])
+        self._check(item, line, samples)
+
+    def _check(self, item: Running, line: dict | None, samples: list[dict]) -> None:
+        """The monitor rules, on a fold that runs with its member's current settings (one already changed waits
+        for the folds that start with the change)."""
+        member = self.states[item.unit.member.name].member
+        if item.task.member != member or not item.unit.on_gpu:
+            return
+        since = [s for s in samples if s["t"] >= item.started - self.budget.started]
+        rows = int(len(self.dataset.y) * (member.folds - 1) / member.folds)
+        change = combine(member, monitor_rules(member, line, since, item.task.gpu or 0,
+                                               self.scheduler.free_cores(), useful_batch(rows)))
+        if change:
+            self._apply(change)
+
+    def _retime(self, member: Member, step_seconds: float) -> None:
+        """The first real epoch (or a booster's first fold) against the plan: within tolerance nothing changes;
+        otherwise the member's engine plans it again for the window left."""
+        self.timed.add(member.name)
+        if not needs_replan(member, step_seconds):
+            return
+        context = replan_context(self.spec, self.hardware, self.plan, member, self.budget.training_left(),
+                                 data_shape(self.dataset), self.costs.get(member.engine), pretrained_models())
+        again = get_engine(member.engine).replan(context, member, step_seconds)
+        if again is None:
+            return
+        self._adopt(member, again, step_seconds)
+
+    def _adopt(self, member: Member, again: Member, step_seconds: float) -> None:
+        """A re-planned member: the same model with other time-scaled settings revises the units not yet started;
+        another model (or another number of folds) replaces them, and the running folds of the old one are asked
+        to stop at their next epoch, keeping what they trained."""
+        engine = get_engine(member.engine)
+        keep = set(engine.Settings.model_fields) - set(engine.time_scaled) - {"reasons", "seed"}
+        what = f"{member.name}: a real {engine.steps[:-1]} took {step_seconds:.3g} s, {member.step_seconds:.3g} s " \
+               f"planned"
+        if again.folds == member.folds and again.settings.model_dump(include=keep) == \
+                member.settings.model_dump(include=keep):
+            revised = member.model_copy(update=dict(
+                settings=member.settings.model_copy(update=again.settings.model_dump(include=set(engine.time_scaled))),
+                **{k: getattr(again, k) for k in ("step_seconds", "fold_seconds", "min_fold_seconds",
+                                                  "max_fold_seconds")}))
+            changed = {k: getattr(revised.settings, k) for k in engine.time_scaled
+                       if getattr(revised.settings, k) != getattr(member.settings, k)}
+            self._apply(Change(revised, f"{what}: later folds {changed or 'unchanged'}"))
+            return
+        name = f"{member.engine}-{1 + sum(1 for s in self.states.values() if s.member.engine == member.engine)}"
+        again = again.model_copy(update=dict(name=name, split_seed=self.plan.seed + len(self.states)))
+        self.states[name] = MemberState(again)
+        self.scheduler.drop(member.name, f"re-planned as {name}")
+        self.scheduler.stop(member.name)
+        self.scheduler.add(again)
+        self.on_action(f"{what}: re-planned as {name} ({again.settings.model_dump(include=keep - {'device'})}, "
+                       f"{again.folds} folds) for the {self.budget.training_left():.0f} s left; {member.name}'s "
+                       "running folds stop at their next epoch")
 
     def _log(self, result: FoldResult) -> None:
         unit = get_engine(self.states[result.member].member.engine).steps
@@ -200,7 +336,8 @@ class Supervisor:
         return tuple(dict(name=name, engine=s.member.engine, slot=s.member.slot, folds=s.member.folds,
                           folds_done=s.folds_done, cv=s.cv, weight=weights.get(name, 0.0),
                           seconds=round(s.seconds, 1), gain=s.gain, status=s.status, bag_of=s.member.bag_of,
-                          repeat_of=s.member.repeat_of)
+                          repeat_of=s.member.repeat_of, planned_step_seconds=s.member.step_seconds,
+                          step_seconds=round(step_seconds(s, self.results), 6) if s.folds_done else None)
                      for name, s in self.states.items())
 
     # --- more members while they pay (runner.bags) -------------------------------------------------------------
@@ -234,8 +371,9 @@ class Supervisor:
         processes.warm_up(tuple(m for member in self.plan.members for m in get_engine(member.engine).preload))
         self.write_dataset()
         self.scheduler = Scheduler(self.plan, self.budget, self.make_task, self.on_result,
-                                   on_status=lambda running: on_status(self.report, running), more=self.more,
-                                   on_action=self.on_action)
+                                   on_status=lambda running: self._status(on_status, running), more=self.more,
+                                   on_action=self.on_action, reused={n: r.folds for n, r in self.reused.items()})
+        self.scheduler.results.extend(r for reused in self.reused.values() for r in reused.results)
         ended = self.scheduler.run()
         reason = self.stop_reason(ended)
         trained = any(r.usable for r in self.results if r.fold != PREPARE)
@@ -244,6 +382,10 @@ class Supervisor:
                  100 * elapsed / self.budget.seconds, reason)
         self.update(status="trained" if trained else "baseline", stop_reason=reason, members=self.member_rows(),
                     units=tuple(r.to_json() for r in self.scheduler.records), timings=self.mark("training_done"))
+
+    def _status(self, on_status, running: list[Running]) -> None:
+        self.watch(running)
+        on_status(self.report, running)
 
     def on_action(self, text: str) -> None:
         log.info("action: %s", text)
@@ -277,14 +419,18 @@ def measure_costs(spec: CompetitionSpec, dataset: Dataset, hardware: Hardware, b
 
 
 def plan_for(spec: CompetitionSpec, dataset: Dataset, hardware: Hardware, budget: Budget, out: Path,
-             here: bool = True, engines: list[str] | None = None) -> Plan:
-    """Measure what needs measuring, then plan the training window that is left (with `engines` only, if given)."""
+             here: bool = True, engines: list[str] | None = None) -> tuple[Plan, dict]:
+    """Measure what needs measuring, then plan the training window that is left (with `engines` only, if given);
+    the plan and the costs it was made from."""
     costs = measure_costs(spec, dataset, hardware, budget.seconds, Path(out), here, engines)
     write_json(Path(out) / "costs.json", {n: to_jsonable_python(c, fallback=lambda o: o.to_json())
                                          for n, c in costs.items()})
-    pretrained = frozenset(m for m, _ in GPU_CANDIDATES + CPU_CANDIDATES if find_weights(m))
-    return make_plan(spec, hardware, budget.training_left(), data_shape(dataset), costs, pretrained,
-                     engines=engines)
+    return make_plan(spec, hardware, budget.training_left(), data_shape(dataset), costs, pretrained_models(),
+                     engines=engines), costs
+
+
+def pretrained_models() -> frozenset[str]:
+    return frozenset(m for m, _ in GPU_CANDIDATES + CPU_CANDIDATES if find_weights(m))
 
 
 def run_competition(name: str, data_dir: Path, budget: Budget, out_dir: Path, hardware: Hardware | None = None,
@@ -299,6 +445,7 @@ def run_competition(name: str, data_dir: Path, budget: Budget, out_dir: Path, ha
         hardware = hardware or probe_hardware(Path(out_dir))
         supervisor.update(hardware=hardware.to_json())
         supervisor.load_data()
+        supervisor.resume()
         plan = supervisor.make_plan(hardware, engines)
         plan.save(Path(out_dir) / "plan.json")
         supervisor.update(plan=plan.to_json(), members=supervisor.member_rows(), timings=supervisor.mark("planned"))
@@ -306,10 +453,14 @@ def run_competition(name: str, data_dir: Path, budget: Budget, out_dir: Path, ha
         if not plan.members:
             supervisor.update(status="baseline", error=None, stop_reason=plan.reasons[-1])
             return supervisor.report
-        with Monitor(Path(out_dir) / "monitor.jsonl", budget.started):
+        with Monitor(Path(out_dir) / "monitor.jsonl", budget.started) as supervisor.monitor:
             supervisor.train(on_status)
     except InputError as exc:  # the baseline already written stays the submission
         supervisor.update(status="error", error=str(exc))
+    except Interrupted as exc:  # the units are stopped already (the scheduler's finally): say so, then go
+        supervisor.update(status="interrupted", stop_reason=f"{exc} at {budget.elapsed():.0f} s",
+                          members=supervisor.member_rows())
+        raise
     finally:
         shutil.rmtree(supervisor.work, ignore_errors=True)  # image cache, extracted zips: checkpoints stay
     return supervisor.report

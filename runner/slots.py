@@ -131,6 +131,7 @@ class Scheduler:
     skipped: dict[str, str] = field(default_factory=dict)  # member -> why its remaining units did not start
     held_back: bool = False  # CPU units held back for a GPU fold's loader (logged once per episode)
     fork: bool = True  # units forked from a fork server with the engines' libraries imported (else started)
+    reused: dict[str, set[int]] = field(default_factory=dict)  # member -> folds an earlier run already finished
 
     def __post_init__(self) -> None:
         self.preload = tuple(mod for m in self.plan.members for mod in get_engine(m.engine).preload)
@@ -143,17 +144,34 @@ class Scheduler:
         return get_engine(member.engine).prepare_key(member.settings)
 
     def add(self, member: Member) -> None:
+        """Queue a member's prepare step (unless its key is prepared or queued) and the folds not yet done."""
+        folds = [k for k in range(member.folds) if k not in self.reused.get(member.name, set())]
         key = self._key(member)
-        if key is not None and key not in self.prepared:
+        if folds and key is not None and key not in self.prepared:
             self.prepared[key] = "queued"
             self.queue.append(Unit(member, PREPARE))
-        self.queue.extend(Unit(member, k) for k in range(member.folds))
+        self.queue.extend(Unit(member, k) for k in folds)
+
+    def stop(self, member: str) -> None:
+        """Ask the member's running units to stop at their next epoch or round (SIGTERM); they write what they
+        have and are collected as usual."""
+        for item in self.running:
+            if item.unit.member.name == member:
+                processes.ask_to_stop(item.process)
+
+    def revise(self, name: str, member: Member) -> int:
+        """A member's units not yet started take its new version (settings the run learnt it should have);
+        those running or finished keep theirs. Returns how many were revised."""
+        revised = [i for i, u in enumerate(self.queue) if u.member.name == name]
+        for i in revised:
+            self.queue[i] = Unit(member, self.queue[i].fold)
+        return len(revised)
 
     def _ready(self, unit: Unit) -> bool:
         key = self._key(unit.member)
         return unit.fold == PREPARE or key is None or self.prepared.get(key) == "done"
 
-    def _drop(self, member: str, why: str) -> None:
+    def drop(self, member: str, why: str) -> None:
         """Skip the member's units that have not started."""
         for unit in [u for u in self.queue if u.member.name == member]:
             self.queue.remove(unit)
@@ -245,7 +263,7 @@ class Scheduler:
         deadline, need = self._deadline(unit, now)
         if deadline - now >= need:
             return True
-        self._drop(unit.member.name, f"{TOO_LATE} {need:.0f} s, {max(0.0, deadline - now):.0f} s left")
+        self.drop(unit.member.name, f"{TOO_LATE} {need:.0f} s, {max(0.0, deadline - now):.0f} s left")
         return False
 
     def _launch_gpu_units(self, now: float) -> bool:
@@ -300,7 +318,7 @@ class Scheduler:
                 why = "no GPU in this run" if unit.on_gpu and not self.plan.gpus else \
                     f"needs {unit.threads} cores, the run has {self.plan.cpus}" if unit.threads > self.plan.cpus \
                     else "what it needs was never prepared"
-                self._drop(unit.member.name, why)
+                self.drop(unit.member.name, why)
 
     def _collect(self) -> list[tuple[FoldResult, Unit]]:
         """Units that ended (or were killed at their deadline), recorded; their results are handed on later, so
@@ -320,7 +338,7 @@ class Scheduler:
                 self.prepared[key] = "done" if result.usable else "failed"
                 if not result.usable:
                     for member in {u.member.name for u in self.queue if self._key(u.member) == key}:
-                        self._drop(member, f"its prepare step failed: {result.message}")
+                        self.drop(member, f"its prepare step failed: {result.message}")
             self._record(result, item.unit, item.lane, item.started)
             ended.append(result)
         return ended

@@ -176,8 +176,9 @@ def test_one_shot_members_scale_their_timed_fit():
     costs = {"linear": FitCost(rows=2000, seconds=0.5), "knn": FitCost(rows=2000, seconds=0.5)}
     plan = make_plan(SPACESHIP, profile("cpu"), 600, DataShape(20_000, 1000, 14, classes=2), costs)
     linear, knn = plan.member("linear"), plan.member("knn")
-    assert linear.fold_seconds == pytest.approx(2.5 + 0.5 * 16_000 / 2000)
-    assert knn.fold_seconds == pytest.approx(2.5 + 0.5 * (16_000 / 2000) ** 2)  # quadratic in rows
+    assert linear.step_seconds == pytest.approx(0.5 * 16_000 / 2000)
+    assert knn.step_seconds == pytest.approx(0.5 * (16_000 / 2000) ** 2)  # quadratic in rows
+    assert linear.fold_seconds > linear.step_seconds  # and a start-up
 
 
 def test_boosting_rounds_are_timed_for_each_split_of_the_cores():
@@ -290,3 +291,16 @@ def test_runner_plan_prints_and_writes_a_plan_for_a_profile(dog_breed, tmp_path,
     if device == "cuda":
         assert member.settings.batch_size >= 8 and member.settings.gpu_memory_fraction > 0
         assert member.settings.fold_memory_bytes > 0
+
+
+def test_a_candidate_timed_far_off_the_others_flops_per_second_is_flagged():
+    from runner.measure import outliers
+
+    flops = {"a@96": 1e9, "b@96": 2e9, "c@96": 4e9, "d@96": 1e9}
+    # a, b, c run at the same 100 GFLOP/s; d's timing implies 10x less (a disturbed measurement)
+    timed = [Throughput(Candidate(m, 96, "fp32", 32), "cpu", 3 * flops[f"{m}@96"] / rate, 1e-3)
+             for m, rate in (("a", 1e11), ("b", 1e11), ("c", 1e11), ("d", 1e10))]
+    assert [t.candidate.model for t in outliers(timed, flops)] == ["d"]
+    assert outliers(timed[:2], flops) == []  # two cannot tell which one is off
+    bf16 = Throughput(Candidate("a", 96, "bf16", 32), "cpu", 3e9 / 4e11, 1e-3)  # 4x faster: another precision
+    assert outliers(timed[:3] + [bf16], flops) == []

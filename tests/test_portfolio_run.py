@@ -137,3 +137,13 @@ def test_a_gpu_fold_waiting_on_its_loader_holds_cpu_members_back(scheduled):
     assert all(r.status == "completed" for r in scheduler.records)
     assert sum(r.start < cnn.end - 0.5 for r in trees) <= 1  # at most one started before the epoch line appeared
     assert any("waited on its loader for 60%" in a for a in scheduler.actions)
+
+
+def test_a_fold_killed_by_sigkill_loses_only_itself(scheduled):
+    member = toy("trees", "cpu", sleep=0.2, folds=4)
+    member = member.model_copy(update=dict(settings=member.settings.model_copy(update=dict(die_in_fold=1))))
+    scheduler = scheduled(Plan(members=(member,), folds=4, cpus=2))
+    scheduler.run()
+    by_fold = {r.fold: r for r in scheduler.results}
+    assert by_fold[1].status == "failed" and "exited with code -9" in by_fold[1].message
+    assert [by_fold[k].status for k in (0, 2, 3)] == ["completed"] * 3

@@ -2,6 +2,7 @@
 import time
 
 import numpy as np
+import pytest
 import torch
 
 from runner.cnn import Trainer, confirm_batch
@@ -72,3 +73,49 @@ class list_like:
 def test_no_probe_on_cpu():
     plan, note = confirm_batch(PLAN, 3)
     assert plan == PLAN and note == ""
+
+
+def small_fold(tmp_path, rows=48, side=40):
+    """A fold of random images in a decoded-image cache, as runner.images writes it."""
+    rng = np.random.default_rng(0)
+    cache = tmp_path / "images.npy"
+    np.save(cache, rng.integers(0, 255, (rows + 8, side, side, 3), dtype=np.uint8))
+    y = rng.integers(0, 3, rows)
+    train, val, test = list(range(rows - 16)), list(range(rows - 16, rows)), list(range(rows, rows + 8))
+    return FoldData(load_spec("dog-breed"), ["a", "b", "c"], train, y[:-16], val, y[-16:], test, str(cache))
+
+
+def inject(monkeypatch, error: str, at_call: int, batch: int):
+    """Make the training epoch number `at_call` at this batch fail as a device would (once)."""
+    original, calls = Trainer.train_epoch, []
+
+    def failing(self, loader, stop_at):
+        calls.append(self.settings.batch_size)
+        if len(calls) == at_call and self.settings.batch_size == batch:
+            raise RuntimeError(error)
+        return original(self, loader, stop_at)
+
+    monkeypatch.setattr(Trainer, "train_epoch", failing)
+    return calls
+
+
+def test_out_of_memory_mid_fold_continues_with_a_smaller_batch_from_the_last_epoch(tmp_path, monkeypatch):
+    from runner.cnn import train
+
+    calls = inject(monkeypatch, "CUDA out of memory. Tried to allocate 2.00 GiB", at_call=2, batch=8)
+    settings = PLAN.model_copy(update=dict(batch_size=8, max_epochs=3, patience=10))
+    result = train(settings, small_fold(tmp_path), tmp_path, time.monotonic() + 600)
+    assert calls == [8, 8, 6, 6]  # epoch 1 at 8, epoch 2 ran out of memory, epochs 2-3 again at 6
+    assert result.epochs == 3 and result.changes == {"batch_size": 6}
+    assert "out of memory at batch 8 in epoch 2: continued at batch 6 from epoch 1" in result.message
+    assert (tmp_path / "last.pt").is_file() and result.test_pred.shape == (8, 3)
+
+
+def test_an_illegal_memory_access_is_never_retried(tmp_path, monkeypatch):
+    from runner.cnn import train
+
+    calls = inject(monkeypatch, "CUDA error: an illegal memory access was encountered", at_call=1, batch=8)
+    settings = PLAN.model_copy(update=dict(batch_size=8, max_epochs=2))
+    with pytest.raises(RuntimeError, match="illegal memory access"):
+        train(settings, small_fold(tmp_path), tmp_path, time.monotonic() + 600)
+    assert calls == [8]

@@ -3,12 +3,14 @@ new engine needs one module and one registry entry, nothing in the supervisor, s
 
 Its model is a fixed logistic function of the table's first numeric column (no fitting), so every member and every
 extra member predicts the same thing: extras add nothing to the blend. `sleep` stretches a fold and `data_wait`
-makes it report a loader-bound epoch, for scheduling tests; a test can put it on a GPU slot while it computes on
-the CPU.
+makes it report a loader-bound epoch, for scheduling tests; `die_in_fold` kills one fold's process; a test can put
+it on a GPU slot while it computes on the CPU.
 """
 from __future__ import annotations
 
 import json
+import os
+import signal
 import time
 from pathlib import Path
 
@@ -23,6 +25,7 @@ from runner.portfolio import Member
 class ToySettings(Settings):
     sleep: float = 0.0
     data_wait: float = 0.0  # when set, a fold reports an epoch that waited this share of its time on its loader
+    die_in_fold: int = -1  # this fold's process kills itself with SIGKILL (as the kernel's OOM killer would)
 
 
 def predict(x, classes: list | None) -> np.ndarray:
@@ -46,6 +49,8 @@ class Toy(Engine):
 
     def train_fold(self, settings: ToySettings, data, out_dir: Path, deadline: float) -> EngineResult:
         started = time.monotonic()
+        if out_dir.name == str(settings.die_in_fold):
+            os.kill(os.getpid(), signal.SIGKILL)
         if settings.data_wait:
             (out_dir / EPOCH_LOG).write_text(json.dumps(dict(epoch=1, data_wait=settings.data_wait)) + "\n")
         time.sleep(min(settings.sleep, max(0.0, deadline - time.monotonic())))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
@@ -83,6 +83,7 @@ class EngineResult:
     predict_seconds: float
     stopped_by_deadline: bool
     message: str = ""
+    changes: dict = field(default_factory=dict)  # settings the member's later folds should take (a smaller batch)
 
 
 class DeadlineReached(Exception):
@@ -100,6 +101,7 @@ class Engine:
     accelerated: ClassVar[bool] = False  # on a machine with GPUs its members take GPU slots
     steps: ClassVar[str] = "epochs"  # what a fold's `epochs` counts: epochs, rounds, fits
     preload: ClassVar[tuple[str, ...]] = ()  # modules the fold fork server imports once (runner.processes)
+    time_scaled: ClassVar[tuple[str, ...]] = ()  # settings a re-plan may change without making it another model
     search_space: ClassVar[dict[str, tuple]] = {}  # setting -> its values in order; bags step between neighbours
 
     def applies(self, spec: CompetitionSpec, dataset_inputs: frozenset[str]) -> bool:
@@ -131,6 +133,11 @@ class Engine:
             else:
                 moved[key] = values[int(rng.integers(len(values)))]
         return settings.model_copy(update={**moved, "seed": settings.seed + bag})
+
+    def replan(self, context: PlanContext, member: Member, step_seconds: float) -> Member | None:
+        """The member planned again for the window left in `context`, now that one of its epochs, rounds or fits
+        took `step_seconds` (None: nothing of it depends on how long a step takes)."""
+        return None
 
     def prepare_key(self, settings: Settings) -> str | None:
         """Members whose settings give the same key share one prepared dataset; None: nothing to prepare."""

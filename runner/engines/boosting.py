@@ -15,6 +15,7 @@ from typing import Callable
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from runner.budget import past
 from runner.engines import Engine, EngineResult, FoldData, Settings
 from runner.portfolio import DataShape, Member, PlanContext
 
@@ -24,7 +25,7 @@ FULL_RATE_ROUNDS = 1000  # rounds that LEARNING_RATE needs; fewer affordable rou
 MAX_LEARNING_RATE = 0.3
 PATIENCE = 100  # rounds without improvement before a fold stops
 EXPECTED_ROUNDS = 400  # where early stopping usually ends at LEARNING_RATE on tables (for estimates only)
-STARTUP_SECONDS = 3.0  # fold process start, imports, data
+STARTUP_SECONDS = 0.5  # a forked fold: ~0.1 s to start and read its data on 3000 rows here, more on larger ones
 MIN_ROUNDS = 20  # fewer rounds than this is not a model worth blending
 BOOSTER_SHARE = 0.35  # of the CPU lane's window, the most one boosting member plans for
 MEASURE_ROWS = 50_000  # larger tables are timed on a sample and scaled by rows
@@ -67,7 +68,7 @@ class RoundClock:
         if self.best_score is None or (score > self.best_score if higher_better else score < self.best_score):
             self.best_round, self.best_score = iteration, score
         per_round = (time.monotonic() - self.started) / self.rounds
-        if time.monotonic() + 2 * per_round > self.deadline:
+        if past(self.deadline - 2 * per_round):
             self.hit_deadline = True
             return True
         return iteration - self.best_round >= self.patience
@@ -167,6 +168,7 @@ class Sizing:
     fold_seconds: float  # expected, where early stopping usually ends
     min_fold_seconds: float
     max_fold_seconds: float  # every round it may take (0: not timed, a share of the window instead)
+    round_seconds: float  # expected seconds per round of one fold (0: not timed)
     reasons: tuple[str, ...]
 
 
@@ -176,7 +178,7 @@ def size_rounds(context: PlanContext, cost: RoundCost | None, library: str) -> S
     data, folds = context.data, context.folds
     if cost is None:
         threads, why = unmeasured_threads(data, context.cores)
-        return Sizing(threads, MAX_ROUNDS, LEARNING_RATE, STARTUP_SECONDS + 2.0, STARTUP_SECONDS, 0.0,
+        return Sizing(threads, MAX_ROUNDS, LEARNING_RATE, STARTUP_SECONDS + 2.0, STARTUP_SECONDS, 0.0, 0.0,
                       (f"{library}: {why}; rounds not timed: up to {MAX_ROUNDS} at learning rate {LEARNING_RATE}, "
                        "stopped early or by a callback before the deadline",))
     threads = min(cost.threads, context.cores)
@@ -196,7 +198,7 @@ def size_rounds(context: PlanContext, cost: RoundCost | None, library: str) -> S
                                             f" (fewer than {FULL_RATE_ROUNDS}, so a higher rate)")
                + f"; early stopping after {PATIENCE} rounds without improvement")
     return Sizing(threads, rounds, rate, STARTUP_SECONDS + expected * per_round,
-                  STARTUP_SECONDS + MIN_ROUNDS * per_round, STARTUP_SECONDS + rounds * per_round, reasons)
+                  STARTUP_SECONDS + MIN_ROUNDS * per_round, STARTUP_SECONDS + rounds * per_round, per_round, reasons)
 
 
 def boosting_member(context: PlanContext, engine: str, settings: BoostSettings, sizing: Sizing,
@@ -207,7 +209,8 @@ def boosting_member(context: PlanContext, engine: str, settings: BoostSettings, 
     return Member(name=engine, engine=engine, slot="cpu", settings=settings, folds=context.folds,
                   threads=sizing.threads, fold_seconds=round(sizing.fold_seconds, 2),
                   min_fold_seconds=round(sizing.min_fold_seconds, 2),
-                  max_fold_seconds=round(sizing.max_fold_seconds, 2), expected_gain=expected_gain,
+                  max_fold_seconds=round(sizing.max_fold_seconds, 2), step_seconds=round(sizing.round_seconds, 6),
+                  expected_gain=expected_gain,
                   reasons=settings.reasons)
 
 
@@ -267,6 +270,7 @@ class BoostingEngine(Engine):
 
     inputs = "table"
     steps = "rounds"
+    time_scaled = ("max_rounds", "learning_rate")
     library: str = ""  # its name in the plan's reasons
     prior_gain: float = 0.0
     timed_splits: tuple[int, ...] | None = None  # threads per booster to time (None: every split of the cores)
@@ -289,3 +293,16 @@ class BoostingEngine(Engine):
         cost = best_split(context.costs, context.data, context.folds) if context.costs else None
         return [boosting_member(context, self.name, self.Settings(), size_rounds(context, cost, self.library),
                                 self.prior_gain)]
+
+    def replan(self, context: PlanContext, member: Member, step_seconds: float) -> Member | None:
+        """Rounds and learning rate for its later folds from the seconds per round its first fold took."""
+        fold_rows = max(1, int(context.data.n_train * (context.folds - 1) / context.folds))
+        seen = RoundCost(threads=member.threads, boosters=max(1, context.cores // member.threads), rows=fold_rows,
+                         seconds_per_round=step_seconds)
+        sizing = size_rounds(context, seen, self.library)
+        again = boosting_member(context, self.name, member.settings, sizing, member.expected_gain)
+        return member.model_copy(update=dict(
+            settings=member.settings.model_copy(update=dict(max_rounds=sizing.max_rounds,
+                                                            learning_rate=sizing.learning_rate)),
+            step_seconds=again.step_seconds, fold_seconds=again.fold_seconds,
+            min_fold_seconds=again.min_fold_seconds, max_fold_seconds=again.max_fold_seconds))

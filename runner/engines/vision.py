@@ -83,7 +83,7 @@ def _gpu_speed(gpu: Gpu, costs: ImageCosts, model: str, size: int, precision: st
     flops = costs.flops.get(f"{model}@{size}")
     if not flops or not gpu.bf16_tflops:
         return None
-    per_sample = flops / (gpu.bf16_tflops * 1e12 * GPU_EFFICIENCY)
+    per_sample = costs.slowdown * flops / (gpu.bf16_tflops * 1e12 * GPU_EFFICIENCY)
     return _Option(model, size, precision, 3 * per_sample, per_sample,
                    f"estimated from {flops / 1e9:.1f} GFLOPs at {GPU_EFFICIENCY:.0%} of {gpu.bf16_tflops:.0f} TFLOPS")
 
@@ -103,12 +103,17 @@ def _cpu_speed(costs: ImageCosts, model: str, size: int) -> _Option | None:
                    best.infer_seconds_per_sample, note)
 
 
+def useful_batch(rows: int) -> int:
+    """The largest batch the data makes useful: an epoch of `rows` keeps at least 20 steps."""
+    return max(16, min(512, (rows // 20) // 8 * 8))
+
+
 def _batch_and_slots(gpu: Gpu, memory: MemoryEstimate, data: DataShape, folds: int, cpus: int,
                      reasons: list[str]) -> tuple[int, int]:
     """Largest batch within the target share of memory (a multiple of 8, no larger than is useful for the data),
     and how many folds fit on the GPU at once at that batch."""
     memory = memory.on_device(CUDA_RUNTIME_BYTES)
-    useful = max(16, min(512, (data.n_train // 20) // 8 * 8))  # keep >= 20 steps per epoch
+    useful = useful_batch(data.n_train)
     fits = memory.largest_batch(TARGET_MEMORY_FRACTION * gpu.memory_bytes) // 8 * 8
     batch = max(8, min(useful, fits)) if fits >= 8 else max(1, fits)
     share = memory.total(batch) / gpu.memory_bytes
@@ -197,11 +202,13 @@ def _prepare_seconds(context: PlanContext) -> float:
 
 def _member(context: PlanContext, settings: ImageSettings, folds: int, per_gpu: int, threads: int,
             fold_seconds: float, min_fold_seconds: float, reasons: list[str]) -> Member:
+    """The CNN member; its expected seconds per epoch are the settings' estimate (0 when nothing was measured)."""
     gpu = bool(context.hardware.gpus)
     settings = settings.model_copy(update=dict(reasons=tuple(reasons)))
     return Member(name="timm", engine="timm", slot="gpu" if gpu else "cpu", settings=settings, folds=folds,
                   threads=threads, per_gpu=per_gpu, fold_seconds=round(fold_seconds, 1),
-                  min_fold_seconds=round(min_fold_seconds, 1), prepare_threads=context.cores,
+                  min_fold_seconds=round(min_fold_seconds, 1), step_seconds=settings.epoch_seconds,
+                  prepare_threads=context.cores,
                   prepare_seconds=_prepare_seconds(context), expected_gain=PRIOR_GAIN, reasons=tuple(reasons))
 
 
@@ -267,6 +274,7 @@ class Timm(Engine):
     Settings = ImageSettings
     fills_window = True
     measure_share = MEASURE_SHARE
+    time_scaled = ("epochs", "epoch_seconds", "max_epochs")
 
     def measure(self, dataset, hardware, seconds, work, here=True):
         """Image models timed for a few real steps each on this machine (in a measuring process: no torch in the
@@ -283,6 +291,19 @@ class Timm(Engine):
 
     def plan(self, context: PlanContext) -> list[Member]:
         return [image_member(context)]
+
+    def replan(self, context: PlanContext, member: Member, step_seconds: float) -> Member | None:
+        """The CNN planned again for the window left, its candidates' speed corrected by the first real epoch;
+        the same model or another, more or fewer folds and epochs."""
+        costs = context.costs if isinstance(context.costs, ImageCosts) else ImageCosts()
+        slowdown = step_seconds / member.step_seconds if member.step_seconds > 0 else 1.0
+        costs = dataclasses.replace(costs, slowdown=costs.slowdown * slowdown)
+        again = image_member(dataclasses.replace(context, costs=costs, folds=context.spec.folds))
+        reason = (f"re-planned after a real epoch of {step_seconds:.1f} s where {member.step_seconds:.1f} s was "
+                  f"expected ({slowdown:.2f}x), for the {context.window:.0f} s left")
+        return again.model_copy(update=dict(reasons=(reason, *again.reasons),
+                                            settings=again.settings.model_copy(
+                                                update=dict(reasons=(reason, *again.settings.reasons)))))
 
     def prepare_key(self, settings: ImageSettings) -> str:
         from runner.images import cache_side

@@ -1,0 +1,45 @@
+"""Reading running folds' epoch lines as they are written, each once, with the GPU's utilisation over that epoch
+from the monitor's samples."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from runner.folds import EPOCH_LOG
+
+
+class EpochReader:
+    """New complete lines of each unit's epoch log since the last read."""
+
+    def __init__(self):
+        self.offsets: dict[str, int] = {}
+
+    def new_lines(self, folder: Path) -> list[dict]:
+        path = Path(folder) / EPOCH_LOG
+        if not path.is_file():
+            return []
+        with open(path, "rb") as handle:
+            handle.seek(self.offsets.get(str(folder), 0))
+            data = handle.read()
+        complete = data[: data.rfind(b"\n") + 1]  # a line being written waits for the next read
+        self.offsets[str(folder)] = self.offsets.get(str(folder), 0) + len(complete)
+        return [json.loads(line) for line in complete.splitlines() if line.strip()]
+
+
+def utilisation(samples: list[dict], gpu: int | None, since: float, until: float) -> float | None:
+    """Mean % busy of one GPU over the monitor's samples between two times (seconds from the run's start)."""
+    if gpu is None:
+        return None
+    busy = [s["gpus"][gpu]["util"] for s in samples if since <= s["t"] <= until and len(s["gpus"]) > gpu]
+    return round(sum(busy) / len(busy), 1) if busy else None
+
+
+def describe(member: str, fold: int, line: dict, metric: str) -> str:
+    """One log line per epoch."""
+    text = (f"{member} fold {fold} epoch {line['epoch']}: loss {line['loss']:.4f}, {metric} {line['score']:.5f}, "
+            f"{line['images_per_second']:.0f} img/s, data-wait {line['data_wait']:.0%}")
+    if line.get("device_memory_gb"):
+        text += f", GPU {line['device_memory_gb']:.1f} GiB ({line['device_memory_share']:.0%})"
+    if line.get("gpu_util") is not None:
+        text += f", util {line['gpu_util']:.0f}%"
+    return text

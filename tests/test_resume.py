@@ -1,0 +1,84 @@
+"""Runs that are stopped: SIGTERM ends a run cleanly, SIGKILL leaves the last valid submission, and a run in the
+same output folder takes up the folds the stopped one finished."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from runner.grade import grade
+from runner.spec import load_spec
+
+
+def start(root: Path, out: Path, budget: int) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "runner.cli", "run", "spaceship", "--data",
+                             str(root / "prepared" / "public"), "--budget", f"{budget}s", "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def finished_folds(out: Path) -> int:
+    return sum(1 for p in out.glob("members/*/*/manifest.json") if json.loads(p.read_text())["status"] == "completed")
+
+
+def wait_for_folds(out: Path, count: int, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while finished_folds(out) < count:
+        assert time.monotonic() < deadline, "the run finished no folds"
+        time.sleep(0.2)
+
+
+def graded(root: Path, out: Path):
+    return grade(out / "submission.csv", load_spec("spaceship"), root / "prepared" / "private")
+
+
+def test_sigterm_ends_the_run_cleanly_with_a_valid_submission(spaceship, tmp_path):
+    out = tmp_path / "out"
+    process = start(spaceship, out, 60)
+    wait_for_folds(out, 5)
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=20)
+    assert process.returncode == 128 + signal.SIGTERM, stderr[-2000:]
+    assert "resumes" in stderr
+    report = json.loads((out / "report.json").read_text())
+    assert report["status"] == "interrupted" and "stopped by signal 15" in report["stop_reason"]
+    assert report["members"] and report["blend"]["weights"]
+    assert graded(spaceship, out).valid_submission and graded(spaceship, out).score > 0.75
+
+
+def test_a_killed_run_resumes_from_its_finished_folds_and_scores_as_an_uninterrupted_one(spaceship, tmp_path):
+    out = tmp_path / "killed"
+    process = start(spaceship, out, 30)
+    wait_for_folds(out, 8)
+    os.killpg(process.pid, signal.SIGKILL)  # the whole run, as a container kill would
+    process.wait()
+    time.sleep(2)  # fold processes of their own session end by their deadlines
+    assert graded(spaceship, out).valid_submission  # the last submission written stays valid
+    done = finished_folds(out)
+    resumed = start(spaceship, out, 30)
+    _, stderr = resumed.communicate(timeout=90)
+    assert resumed.returncode == 0, stderr[-3000:]
+    report = json.loads((out / "report.json").read_text())
+    assert report["resumed"]["folds_reused"] >= min(done, 8) and "resumed:" in stderr
+    assert any(m["status"] == "reused" for m in report["members"])
+    uninterrupted = tmp_path / "whole"
+    whole = start(spaceship, uninterrupted, 30)
+    whole.communicate(timeout=90)
+    assert abs(graded(spaceship, out).score - graded(spaceship, uninterrupted).score) <= 0.02
+
+
+def test_only_folds_of_the_same_member_data_and_code_are_reused(spaceship, tmp_path):
+    from runner.resume import code_fingerprint, data_fingerprint, reusable, unit_fingerprint
+
+    out = tmp_path / "out"
+    start(spaceship, out, 15).communicate(timeout=60)
+    data = data_fingerprint(spaceship / "prepared" / "public", load_spec("spaceship").to_json())
+    found = reusable(out, data, code_fingerprint())
+    assert found and all(r.results for r in found)
+    assert reusable(out, "other data", code_fingerprint()) == []
+    assert reusable(out, data, "other code") == []
+    member = found[0].member
+    other = member.model_copy(update=dict(split_seed=member.split_seed + 1))
+    assert unit_fingerprint(member, 0, data, "c") != unit_fingerprint(other, 0, data, "c")
+    assert unit_fingerprint(member, 0, data, "c") != unit_fingerprint(member, 1, data, "c")
