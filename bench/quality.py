@@ -143,11 +143,13 @@ def features(public: Path, source: Source):
 
 
 def submission(source: Source, ids: pd.Series, predict, classes) -> pd.DataFrame:
-    """A submission from a fitted model's predictions (`predict(kind)`, kind: proba | values)."""
+    """A submission from a fitted model's predictions (`predict(kind)`, kind: proba | values | labels)."""
     if source.submission == "probabilities":
         return pd.DataFrame({"id": ids, **{c: p for c, p in zip(classes, predict("proba").T)}})
     if source.submission == "probability":
         return pd.DataFrame({"id": ids, source.target: predict("proba")[:, list(classes).index(1)]})
+    if source.submission == "label":
+        return pd.DataFrame({"id": ids, source.target: predict("labels")})
     values = predict("values")
     if source.metric == "rmsle":
         values = np.clip(np.expm1(values), 0, None)
@@ -188,8 +190,6 @@ def run_flaml(source: Source, root: Path, spec: CompetitionSpec, budget: int, wo
                time_budget=budget, n_jobs=os.cpu_count(), verbose=0, seed=SEED)
     frame = submission(source, ids, lambda kind: automl.predict_proba(x_test) if kind == "proba"
                        else automl.predict(x_test), getattr(automl, "classes_", None))
-    if source.submission == "label":
-        frame = pd.DataFrame({"id": ids, source.target: automl.predict(x_test)})
     wall = time.monotonic() - started
     return dict(score=graded(frame, spec, root / "prepared" / "private", work), wall=round(wall, 1),
                 best=automl.best_estimator)
@@ -206,8 +206,6 @@ def run_lightgbm(source: Source, root: Path, spec: CompetitionSpec, work: Path) 
         model = lgb.LGBMClassifier(verbose=-1).fit(x, y)
     frame = submission(source, ids, lambda kind: model.predict_proba(x_test) if kind == "proba"
                        else model.predict(x_test), getattr(model, "classes_", None))
-    if source.submission == "label":
-        frame = pd.DataFrame({"id": ids, source.target: model.predict(x_test)})
     return dict(score=graded(frame, spec, root / "prepared" / "private", work),
                 wall=round(time.monotonic() - started, 1))
 
@@ -223,9 +221,8 @@ def run_tfidf(source: Source, root: Path, spec: CompetitionSpec, work: Path) -> 
     model = make_pipeline(TfidfVectorizer(ngram_range=(1, 2)), LogisticRegression(max_iter=1000))
     model.fit(train[source.text].astype(str), train[source.target])
     texts = test[source.text].astype(str)
-    frame = submission(source, test["id"], lambda kind: model.predict_proba(texts), model.classes_)
-    if source.submission == "label":
-        frame = pd.DataFrame({"id": test["id"], source.target: model.predict(texts)})
+    frame = submission(source, test["id"], lambda kind: model.predict_proba(texts) if kind == "proba"
+                       else model.predict(texts), model.classes_)
     return dict(score=graded(frame, spec, root / "prepared" / "private", work),
                 wall=round(time.monotonic() - started, 1))
 
