@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import re
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -15,6 +17,7 @@ from prefect.artifacts import create_link_artifact, create_markdown_artifact, cr
 from prefect.concurrency.sync import concurrency
 from prefect.runtime import flow_run
 
+from runner.atomic import write_json
 from runner.budget import parse_duration
 from runner.errors import RunnerError
 from runner.grade import grade
@@ -48,11 +51,17 @@ def launch(settings: Launch, backend: str, slot: str | None) -> dict:
 
 @task
 def collect(out_dir: str, launched: dict) -> RunReport:
-    """The run's report; a run that wrote none (it could not even read the sample submission) fails here."""
+    """The run's report, from the copy the host made of it (launch: nothing in the run's folder is trusted); a run
+    that wrote none (it could not even read the sample submission) fails here."""
+    get_run_logger().info("outputs collected: %s", launched.get("collected"))
     path = Path(out_dir) / "report.json"
-    if not path.is_file():
-        raise RunnerError(f"the run wrote no report (exit code {launched['exit_code']}); see the launch log above")
-    return RunReport.load(path)
+    if launched.get("collected", {}).get("report.json") != "copied":
+        raise RunnerError(f"the run left no report the host accepts ({launched.get('collected', {})}); exit code "
+                          f"{launched['exit_code']}; see the launch log above")
+    try:
+        return RunReport.load(path)
+    except (ValueError, TypeError) as exc:
+        raise RunnerError(f"{path}: the run's report is malformed: {exc}") from exc
 
 
 @task(retries=2, retry_delay_seconds=2)
@@ -68,15 +77,16 @@ def publish(report: RunReport, graded: dict | None, launched: dict, out_dir: str
     score = f"{graded['score']}" if graded else "not graded (no answers)"
     plan = report.plan or {}
     killed = ", killed at the hard deadline" if launched["killed_at_deadline"] else ""
-    submission = Path(out_dir, "submission.csv").resolve()  # not report.submission: in a container that is its path
-    lines = [f"# {report.competition}", "",
-             f"- test score ({report.metric}): **{score}**; CV {report.cv_score}; baseline CV "
-             f"{report.baseline_cv_score}",
-             f"- {report.status}: {report.wall_seconds:.0f} s of {report.budget_seconds:.0f} s "
+    submission = Path(out_dir, "submission.csv").resolve()  # the host's copy, not the path the run wrote
+    md = escape_markdown  # the report's strings come from the run: text, never markup
+    lines = [f"# {md(report.competition)}", "",
+             f"- test score ({md(report.metric)}): **{score}**; CV {md(report.cv_score)}; baseline CV "
+             f"{md(report.baseline_cv_score)}",
+             f"- {md(report.status)}: {md(report.wall_seconds)} s of {md(report.budget_seconds)} s "
              f"({launched['backend']}{killed})",
-             f"- submission: `{submission}` ({report.submission_source})",
-             f"- training ended: {report.stop_reason}", "", "## Plan", ""]
-    lines += [f"- {reason}" for reason in plan.get("reasons", ())]
+             f"- submission: `{submission}` ({md(report.submission_source)})",
+             f"- training ended: {md(report.stop_reason)}", "", "## Plan", ""]
+    lines += [f"- {md(reason)}" for reason in plan.get("reasons", ())]
     create_markdown_artifact("\n".join(lines), key="run-summary", description="plan, blend and score")
     members = [{k: m.get(k) for k in ("name", "engine", "slot", "folds_done", "folds", "cv", "weight", "seconds",
                                       "gain", "status")} for m in report.members]
@@ -96,7 +106,7 @@ def compete(competition: str, budget: str = "10m", data_root: str = "runs/demo/d
     """Train one competition within `budget` and grade it when its answers are present."""
     spec = load_spec(competition)
     public, private = locate(competition, data_root)
-    out_dir = str(Path(out_root) / spec.id)
+    out_dir = str(confined(out_root) / spec.id)
     settings = Launch(spec.id, public, out_dir, parse_duration(budget), image=image, gpus=gpus,
                       host_python=host_python)
     launched = launch(settings, backend, slot)
@@ -107,8 +117,23 @@ def compete(competition: str, budget: str = "10m", data_root: str = "runs/demo/d
     summary = dict(competition_id=spec.id, submission_path=str(submission),
                    status=report.status, cv_score=report.cv_score, wall_seconds=report.wall_seconds,
                    budget_seconds=report.budget_seconds, grade=graded, launch=launched)
-    (Path(out_dir) / "compete.json").write_text(json.dumps(summary, indent=2))
+    write_json(Path(out_dir) / "compete.json", summary)  # a rename over whatever is there, never through a link
     return summary
+
+
+def escape_markdown(value) -> str:
+    """Any value as markdown text: its markup characters escaped."""
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~])", r"\\\1", str(value))
+
+
+def confined(out_root: str) -> Path:
+    """`out_root` when it lies inside $RUNNER_OUT_ROOT (default: the working folder): a competition's folder in it
+    is emptied before each run, so a parameter must not point that anywhere else."""
+    root = Path(os.environ.get("RUNNER_OUT_ROOT") or Path.cwd()).resolve()
+    path = Path(out_root).expanduser().resolve()
+    if path != root and root not in path.parents:
+        raise RunnerError(f"out_root {out_root!r} is outside {root} (set RUNNER_OUT_ROOT to allow another root)")
+    return path
 
 
 if __name__ == "__main__":

@@ -14,8 +14,6 @@ HEADER = """\
 # `make up` deploys them all to a local server; workers run flows from $RUNNER_REPO (set by `make up`).
 # Generated from competitions/*.yaml by `python -m flows.prefect_yaml`: edit that, not this.
 """
-GPU_CONTAINER = {"device_requests": [{"driver": "nvidia", "count": -1, "capabilities": [["gpu"]]}],
-                 "shm_size": "8g"}
 
 
 def deployments() -> list[dict]:
@@ -27,10 +25,11 @@ def deployments() -> list[dict]:
                       "parameters": {"competition": spec.id, "budget": "10m"},
                       "work_pool": {"name": "runner-process"}})
     found.append({"name": "dog-breed-gpu", "entrypoint": "flows/compete.py:compete",
-                  "description": "dog-breed with the flow itself in a GPU container (docker work pool)",
-                  "parameters": {"competition": "dog-breed-identification", "budget": "2h"},
-                  "work_pool": {"name": "runner-docker", "job_variables": {
-                      "image": "competition-runner:latest", "container_create_kwargs": GPU_CONTAINER}}})
+                  "description": "dog-breed trained in its own GPU container (the docker backend); the flow, with "
+                                 "the worker's credentials and network, stays outside it",
+                  "parameters": {"competition": "dog-breed-identification", "budget": "2h", "backend": "docker",
+                                 "image": "competition-runner:latest", "gpus": "all"},
+                  "work_pool": {"name": "runner-process"}})
     found.append({"name": "mle-bench-lite", "entrypoint": "flows/sweep.py:sweep",
                   "description": "every MLE-bench Lite competition with prepared data, one compete run each",
                   "parameters": {"split": "mle-bench-lite", "budget": "2h", "data_root": "~/.cache/mle-bench/data",

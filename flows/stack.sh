@@ -8,6 +8,11 @@ PORT=${PREFECT_PORT:-4200}
 BIN=${VENV_BIN:-$PWD/.venv/bin}
 export PREFECT_HOME=$STATE/home PREFECT_API_URL=http://127.0.0.1:$PORT/api
 export PREFECT_SERVER_ANALYTICS_ENABLED=false DO_NOT_TRACK=1 PREFECT_WORKER_QUERY_SECONDS=${PREFECT_WORKER_QUERY_SECONDS:-2}
+# the API asks for a password (Prefect's basic auth): made once, readable by this user only, in $STATE/auth
+mkdir -p "$STATE" && chmod 700 "$STATE"
+[ -s "$STATE/auth" ] || (umask 077 && "${VENV_BIN:-$PWD/.venv/bin}/python" -c \
+    "import secrets; print('runner:' + secrets.token_urlsafe(24))" >"$STATE/auth")
+export PREFECT_SERVER_API_AUTH_STRING=$(cat "$STATE/auth") PREFECT_API_AUTH_STRING=$(cat "$STATE/auth")
 
 healthy() { "$BIN/python" - "$PREFECT_API_URL/health" <<'PY'
 import sys, urllib.request
@@ -32,7 +37,6 @@ up() {
         healthy || { echo "Prefect server did not start; see $STATE/server.log" >&2; exit 1; }
     fi
     "$BIN/prefect" work-pool create runner-process --type process >/dev/null 2>&1 || true
-    "$BIN/prefect" work-pool create runner-docker --type docker >/dev/null 2>&1 || true
     "$BIN/prefect" gcl create runner-slot --limit 1 >/dev/null 2>&1 || true
     for demo in dog-breed spaceship; do  # what the deployments' default data_root points at
         "$BIN/runner" demo-data "$demo" --out "${RUNNER_DEMO_DATA:-runs/demo/data}" >/dev/null
@@ -43,7 +47,7 @@ up() {
         start worker "$BIN/prefect" worker start --pool runner-process --type process
     fi
     echo "Prefect stack up on $PREFECT_API_URL (state in $STATE). In a shell:"
-    echo "  export PREFECT_API_URL=$PREFECT_API_URL"
+    echo "  export PREFECT_API_URL=$PREFECT_API_URL PREFECT_API_AUTH_STRING=\$(cat $STATE/auth)"
     echo "  prefect deployment run 'compete/dog-breed' --watch"
 }
 

@@ -11,6 +11,15 @@ from typing import Iterator
 import numpy as np
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+FILE_MODE = 0o666 & ~_umask()  # what open() would give: mkstemp's 0600 is not what the user's umask asks for
+
+
 @contextlib.contextmanager
 def replacing(path: Path) -> Iterator[Path]:
     """Yield a temporary path beside `path`; on success it replaces `path` in one rename."""
@@ -20,7 +29,7 @@ def replacing(path: Path) -> Iterator[Path]:
     os.close(fd)
     try:
         yield Path(tmp)
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; graders and hosts reading as another user need to read it
+        os.chmod(tmp, FILE_MODE)
         os.replace(tmp, path)
     finally:
         Path(tmp).unlink(missing_ok=True)

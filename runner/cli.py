@@ -2,16 +2,21 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
+import os
 import signal
 import sys
+import threading
 from pathlib import Path
 
 from runner.budget import Budget, parse_duration, process_start
 from runner.errors import Interrupted, RunnerError
 
 log = logging.getLogger("runner")
+
+WATCHDOG_MARGIN = 0.5  # seconds before the budget's end at which a run that is still going is stopped
 
 
 def _engines(text: str | None) -> list[str] | None:
@@ -27,6 +32,28 @@ def _engines(text: str | None) -> list[str] | None:
     return names
 
 
+def watchdog(budget: Budget) -> threading.Timer:
+    """Whatever stage the run is in, it ends before its budget does: WATCHDOG_MARGIN before, every process it
+    started is killed and it exits (124), leaving the last valid submission (every write is a rename)."""
+
+    def end() -> None:
+        print(f"runner: the budget ends in {WATCHDOG_MARGIN} s and the run has not: stopped, the last valid "
+              "submission is kept", file=sys.stderr, flush=True)
+        import psutil
+
+        for child in psutil.Process().children(recursive=True):
+            with contextlib.suppress(psutil.Error, ProcessLookupError, PermissionError):
+                if os.getpgid(child.pid) == child.pid:  # a unit in its own session: its loaders too
+                    os.killpg(child.pid, signal.SIGKILL)
+                child.kill()
+        os._exit(124)
+
+    timer = threading.Timer(max(0.0, budget.left() - WATCHDOG_MARGIN), end)
+    timer.daemon = True
+    timer.start()
+    return timer
+
+
 def _interrupt(signal_number: int, _frame) -> None:
     raise Interrupted(signal_number)
 
@@ -37,6 +64,7 @@ def _run(args) -> int:
 
     signal.signal(signal.SIGTERM, _interrupt)  # Docker and Prefect ask with SIGTERM first: end cleanly
     budget = Budget(parse_duration(args.budget), process_start(), args.cut)
+    watchdog(budget)
     out = Path(args.out)
     setup_logging(out / "run.log", args.verbose)
     with run_progress(budget) as status:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
+import shutil
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,8 +18,15 @@ import pandas as pd
 
 from runner.errors import InputError
 from runner.spec import CompetitionSpec
+from runner.untrusted import inside, walk
 
 log = logging.getLogger(__name__)
+
+MEMORY_SHARE = 0.25  # of the machine's memory one CSV may fill once read (pandas needs several times its size)
+MEMORY_PER_FILE_BYTE = 4  # bytes of memory a byte of CSV takes once parsed, roughly
+MAX_ZIP_RATIO = 20  # images come compressed already: a zip that expands more than this is a bomb
+MAX_ZIP_MEMBERS = 2_000_000
+DISK_MARGIN = 0.8  # of the free disk an extraction may fill
 
 
 INPUTS = ("table", "text", "image")  # the views a Dataset can carry; each engine reads one
@@ -63,25 +72,58 @@ def _rows(inputs, keep: np.ndarray):
     return [x for x, k in zip(inputs, keep) if k]
 
 
-def read_csv(path: Path, what: str) -> pd.DataFrame:
-    """A CSV file, or an InputError that says which file and why."""
-    if not path.is_file():
+def read_csv(path: Path, what: str, root: Path | None = None, warnings: list[str] | None = None) -> pd.DataFrame:
+    """A CSV file inside `root` (its folder by default; links out of it are refused), or an InputError that says
+    which file and why. A file larger than this machine's memory can hold is read only as far as it can."""
+    if not os.path.lexists(path):
         raise InputError(f"{path}: {what} not found")
+    real = inside(root or Path(path).parent, path)
+    rows = affordable_rows(real)
     try:
-        frame = pd.read_csv(path)
+        frame = pd.read_csv(real, nrows=rows)
     except Exception as exc:  # pandas raises ParserError, UnicodeDecodeError, EmptyDataError, OSError...
         raise InputError(f"{path}: cannot read {what}: {exc}") from exc
     if frame.empty:
         raise InputError(f"{path}: {what} has no rows")
+    if rows is not None and warnings is not None:
+        warnings.append(f"{path}: read its first {rows} rows only ({real.stat().st_size / 2**30:.1f} GiB is more than "
+                        f"{MEMORY_SHARE:.0%} of this machine's memory)")
     return frame
 
 
+def affordable_rows(path: Path) -> int | None:
+    """How many rows of a CSV fit in MEMORY_SHARE of the memory, measured on its first MiB (None: all of it)."""
+    import psutil
+
+    size, room = path.stat().st_size, MEMORY_SHARE * psutil.virtual_memory().total / MEMORY_PER_FILE_BYTE
+    if size <= room:
+        return None
+    with open(path, "rb") as handle:
+        head = handle.read(2**20)
+    per_row = max(1, len(head) // max(1, head.count(b"\n")))
+    return int(room // per_row)
+
+
 def read_sample(spec: CompetitionSpec, data_dir: Path) -> pd.DataFrame:
-    sample = read_csv(data_dir / spec.sample_submission, "sample submission")
+    sample = complete_sample(spec, read_csv(data_dir / spec.sample_submission, "sample submission", data_dir),
+                             data_dir / spec.sample_submission)
     if spec.id_column not in sample.columns:
         raise InputError(f"{data_dir / spec.sample_submission}: no id column {spec.id_column!r}")
     if sample[spec.id_column].isna().any():
         raise InputError(f"{data_dir / spec.sample_submission}: column {spec.id_column!r} has empty ids")
+    return sample
+
+
+def complete_sample(spec: CompetitionSpec, sample: pd.DataFrame, path: Path) -> pd.DataFrame:
+    """The sample with the value columns its spec names but it lacks (a sample of ids only): probabilities of
+    one half, values of 0, labels empty until the train labels give a class; a clear line says so."""
+    if spec.submission == "probabilities" and len(spec.targets) == 1:
+        return sample  # its columns are the classes: none can be invented
+    missing = [t for t in spec.targets if t not in sample.columns]
+    if missing:
+        log.warning("%s: no column(s) %s; added (%s)", path, missing, spec.submission)
+        fill = {"probability": 0.5, "regression": 0.0}.get(spec.submission, pd.NA)
+        sample = sample.assign(**{t: fill for t in missing})
     return sample
 
 
@@ -145,34 +187,63 @@ def _align_test(spec: CompetitionSpec, test: pd.DataFrame, sample: pd.DataFrame,
 
 
 def image_folder(data_dir: Path, name: str, work_dir: Path) -> Path:
-    """A folder of images: `name` itself, or where its .zip was extracted (once) under work_dir."""
+    """A folder of images inside the public folder: `name` itself, or where its .zip was extracted (once, images
+    only, within the caps of `check_zip`) under work_dir."""
     source = data_dir / name
-    if not source.exists():
+    if not os.path.lexists(source):
         raise InputError(f"{source}: image folder not found")
-    if source.is_dir():
+    real = inside(data_dir, source, "folder" if source.is_dir() else "file")
+    if real.is_dir():
         return source
     target = work_dir / "extracted" / source.stem
     if not (target / ".complete").exists():
         try:
-            with zipfile.ZipFile(source) as archive:
-                archive.extractall(target)
+            with zipfile.ZipFile(real) as archive:
+                members = check_zip(archive, source, work_dir)
+                archive.extractall(target, members=members)
         except (zipfile.BadZipFile, OSError) as exc:
             raise InputError(f"{source}: cannot extract: {exc}") from exc
         (target / ".complete").touch()
     return target
 
 
-def _image_paths(folder: Path, ids: pd.Series, suffix: str) -> list[Path | None]:
-    """Path per id (None when missing); files may sit in sub-folders, as in Kaggle's zips."""
-    found = {p.name: p for p in folder.rglob("*") if p.is_file()}
+def check_zip(archive: zipfile.ZipFile, source: Path, work_dir: Path) -> list[zipfile.ZipInfo]:
+    """The image members of a zip, refused (before anything is written) when there are too many, when they
+    expand more than MAX_ZIP_RATIO times (images are compressed already) or would fill the disk."""
+    from runner.spec import IMAGE_SUFFIXES
+
+    members = [m for m in archive.infolist() if not m.is_dir() and Path(m.filename).suffix.lower() in IMAGE_SUFFIXES]
+    if len(members) > MAX_ZIP_MEMBERS:
+        raise InputError(f"{source}: refused: {len(members)} images, more than {MAX_ZIP_MEMBERS}")
+    expanded, packed = sum(m.file_size for m in members), sum(m.compress_size for m in members)
+    if expanded > MAX_ZIP_RATIO * max(1, packed):
+        raise InputError(f"{source}: refused: its images expand {expanded / max(1, packed):.0f} times "
+                         f"({expanded / 2**30:.1f} GiB), more than the {MAX_ZIP_RATIO} times images can")
+    work_dir.mkdir(parents=True, exist_ok=True)
+    free = shutil.disk_usage(work_dir).free
+    if expanded > DISK_MARGIN * free:
+        raise InputError(f"{source}: refused: its images need {expanded / 2**30:.1f} GiB, the work folder has "
+                         f"{free / 2**30:.1f} GiB free")
+    return members
+
+
+def _image_paths(folder: Path, ids: pd.Series, suffix: str, root: Path) -> list[Path | None]:
+    """Path per id (None when missing); files may sit in sub-folders, as in Kaggle's zips, but never beyond `root`
+    (links out of it are left out, folders linked are not followed)."""
+    found = {p.name: p for p in walk(folder, within=root)}
     return [found.get(f"{i}{suffix}") for i in ids.astype(str)]
 
 
+def _images_of(data_dir: Path, name: str, work_dir: Path, ids: pd.Series, suffix: str) -> list[Path | None]:
+    folder = image_folder(data_dir, name, work_dir)
+    root = data_dir if Path(folder).resolve() == (data_dir / name).resolve() else folder  # extracted: its own
+    return _image_paths(folder, ids, suffix, root)
+
+
 def _image_inputs(spec, train, sample, data_dir, work_dir, warnings):
-    train_paths = _image_paths(image_folder(data_dir, spec.image_dir, work_dir), train[spec.id_column],
-                               spec.image_suffix)
-    test_paths = _image_paths(image_folder(data_dir, spec.test_image_dir or spec.image_dir, work_dir),
-                              sample[spec.id_column], spec.image_suffix)
+    train_paths = _images_of(data_dir, spec.image_dir, work_dir, train[spec.id_column], spec.image_suffix)
+    test_paths = _images_of(data_dir, spec.test_image_dir or spec.image_dir, work_dir, sample[spec.id_column],
+                            spec.image_suffix)
     missing_train = np.array([p is None for p in train_paths])
     if missing_train.all():
         raise InputError(f"{data_dir / spec.image_dir}: none of the training images named in "
@@ -195,7 +266,7 @@ def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path) -> Datas
     columns = value_columns(spec, sample)
     warnings: list[str] = []
     train_path = data_dir / spec.train_file
-    train = read_csv(train_path, "train file")
+    train = read_csv(train_path, "train file", data_dir, warnings)
     train, classes, y = _labels(spec, train, columns, train_path, warnings)
     views: dict[str, tuple] = {}
     keep = np.ones(len(y), dtype=bool)
@@ -207,7 +278,7 @@ def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path) -> Datas
     test = None
     if spec.test_file is not None:
         test_path = data_dir / spec.test_file
-        test = _align_test(spec, read_csv(test_path, "test file"), sample, test_path)
+        test = _align_test(spec, read_csv(test_path, "test file", data_dir), sample, test_path)
     if spec.task == "text":
         for frame, path in ((train, train_path), (test, test_path)):
             if spec.text_column not in frame.columns:

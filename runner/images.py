@@ -18,6 +18,8 @@ from runner.data import Dataset
 
 log = logging.getLogger(__name__)
 
+MAX_PIXELS = 50_000_000  # per image, well under PIL's bomb limit (~89 M): one decode per core must fit in memory
+
 
 def cache_side(image_size: int) -> int:
     """Side of the cached square: a little larger than the training crop, as in ImageNet's 0.875 eval crop."""
@@ -25,11 +27,15 @@ def cache_side(image_size: int) -> int:
 
 
 def decode(path: Path | None, side: int) -> np.ndarray | None:
-    """An RGB square of `side` pixels (shorter side resized, centre cropped), or None when unreadable."""
+    """An RGB square of `side` pixels (shorter side resized, centre cropped), or None when unreadable or larger
+    than MAX_PIXELS (checked from the header, before anything is decoded)."""
     if path is None:
         return None
     try:
         with Image.open(path) as image:
+            if image.width * image.height > MAX_PIXELS:
+                log.warning("%s: refused: %d x %d pixels, more than %d", path, image.width, image.height, MAX_PIXELS)
+                return None
             image.draft("RGB", (side, side))  # JPEG: decode at a reduced scale, much faster for large photos
             image = image.convert("RGB")
             scale = side / min(image.size)

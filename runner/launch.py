@@ -1,9 +1,12 @@
 """Launching `runner run` for one competition: as a local process, or in its own Docker container.
 
 Either way the hard deadline is enforced from outside: at budget + grace the process group or the container is
-killed, and the last valid submission in the output folder stays. The container sees the public data read-only,
-never the private answers; it has no network unless asked, runs as a non-root user, is labelled, and is removed
-whatever happens.
+killed, and the last valid submission stays. The run writes into `<out>/run/` (the only folder a container may
+write, owned by its user); when it has ended, the host copies its outputs into `<out>/` without trusting them
+(runner.untrusted: no links followed, regular files only, sizes capped), and everything downstream reads those
+copies. The container sees the public data read-only, never the private answers; it has no network unless asked,
+runs as a non-root user with no capabilities and no way to gain privileges, on a read-only root filesystem, within
+memory, CPU and process limits; it is labelled, and removed whatever happens.
 """
 from __future__ import annotations
 
@@ -21,11 +24,16 @@ from pathlib import Path
 from typing import Callable
 
 from runner.errors import RunnerError
+from runner.processes import child_environment
 from runner.spec import competitions_dir
 
 LABEL = "competition-runner"
 GRACE_SECONDS = 30.0  # past the budget before the run is killed from outside
-DATA_IN_CONTAINER, OUT_IN_CONTAINER = "/home/data", "/home/submission"
+DATA_IN_CONTAINER, OUT_IN_CONTAINER, WORK_IN_CONTAINER = "/home/data", "/home/submission", "/home/work"
+MEMORY_SHARE = 0.8  # of this machine's memory a container may use when the launch sets no limit
+PIDS_LIMIT = 4096  # processes and threads: fold processes, loader workers, BLAS threads; not a fork bomb
+TMP_MB = 1024
+WORK_MB_MAX = 16 * 1024  # the work area (image cache, extracted zips, fold hand-off) at most
 
 
 @dataclass(frozen=True)
@@ -45,6 +53,11 @@ class Launch:
     resume: bool = False  # keep what an earlier launch left in out_dir: the run reuses its finished folds
 
     @property
+    def run_dir(self) -> str:
+        """Where the run writes (the container's only writable mount); the host copies from it into out_dir."""
+        return str(Path(self.out_dir) / "run")
+
+    @property
     def hard_deadline_seconds(self) -> float:
         return self.kill_after_seconds if self.kill_after_seconds is not None else \
             self.budget_seconds + GRACE_SECONDS
@@ -60,21 +73,31 @@ class LaunchResult:
     killed_at_deadline: bool
     wall_seconds: float
     container: str | None = None
+    collected: dict = dataclasses.field(default_factory=dict)  # output -> "copied", or why the host refused it
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)
 
 
-def fresh_out_dir(path: str, shared: bool = False, keep: bool = False) -> Path:
-    """An empty output folder: a previous run's report must never pass for this one's (unless `keep`: a retry
-    resumes from what it finished). `shared`: writable by the container's non-root user."""
-    out = Path(path)
-    if out.exists() and not keep:
+def fresh_out_dir(launch: "Launch", container: bool = False) -> Path:
+    """An empty output folder and its run folder: a previous run's report must never pass for this one's (unless
+    `launch.resume`: a retry resumes from what it finished). A container's run folder belongs to its user (0700),
+    and is the only one it can write."""
+    out, run = Path(launch.out_dir), Path(launch.run_dir)
+    if out.exists() and not launch.resume:
         shutil.rmtree(out)
-    out.mkdir(parents=True, exist_ok=True)
-    if shared:
-        out.chmod(0o777)
-    return out
+    run.mkdir(parents=True, exist_ok=True)
+    run.chmod(0o700)
+    if container and os.getuid() == 0:
+        os.chown(run, *_container_user())
+    return run
+
+
+def collect(launch: "Launch", result: "LaunchResult") -> "LaunchResult":
+    """The run's outputs, copied into out_dir without trusting them (runner.untrusted)."""
+    from runner.untrusted import copy_out
+
+    return dataclasses.replace(result, collected=copy_out(Path(launch.run_dir), Path(launch.out_dir)))
 
 
 def run_args(launch: Launch, data: str, out: str) -> list[str]:
@@ -95,11 +118,12 @@ def _stream(lines, on_line: Callable[[str], None]) -> threading.Thread:
 
 def run_local(launch: Launch, on_line: Callable[[str], None] = print) -> LaunchResult:
     """`runner run` as a child process in its own session, killed as a group at the hard deadline."""
-    fresh_out_dir(launch.out_dir, keep=launch.resume)
+    fresh_out_dir(launch)
     started = time.monotonic()
     process = subprocess.Popen([sys.executable, "-m", "runner.cli", *run_args(launch, launch.data_dir,
-                                                                              launch.out_dir)],
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                                                                              launch.run_dir)],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                               env=child_environment(dict(os.environ)))
     pump = _stream(process.stdout, on_line)
     killed = False
     try:
@@ -111,7 +135,7 @@ def run_local(launch: Launch, on_line: Callable[[str], None] = print) -> LaunchR
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
         pump.join(timeout=5)
-    return LaunchResult("local", process.returncode, killed, round(time.monotonic() - started, 2))
+    return collect(launch, LaunchResult("local", process.returncode, killed, round(time.monotonic() - started, 2)))
 
 
 # --- docker --------------------------------------------------------------------------------------------------
@@ -168,6 +192,17 @@ def _host_python_mounts() -> dict:
     return {str(p): {"bind": str(p), "mode": "ro"} for p in paths}
 
 
+def limits(launch: Launch) -> tuple[int, float]:
+    """(memory MiB, CPUs) for the container: what the launch asks, else MEMORY_SHARE of this machine's memory (the
+    shared memory counts within it) and every CPU this process may use."""
+    import psutil
+
+    from runner.hardware import available_cpus
+
+    memory = launch.memory_gb * 1024 if launch.memory_gb else MEMORY_SHARE * psutil.virtual_memory().total / 2**20
+    return int(memory), float(launch.cpus or available_cpus())
+
+
 def container_config(launch: Launch, client) -> dict:
     """Keyword arguments for `containers.create`: mounts, limits, user, labels, network and GPUs."""
     import docker
@@ -177,22 +212,25 @@ def container_config(launch: Launch, client) -> dict:
         raise RunnerError("GPUs were requested but this Docker engine has no NVIDIA runtime "
                           "(install nvidia-container-toolkit, or pass gpus='none')")
     volumes = {str(Path(launch.data_dir).resolve()): {"bind": DATA_IN_CONTAINER, "mode": "ro"},
-               str(Path(launch.out_dir).resolve()): {"bind": OUT_IN_CONTAINER, "mode": "rw"}}
+               str(Path(launch.run_dir).resolve()): {"bind": OUT_IN_CONTAINER, "mode": "rw"}}
     command = ["runner", *run_args(launch, DATA_IN_CONTAINER, OUT_IN_CONTAINER)]
     environment = {"HOME": "/tmp", "MPLCONFIGDIR": "/tmp"}
     if launch.host_python:
         volumes.update(_host_python_mounts())
         environment["RUNNER_COMPETITIONS"] = str(competitions_dir().resolve())
         command = [sys.executable, "-m", "runner.cli", *command[1:]]
+    memory_mb, cpus = limits(launch)
+    uid, gid = _container_user()
+    work_mb = min(memory_mb // 2, WORK_MB_MAX)  # in memory, so it counts against the limit (and cannot fill a disk)
+    environment.update(RUNNER_WORK_DIR=WORK_IN_CONTAINER, PYTHONDONTWRITEBYTECODE="1")
     config = dict(image=launch.image, command=command, volumes=volumes, environment=environment,
-                  user="{}:{}".format(*_container_user()),
-                  labels={LABEL: "1", f"{LABEL}.competition": launch.competition},
+                  user=f"{uid}:{gid}", labels={LABEL: "1", f"{LABEL}.competition": launch.competition},
                   network_mode=None if launch.network else "none", shm_size=f"{int(launch.shm_gb * 1024)}m",
+                  nano_cpus=int(cpus * 1e9), mem_limit=f"{memory_mb}m", memswap_limit=f"{memory_mb}m",
+                  pids_limit=PIDS_LIMIT, cap_drop=["ALL"], security_opt=["no-new-privileges:true"], read_only=True,
+                  tmpfs={"/tmp": f"size={TMP_MB}m,mode=1777",
+                         WORK_IN_CONTAINER: f"size={work_mb}m,uid={uid},gid={gid},mode=0700"},
                   detach=True)
-    if launch.cpus:
-        config["nano_cpus"] = int(launch.cpus * 1e9)
-    if launch.memory_gb:
-        config["mem_limit"] = f"{int(launch.memory_gb * 1024)}m"
     if gpus:
         config["device_requests"] = [docker.types.DeviceRequest(count=-1, capabilities=[["gpu"]])]
     return config
@@ -201,7 +239,7 @@ def container_config(launch: Launch, client) -> dict:
 def run_docker(launch: Launch, on_line: Callable[[str], None] = print) -> LaunchResult:
     """One container for the competition; removed in `finally`, killed at the hard deadline."""
     client = docker_client()
-    fresh_out_dir(launch.out_dir, shared=True, keep=launch.resume)
+    fresh_out_dir(launch, container=True)
     started = time.monotonic()
     container = client.containers.create(**container_config(launch, client))
     killed = False
@@ -220,7 +258,8 @@ def run_docker(launch: Launch, on_line: Callable[[str], None] = print) -> Launch
             time.sleep(0.5)
         code = container.wait(timeout=30)["StatusCode"]
         pump.join(timeout=5)
-        return LaunchResult("docker", code, killed, round(time.monotonic() - started, 2), container.short_id)
+        return collect(launch, LaunchResult("docker", code, killed, round(time.monotonic() - started, 2),
+                                            container.short_id))
     finally:
         container.remove(force=True)
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from runner.errors import InputError, SpecError
@@ -20,12 +21,13 @@ def competition_dirs(data_root: Path, competition: str) -> tuple[Path, Path | No
 
 
 def read_split(name: str) -> list[str]:
-    """Competition ids of a split: a file in competitions/splits/ (demo, mle-bench-lite) or a path."""
-    path = Path(name) if Path(name).is_file() else competitions_dir() / "splits" / f"{name}.txt"
-    if not path.is_file():
-        known = sorted(p.stem for p in (competitions_dir() / "splits").glob("*.txt"))
+    """Competition ids of a split, by its name in competitions/splits/ (demo, mle-bench-lite): a name only, not a
+    path (a flow parameter must not read files of its choosing), and ids only (lines that are no id are left out)."""
+    known = sorted(p.stem for p in (competitions_dir() / "splits").glob("*.txt"))
+    if name not in known:
         raise SpecError(f"split {name!r} not found; known: {', '.join(known)}")
-    return [line.strip() for line in path.read_text().splitlines() if line.strip() and not line.startswith("#")]
+    lines = (competitions_dir() / "splits" / f"{name}.txt").read_text().splitlines()
+    return [line.strip() for line in lines if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}", line.strip())]
 
 
 def deployment_name(competition: str) -> str:

@@ -9,6 +9,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 
+from runner.atomic import replacing  # noqa: E402
 from runner.report import RunReport  # noqa: E402
 
 MAX_LEGEND = 12  # members named in the legend; the rest share a grey
@@ -71,6 +72,7 @@ def fold_timeline(report: RunReport, path: Path, samples: list[dict] | None = No
     axes[0][0].set_title(f"{report.competition}: blend CV {report.metric} {score}; "
                          f"{len(members)} members in {len(lanes)} lanes", fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    with replacing(Path(path)) as tmp:  # a rename over whatever is there, never a write through a link
+        fig.savefig(tmp, dpi=100, format="png")
     plt.close(fig)
-    return path
+    return Path(path)

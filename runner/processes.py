@@ -18,8 +18,19 @@ import sys
 import time
 from pathlib import Path
 
+ALLOWED = {"PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TERM", "PYTHONPATH",
+           "PYTHONHASHSEED", "PYTHONDONTWRITEBYTECODE", "VIRTUAL_ENV", "LD_LIBRARY_PATH", "HF_HOME", "HF_HUB_OFFLINE",
+           "HF_HUB_CACHE", "TORCH_HOME", "XDG_CACHE_HOME", "MPLCONFIGDIR", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE"}
+ALLOWED_PREFIXES = ("LC_", "RUNNER_", "OMP_", "MKL_", "OPENBLAS_", "CUDA_", "NVIDIA_", "NCCL_", "PYTORCH_",
+                    "MALLOC_")
 BASE_PRELOAD = ("numpy", "pandas", "sklearn.model_selection", "sklearn.metrics", "runner.fold_worker")
 KILL_WAITS = ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0))  # polite first: a fold ends its epoch and writes
+
+
+def child_environment(environ: dict[str, str]) -> dict[str, str]:
+    """What a child process may see of this one's environment: the variables it runs with (paths, locale, caches,
+    math libraries, the runner's own), never the rest (API keys, credentials, a Prefect worker's settings)."""
+    return {k: v for k, v in environ.items() if k in ALLOWED or k.startswith(ALLOWED_PREFIXES)}
 
 
 def unit_environment(threads: int, gpu: int | None) -> dict[str, str]:
@@ -147,7 +158,7 @@ def start(task_path: Path, log: Path, threads: int, gpu: int | None, preload: tu
           fork: bool = True) -> Child:
     """Start one unit (`python -m runner.fold_worker TASK.json` in effect), logging to `log`. The child gets this
     process's environment as it is now (the fork server's dates from its start) plus the unit's settings."""
-    env = {**os.environ, **unit_environment(threads, gpu)}
+    env = {**child_environment(dict(os.environ)), **unit_environment(threads, gpu)}
     log.write_bytes(b"")
     if fork:
         process = fork_server(preload).Process(target=_child, args=(str(task_path), str(log), env, threads),

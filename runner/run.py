@@ -19,7 +19,7 @@ import numpy as np
 from pydantic_core import to_jsonable_python
 
 from runner import metrics, processes
-from runner.atomic import write_json
+from runner.atomic import replacing, write_json
 from runner.bags import MemberState, extra_member, note_record, step_seconds, why_stop
 from runner.blend import Blend, MemberPredictions, choose_blend, pool_gain
 from runner.budget import Budget
@@ -50,7 +50,7 @@ class Supervisor:
 
     def __init__(self, spec: CompetitionSpec, data_dir: Path, out_dir: Path, budget: Budget):
         self.spec, self.data_dir, self.out, self.budget = spec, Path(data_dir), Path(out_dir), budget
-        self.work = self.out / "work"
+        self.work = Path(os.environ.get("RUNNER_WORK_DIR") or self.out) / "work"  # a container gives a tmpfs
         self.work.mkdir(parents=True, exist_ok=True)
         os.chmod(self.work, 0o700)  # the fold hand-off is read back by fold processes: nobody else's to touch
         self.submission = self.out / "submission.csv"
@@ -87,8 +87,12 @@ class Supervisor:
         return {event: round(self.budget.elapsed(), 2)}
 
     def write_sample_baseline(self) -> None:
-        publish(sample_baseline(self.sample, self.spec, self.columns), self.sample, self.spec, self.columns,
-                self.submission)
+        try:
+            publish(sample_baseline(self.sample, self.spec, self.columns), self.sample, self.spec, self.columns,
+                    self.submission)
+        except InvalidSubmissionError as exc:  # labels no sample gives: the class prior will be the first
+            log.warning("the sample alone makes no valid submission (%s): the first is the class prior", exc)
+            return
         self.update(submission_source="baseline: sample submission", timings=self.mark("baseline_written"))
 
     def load_data(self) -> None:
@@ -173,9 +177,8 @@ class Supervisor:
         changes: dict = dict(folds=self._fold_rows())
         if result.usable:
             self._predict(state)
-            if state.member.name not in self.timed and not state.extra and \
-                    not get_engine(state.member.engine).fills_window:
-                self._retime(state.member, result.epoch_seconds)  # a booster's first fold: its rounds, timed
+            if state.member.name not in self.timed and not get_engine(state.member.engine).fills_window:
+                self._retime(state.member, result.epoch_seconds)  # a first fold: its rounds or its fit, timed
         if result.changes:
             self._revise(state, result)
         # planned members re-blend at every fold (early submissions use partial members); extras once they end
@@ -246,15 +249,21 @@ class Supervisor:
             self._apply(change)
 
     def _retime(self, member: Member, step_seconds: float) -> None:
-        """The first real epoch (or a booster's first fold) against the plan: within tolerance nothing changes;
-        otherwise the member's engine plans it again for the window left."""
+        """The first real epoch (or first fold) against the plan: within tolerance nothing changes; otherwise the
+        member's engine plans a planned member again for the window left, and any member's later folds expect
+        what was measured."""
         self.timed.add(member.name)
         if not needs_replan(member, step_seconds):
             return
-        context = replan_context(self.spec, self.hardware, self.plan, member, self.budget.training_left(),
-                                 data_shape(self.dataset), self.costs.get(member.engine), pretrained_models())
-        again = get_engine(member.engine).replan(context, member, step_seconds)
-        if again is None:
+        again = None
+        if not self.states[member.name].extra:  # an extra member keeps the settings its search chose
+            context = replan_context(self.spec, self.hardware, self.plan, member, self.budget.training_left(),
+                                     data_shape(self.dataset), self.costs.get(member.engine), pretrained_models())
+            again = get_engine(member.engine).replan(context, member, step_seconds)
+        if again is None:  # nothing of it scales with time: only what its later folds are expected to take
+            expected = member.model_copy(update=dict(step_seconds=round(step_seconds, 6)))
+            self.states[member.name].member = expected
+            self.scheduler.revise(member.name, expected)
             return
         self._adopt(member, again, step_seconds)
 
@@ -361,9 +370,9 @@ class Supervisor:
     # --- the training -----------------------------------------------------------------------------------------
 
     def write_dataset(self) -> None:
-        path = self.work / "dataset.pkl"
-        with open(path, "wb") as handle:
-            pickle.dump(self.dataset, handle, protocol=pickle.HIGHEST_PROTOCOL)
+        """The hand-off the fold processes read: in the run's private work folder, written by a rename."""
+        with replacing(self.work / "dataset.pkl") as tmp:
+            tmp.write_bytes(pickle.dumps(self.dataset, protocol=pickle.HIGHEST_PROTOCOL))
 
     def train(self, on_status=lambda report, running: None) -> None:
         # the fork server imports the plan's libraries while the dataset is written (not while costs are timed:

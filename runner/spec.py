@@ -22,6 +22,7 @@ FORMATS = ("probabilities", "probability", "label", "regression")
 LOWER_IS_BETTER = {"log_loss": True, "rmsle": True, "rmse": True, "mae": True,
                    "roc_auc": False, "mean_column_roc_auc": False, "accuracy": False}
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".tif", ".tiff", ".bmp")
+DESCRIPTION_BYTES = 256 * 1024  # what is read of description.md: its evaluation section is near the top
 
 
 @dataclass(frozen=True)
@@ -137,7 +138,7 @@ def load_spec(name: str, data_dir: Path | None = None) -> CompetitionSpec:
 
 _METRIC_WORDS = (
     ("log_loss", r"log[\s-]?loss|logarithmic loss|cross[\s-]?entropy"),
-    ("mean_column_roc_auc", r"mean column[\s-]?wise (roc )?auc|column[\s-]wise.*auc"),
+    ("mean_column_roc_auc", r"mean column[\s-]?wise (roc )?auc|column[\s-]wise.{0,80}auc"),  # bounded: linear
     ("roc_auc", r"\bauc\b|area under the (roc )?curve|roc[\s-]auc"),
     ("accuracy", r"\baccuracy\b|categorization accuracy"),
     ("rmsle", r"rmsle|root mean squared? log"),
@@ -147,10 +148,17 @@ _METRIC_WORDS = (
 
 
 def _metric_from_description(data_dir: Path) -> str | None:
+    """The metric named in description.md: its first DESCRIPTION_BYTES only, searched with patterns that take
+    time linear in its length."""
+    from runner.untrusted import inside
+
     path = data_dir / "description.md"
-    if not path.is_file():
+    try:
+        real = inside(data_dir, path)
+    except InputError:
         return None
-    text = path.read_text(errors="replace").lower()
+    with open(real, "rb") as handle:
+        text = handle.read(DESCRIPTION_BYTES).decode(errors="replace").lower()
     for metric, pattern in _METRIC_WORDS:
         if re.search(pattern, text):
             return metric
@@ -158,8 +166,11 @@ def _metric_from_description(data_dir: Path) -> str | None:
 
 
 def _read_head(path: Path, rows: int | None = 5000) -> pd.DataFrame:
+    from runner.untrusted import inside
+
+    real = inside(path.parent, path)
     try:
-        return pd.read_csv(path, nrows=rows)
+        return pd.read_csv(real, nrows=rows)
     except Exception as exc:  # pandas raises many types for broken CSVs
         raise InputError(f"{path}: cannot read CSV: {exc}") from exc
 
@@ -167,7 +178,8 @@ def _read_head(path: Path, rows: int | None = 5000) -> pd.DataFrame:
 def _find_images(data_dir: Path, ids: pd.Series) -> tuple[str, str] | None:
     """(folder, suffix) of a folder whose file names are the given ids plus an image suffix."""
     sample = [str(i) for i in ids.head(20)]
-    for folder in sorted(p for p in data_dir.iterdir() if p.is_dir()):
+    real = data_dir.resolve()
+    for folder in sorted(p for p in data_dir.iterdir() if p.is_dir() and real in p.resolve().parents):
         for suffix in ("",) + IMAGE_SUFFIXES:
             if all((folder / f"{i}{suffix}").is_file() for i in sample) and (
                 suffix or Path(sample[0]).suffix.lower() in IMAGE_SUFFIXES

@@ -98,6 +98,12 @@ os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
 os.environ.setdefault("PREFECT_LOGGING_TO_API_WHEN_MISSING_FLOW", "ignore")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def out_root_under_the_test_folder(tmp_path_factory):
+    """The flows empty only folders under $RUNNER_OUT_ROOT: the tests' own temporary folders."""
+    os.environ["RUNNER_OUT_ROOT"] = str(tmp_path_factory.getbasetemp())
+
+
 @pytest.fixture(scope="session")
 def prefect_server():
     """One Prefect test server for the whole session."""

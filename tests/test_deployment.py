@@ -29,7 +29,8 @@ def stack(tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp("stack")
     port = free_port()
     env = {**os.environ, "RUNNER_STACK_DIR": str(tmp_path / "stack"), "PREFECT_PORT": str(port),
-           "RUNNER_DEMO_DATA": str(tmp_path / "demo-data"), "VENV_BIN": str(Path(os.sys.executable).parent)}
+           "RUNNER_DEMO_DATA": str(tmp_path / "demo-data"), "VENV_BIN": str(Path(os.sys.executable).parent),
+           "RUNNER_OUT_ROOT": str(tmp_path_factory.getbasetemp())}
     env.pop("PREFECT_API_URL", None)
     up = subprocess.run([str(REPO / "flows" / "stack.sh"), "up"], env=env, capture_output=True, text=True,
                         timeout=300)
@@ -46,7 +47,9 @@ def deployment_run(stack, name: str, *params: str) -> subprocess.CompletedProces
     command = [prefect, "deployment", "run", name, "--watch"]
     for param in params:
         command += ["--param", param]
-    return subprocess.run(command, env={**env, "PREFECT_API_URL": api, "PREFECT_HOME": str(root / "stack" / "home")},
+    auth = (root / "stack" / "auth").read_text().strip()  # the local stack's API asks for it
+    return subprocess.run(command, env={**env, "PREFECT_API_URL": api, "PREFECT_HOME": str(root / "stack" / "home"),
+                                        "PREFECT_API_AUTH_STRING": auth},
                           capture_output=True, text=True, timeout=300)
 
 
@@ -74,3 +77,15 @@ def test_a_sweep_fans_out_through_deployments(stack, tmp_path):
     assert len(lines) == 1 and "spaceship-titanic" in lines[0]
     compete = (out / "spaceship-titanic" / "compete.json").read_text()
     assert '"valid_submission": true' in compete
+
+
+
+def test_the_local_stacks_api_asks_for_its_password(stack):
+    import urllib.error
+    import urllib.request
+
+    env, api, root = stack
+    assert oct((root / "stack" / "auth").stat().st_mode & 0o777) == oct(0o600)
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(f"{api}/deployments/filter", data=b"{}", timeout=10)
+    assert refused.value.code == 401

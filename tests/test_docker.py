@@ -60,6 +60,7 @@ print(json.dumps(dict(uid=os.getuid(), data=sorted(os.listdir("/home/data")),
 
 def test_the_container_cannot_read_answers_or_reach_the_network(engine, spaceship, tmp_path):
     answers = spaceship / "prepared" / "private" / "test.csv"
+    (tmp_path / "run").mkdir()
     config = container_config(launch(spaceship / "prepared" / "public", tmp_path), engine)
     assert config["labels"][LABEL] == "1" and config["network_mode"] == "none"
     config["command"] = [config["command"][0], "-c", PROBE.replace("ANSWERS", repr(str(answers)))]
@@ -105,3 +106,48 @@ def test_the_compete_flow_runs_the_competition_in_a_container(engine, prefect_se
     assert summary["submission_path"] == str((tmp_path / "spaceship-titanic" / "submission.csv").resolve())
     # the run page names the file on this machine, not the path the container wrote it to
     assert f"`{summary['submission_path']}`" in Artifact.get("run-summary").data
+
+
+ALLOCATE = "x = bytearray(1024 ** 3); print('allocated', len(x))"
+ESCALATE = r"""
+import json, os, subprocess
+def writes(path):
+    try:
+        open(path, "w").close()
+        return True
+    except OSError:
+        return False
+caps = [l for l in open("/proc/self/status") if l.startswith(("CapEff", "NoNewPrivs"))]
+print(json.dumps(dict(root_fs_writable=writes("/etc/x"), tmp_writable=writes("/tmp/x"),
+                      work_writable=writes("/home/work/x"), status=caps)))
+"""
+
+
+def run_container(engine, config) -> tuple[dict, str]:
+    container = engine.containers.create(**config)
+    try:
+        container.start()
+        container.wait(timeout=120)
+        container.reload()
+        return container.attrs["State"], container.logs().decode()
+    finally:
+        container.remove(force=True)
+
+
+def test_a_flow_launched_container_cannot_exceed_its_memory_limit(engine, spaceship, tmp_path):
+    (tmp_path / "run").mkdir()
+    config = container_config(launch(spaceship / "prepared" / "public", tmp_path, memory_gb=0.25), engine)
+    config["command"] = [config["command"][0], "-c", ALLOCATE]
+    state, logs = run_container(engine, config)
+    assert state["OOMKilled"] and state["ExitCode"] == 137 and "allocated" not in logs
+
+
+def test_the_container_has_no_capabilities_and_a_read_only_root(engine, spaceship, tmp_path):
+    (tmp_path / "run").mkdir()
+    config = container_config(launch(spaceship / "prepared" / "public", tmp_path), engine)
+    config["command"] = [config["command"][0], "-c", ESCALATE]
+    state, logs = run_container(engine, config)
+    seen = json.loads(logs.strip().splitlines()[-1])
+    assert not seen["root_fs_writable"] and seen["tmp_writable"] and seen["work_writable"]
+    status = dict(line.split(":\t") for line in seen["status"])
+    assert int(status["CapEff"], 16) == 0 and status["NoNewPrivs"].strip() == "1"

@@ -43,6 +43,7 @@ class Toy(Engine):
     Settings = ToySettings
 
     def plan(self, context) -> list[Member]:
+        time.sleep(float(os.environ.get("TOY_PLAN_SECONDS", "0")))  # a stage that takes too long, for the watchdog
         return [Member(name="toy", engine="toy", slot="cpu", settings=ToySettings(reasons=("a toy",)),
                        folds=context.folds, fold_seconds=1.0, min_fold_seconds=0.5, max_fold_seconds=10.0,
                        expected_gain=0.01, reasons=("a toy",))]

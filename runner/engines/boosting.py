@@ -59,11 +59,22 @@ class RoundClock:
     def __init__(self, deadline: float, patience: int):
         self.deadline, self.patience = deadline, patience
         self.started = time.monotonic()
+        self.first_round: float | None = None  # when the first round ended (the data was binned by then)
+        self.last_round = self.started
         self.rounds, self.best_round, self.best_score = 0, 0, None
         self.hit_deadline = False
 
+    @property
+    def seconds_per_round(self) -> float:
+        """Of the rounds after the first, as the planner times them (binning the data is not a round)."""
+        if self.first_round is None or self.rounds < 2:
+            return self.last_round - self.started
+        return (self.last_round - self.first_round) / (self.rounds - 1)
+
     def tick(self, iteration: int, score: float, higher_better: bool) -> bool:
         """Record round `iteration` (0-based) and its validation score; True when boosting should stop."""
+        self.last_round = time.monotonic()
+        self.first_round = self.first_round or self.last_round
         self.rounds = iteration + 1
         if self.best_score is None or (score > self.best_score if higher_better else score < self.best_score):
             self.best_round, self.best_score = iteration, score
@@ -251,7 +262,7 @@ def fit_targets(data: FoldData, deadline: float,
     rounds = sum(c.rounds for c in clocks)  # the boosters themselves predict with their best round
     return EngineResult(val_pred, test_pred, checkpoint, epochs=rounds,
                         best_epoch=sum(c.best_round + 1 for c in clocks),
-                        epoch_seconds=train_seconds / max(1, rounds),
+                        epoch_seconds=float(np.mean([c.seconds_per_round for c in clocks])),
                         min_train_seconds=min(train_seconds, MIN_ROUNDS * train_seconds / max(1, rounds)),
                         train_seconds=train_seconds, predict_seconds=predict_seconds,
                         stopped_by_deadline=any(c.hit_deadline for c in clocks))
