@@ -8,12 +8,16 @@ import dataclasses
 import math
 import os
 import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
 
 GiB = 1024**3
+BUSY_SAMPLE_SECONDS = 0.5  # long enough to see a core another process keeps busy, short next to any budget
+BUSY_CORE = 0.7  # of a core's time used by other processes, from which it counts as theirs: OpenMP threads of ours
+# sharing it spin at barriers for a peer that is not running, and a 2-thread fold trained 30x slower on 1 free core
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,7 @@ class Hardware:
     ram_bytes: int
     shm_bytes: int
     disk_free_bytes: int
+    busy_cpus: int = 0  # cores other processes kept busy when probed, already left out of `cpus`
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)
@@ -44,7 +49,8 @@ class Hardware:
     def from_json(cls, data: dict) -> "Hardware":
         gpus = tuple(Gpu(g["name"], g["memory_bytes"], g["free_bytes"], tuple(g["compute_capability"]),
                          g.get("bf16_tflops", 0.0)) for g in data["gpus"])
-        return cls(gpus, data["cpus"], data["ram_bytes"], data["shm_bytes"], data["disk_free_bytes"])
+        return cls(gpus, data["cpus"], data["ram_bytes"], data["shm_bytes"], data["disk_free_bytes"],
+                   data.get("busy_cpus", 0))
 
 
 def cgroup_cpu_quota(cgroup_root: Path = Path("/sys/fs/cgroup")) -> float | None:
@@ -65,6 +71,32 @@ def available_cpus(cgroup_root: Path = Path("/sys/fs/cgroup")) -> int:
     count = len(os.sched_getaffinity(0))
     quota = cgroup_cpu_quota(cgroup_root)
     return max(1, min(count, math.floor(quota))) if quota else count
+
+
+def _tree_cpu_seconds(process: psutil.Process) -> float:
+    total = 0.0
+    for p in [process, *process.children(recursive=True)]:
+        try:
+            times = p.cpu_times()
+        except psutil.Error:  # ended meanwhile
+            continue
+        total += times.user + times.system
+    return total
+
+
+def busy_elsewhere(seconds: float = BUSY_SAMPLE_SECONDS) -> int:
+    """How many of the CPUs this process may run on other processes keep busy: their busy time over `seconds`
+    less this process tree's own, in whole cores counted from BUSY_CORE."""
+    mine, me = sorted(os.sched_getaffinity(0)), psutil.Process()
+    before, own = psutil.cpu_times(percpu=True), _tree_cpu_seconds(me)
+    time.sleep(seconds)
+    after, own = psutil.cpu_times(percpu=True), _tree_cpu_seconds(me) - own
+
+    def busy(t) -> float:
+        return sum(t) - t.idle - getattr(t, "iowait", 0.0) - getattr(t, "guest", 0.0) - getattr(t, "guest_nice", 0.0)
+
+    used = sum(busy(after[i]) - busy(before[i]) for i in mine if i < len(after)) - own
+    return max(0, math.floor(used / seconds + 1 - BUSY_CORE))
 
 
 def _probe_gpus() -> tuple[Gpu, ...]:
@@ -90,7 +122,12 @@ def _probe_gpus() -> tuple[Gpu, ...]:
         pynvml.nvmlShutdown()
 
 
-def probe_hardware(work_dir: Path = Path(".")) -> Hardware:
+def probe_hardware(work_dir: Path = Path("."), busy_seconds: float = BUSY_SAMPLE_SECONDS) -> Hardware:
+    """The machine as this process finds it now: cores other processes keep busy are left out, so no fold runs
+    more threads than there are cores to run them."""
     shm = shutil.disk_usage("/dev/shm").total if Path("/dev/shm").exists() else 0
-    return Hardware(gpus=_probe_gpus(), cpus=available_cpus(), ram_bytes=psutil.virtual_memory().total,
-                    shm_bytes=shm, disk_free_bytes=shutil.disk_usage(work_dir).free)
+    allowed = available_cpus()
+    free = len(os.sched_getaffinity(0)) - (busy_elsewhere(busy_seconds) if busy_seconds > 0 else 0)
+    cpus = max(1, min(allowed, free))  # a quota under the affinity count is ours whatever else runs beside it
+    return Hardware(gpus=_probe_gpus(), cpus=cpus, ram_bytes=psutil.virtual_memory().total,
+                    shm_bytes=shm, disk_free_bytes=shutil.disk_usage(work_dir).free, busy_cpus=allowed - cpus)

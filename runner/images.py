@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from multiprocessing import get_context
+from multiprocessing.pool import ThreadPool
 from pathlib import Path
 
 import numpy as np
@@ -56,7 +56,9 @@ def build_cache(paths: list[Path | None], side: int, out: Path, workers: int) ->
     """Write the images into `out` (.npy, n × side × side × 3); returns a mask of those that decoded."""
     array = open_memmap(out, mode="w+", dtype=np.uint8, shape=(len(paths), side, side, 3))
     ok = np.zeros(len(paths), dtype=bool)
-    with get_context("fork").Pool(max(1, workers)) as pool:
+    # threads, not forked processes: Pillow decodes and resizes without the GIL, and a fork from a unit that
+    # already runs threads can inherit a held lock and hang (seen under CPU load)
+    with ThreadPool(max(1, workers)) as pool:
         for i, pixels in enumerate(pool.imap(_decode_star, ((p, side) for p in paths), chunksize=16)):
             if pixels is not None:
                 array[i], ok[i] = pixels, True

@@ -73,6 +73,9 @@ def make_plan(spec: CompetitionSpec, hardware: Hardware, window_seconds: float, 
     cpu_cores = max(1, hardware.cpus - held)
     cpu_members = [m for n in others for m in get_engine(n).plan(
         dataclasses.replace(context, costs=costs.get(n), cores=cpu_cores))]
+    if hardware.busy_cpus:
+        reasons.append(f"{hardware.busy_cpus} core(s) busy with other processes when probed: planned for "
+                       f"{hardware.cpus}, so no fold runs more threads than there are cores for them")
     if gpu_members:
         reasons.append(f"GPU lane: {len(hardware.gpus)} GPU(s); its folds hold {held} of {hardware.cpus} cores for "
                        f"compute and loaders" + (f" ({reserve} kept for CPU members)" if reserve else ""))

@@ -1,4 +1,5 @@
 import json
+import time
 
 from runner.hardware import GiB, Gpu, Hardware, available_cpus, cgroup_cpu_quota, probe_hardware
 
@@ -37,3 +38,29 @@ def test_hardware_round_trips_through_json():
 def test_probe_on_this_machine_sees_cpus_and_memory(tmp_path):
     hardware = probe_hardware(tmp_path)
     assert hardware.cpus >= 1 and hardware.ram_bytes > GiB and hardware.disk_free_bytes > 0
+
+
+def test_a_core_kept_busy_by_another_process_is_left_out(tmp_path):
+    """A fold with more threads than free cores stalls at its OpenMP barriers, so the probe plans without a core
+    that another process keeps busy."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    allowed = available_cpus()
+    # another process's, not a child of this one (the probe does not count its own tree's work as busy)
+    rival = int(subprocess.check_output(["sh", "-c", f"'{sys.executable}' -c 'while True: pass' >/dev/null & echo $!"]))
+    try:
+        time.sleep(0.3)  # the rival is running, not starting
+        hardware = probe_hardware(tmp_path)
+    finally:
+        os.kill(rival, signal.SIGKILL)
+    assert hardware.busy_cpus >= min(1, allowed - 1)
+    assert hardware.cpus + hardware.busy_cpus == allowed and hardware.cpus >= 1
+    assert Hardware.from_json(json.loads(json.dumps(hardware.to_json()))) == hardware
+
+
+def test_busy_cores_are_not_counted_without_a_probe_interval(tmp_path):
+    hardware = probe_hardware(tmp_path, busy_seconds=0)
+    assert hardware.busy_cpus == 0 and hardware.cpus == available_cpus()

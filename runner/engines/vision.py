@@ -287,7 +287,7 @@ class Timm(Engine):
             return None
         device = "cuda" if hardware.gpus and here else "cpu"
         return gather_costs(image_candidates(hardware), device, max(2, len(dataset.classes or ())),
-                            available_cpus(), seconds, here or not hardware.gpus, work)
+                            hardware.cpus if here else available_cpus(), seconds, here or not hardware.gpus, work)
 
     def plan(self, context: PlanContext) -> list[Member]:
         return [image_member(context)]
