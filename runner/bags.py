@@ -99,7 +99,7 @@ def why_stop(lane: str, states: dict[str, MemberState], weights: dict[str, float
     recent = [s for s in states.values() if s.extra and s.ended][-STALE:]
     if len(recent) == STALE and not any((s.gain or 0.0) >= MIN_GAIN or s.record for s in recent):
         return (f"CV no longer improving: the last {STALE} extra members lowered the blend's loss by "
-                f"{', '.join(f'{s.gain or 0.0:.4%}' for s in recent)} (each less than {MIN_GAIN:.3%}) and none "
+                f"{', '.join(f'{s.gain or 0.0:.4%}' for s in recent)} (each less than {MIN_GAIN:.0e} of it) and none "
                 "beat its engine's best")
     typical, fewest, longest = fold_walls(base, results)
     need = max(least, fewest, FAIR_SHARE * typical)
