@@ -56,7 +56,9 @@ def test_a_table_uses_its_window_with_several_engines_blended(spaceship, tmp_pat
     assert sum(report["blend"]["weights"].values()) == pytest.approx(1.0, abs=1e-3)
     assert report["cv_score"] >= max(report["blend"]["member_cv"][n] for n in report["blend"]["weights"]) - 1e-6 \
         or report["cv_score"] >= report["blend"]["member_cv"][report["blend"]["start"]] - 1e-6
-    assert report["stop_reason"].startswith("the training window closed")
+    # it trains until the cut, unless its extra members have stopped improving the blend by then
+    assert report["stop_reason"].startswith("the training window closed") \
+        or "CV no longer improving" in report["stop_reason"], report["stop_reason"]
     assert "blend" in result.stderr and "weight" in result.stderr
 
 
