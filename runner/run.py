@@ -459,9 +459,8 @@ def run_competition(name: str, data_dir: Path, budget: Budget, out_dir: Path, ha
         plan.save(Path(out_dir) / "plan.json")
         supervisor.update(plan=plan.to_json(), members=supervisor.member_rows(), timings=supervisor.mark("planned"))
         on_plan(plan)
-        if not plan.members:  # nothing to train: the baseline, or the blend of an earlier run's folds
-            reason = "every planned member was trained by the earlier run" if supervisor.reused else plan.reasons[-1]
-            supervisor.update(status="trained" if supervisor.reused else "baseline", error=None, stop_reason=reason)
+        if not plan.members and not supervisor.reused:  # a resumed run goes on with extras from what it reused
+            supervisor.update(status="baseline", error=None, stop_reason=plan.reasons[-1])
             return supervisor.report
         with Monitor(Path(out_dir) / "monitor.jsonl", budget.started) as supervisor.monitor:
             supervisor.train(on_status)

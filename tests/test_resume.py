@@ -82,3 +82,19 @@ def test_only_folds_of_the_same_member_data_and_code_are_reused(spaceship, tmp_p
     other = member.model_copy(update=dict(split_seed=member.split_seed + 1))
     assert unit_fingerprint(member, 0, data, "c") != unit_fingerprint(other, 0, data, "c")
     assert unit_fingerprint(member, 0, data, "c") != unit_fingerprint(member, 1, data, "c")
+
+
+def test_a_run_whose_members_were_all_trained_goes_on_from_their_blend(spaceship, tmp_path):
+    """Every planned member finished in the earlier run: the new one still blends them and spends its budget on
+    extra members (or says why not), instead of falling back to the baseline."""
+    out = tmp_path / "out"
+    start(spaceship, out, 15).communicate(timeout=60)
+    again = start(spaceship, out, 15)
+    _, stderr = again.communicate(timeout=60)
+    assert again.returncode == 0, stderr[-3000:]
+    report = json.loads((out / "report.json").read_text())
+    assert report["resumed"]["folds_reused"] > 0
+    assert report["status"] == "trained" and report["blend"]["weights"], report["stop_reason"]
+    assert report["stop_reason"].startswith("the training window closed") \
+        or "CV no longer improving" in report["stop_reason"], report["stop_reason"]
+    assert graded(spaceship, out).valid_submission and graded(spaceship, out).score > 0.75
