@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 from _common import save
@@ -75,15 +76,18 @@ def one_run(root: Path, spec, specs: Path | None, budget: int, loaded: bool, out
     report = json.loads((out / "report.json").read_text())
     graded = grade(out / "submission.csv", spec, root / "prepared" / "private")
     ended = report["timings"].get("training_done", report["wall_seconds"])
-    ratios = [f["epoch_seconds"] / f["predicted_epoch_seconds"] for f in report["folds"]
-              if f.get("predicted_epoch_seconds") and f["status"] in ("completed", "stopped") and f["epoch_seconds"]]
+    timed = [f for f in report["folds"]
+             if f.get("predicted_epoch_seconds") and f["status"] in ("completed", "stopped") and f["epoch_seconds"]]
+    ratios = [f["epoch_seconds"] / f["predicted_epoch_seconds"] for f in timed]
+    misses = Counter(f["member"].split("-")[0] for f, r in zip(timed, ratios) if abs(r - 1) > WITHIN)
     more_possible = (report["stop_reason"] or "").startswith("the training window closed")
     return dict(competition=spec.id, budget=budget, loaded=loaded, exit_code=result.returncode,
                 training_ended=round(ended / budget, 3), wall=round(wall / budget, 3),
                 stop_reason=report["stop_reason"], more_training_possible=more_possible,
                 valid=graded.valid_submission, score=graded.score, metric=spec.metric,
                 folds_timed=len(ratios), folds_within=sum(abs(r - 1) <= WITHIN for r in ratios),
-                epoch_ratios=[round(r, 2) for r in ratios[:40]], actions=len(report["actions"]))
+                misses_by_engine=dict(misses), epoch_ratios=[round(r, 2) for r in ratios[:40]],
+                actions=len(report["actions"]))
 
 
 def main() -> None:

@@ -46,6 +46,9 @@ class MemberState:
     gain: float | None = None  # measured: relative improvement of the blend's CV error it brought
     record: bool = False  # its own CV beat every earlier member of its engine
     status: str = "queued"  # queued | running | done | skipped
+    # put in place of another member by a re-plan: its own first step only sets what its later folds expect (a
+    # re-plan of a re-plan chased one epoch's noise: 15 in a row alternating between two models were seen)
+    replanned: bool = False
 
     @property
     def ended(self) -> bool:
@@ -71,6 +74,14 @@ def step_seconds(state: MemberState, results: list[FoldResult]) -> float:
     """Mean seconds per epoch, round or fit of a member's finished folds (its plan's estimate before any)."""
     steps = [r.epoch_seconds for r in results if r.member == state.member.name and r.usable and r.fold != PREPARE]
     return float(np.mean(steps)) if steps else state.member.step_seconds
+
+
+def cost_ratio(base: Member, settings, results: list[FoldResult]) -> float:
+    """How many times a step of `settings` takes one of `base`'s, by its engine's cost model on the rows its
+    folds trained on."""
+    rows = max((r.n_train or 0 for r in results if r.member == base.name), default=0)
+    engine = get_engine(base.engine)
+    return engine.step_cost(settings, rows) / engine.step_cost(base.settings, rows)
 
 
 def base_for(lane: str, states: dict[str, MemberState], weights: dict[str, float]) -> MemberState | None:
@@ -136,6 +147,7 @@ def extra_member(lane: str, states: dict[str, MemberState], weights: dict[str, f
     settings = base.settings.model_copy(update=dict(seed=base.settings.seed + 100 * number)) if repeat else \
         get_engine(base.engine).variant(base.settings, number)
     kind = "repeat" if repeat else "bag"
+    costlier = cost_ratio(base, settings, results)  # a deeper tree's rounds take longer, a shallower one's less
     why = (f"{kind} of {base.name}: " + ("the same settings on another split" if repeat else
                                         f"another seed, and a configuration next to {base.name}'s, the best "
                                         f"{base.engine} so far")
@@ -144,8 +156,9 @@ def extra_member(lane: str, states: dict[str, MemberState], weights: dict[str, f
     return base.model_copy(update=dict(
         name=f"{base.engine}-{number}", settings=settings.model_copy(update=dict(reasons=(why,))),
         split_seed=split_seed, bag_of=None if repeat else base.name, repeat_of=base.name if repeat else None,
-        fold_seconds=round(typical, 2), min_fold_seconds=round(least, 2), max_fold_seconds=round(longest, 2),
-        step_seconds=round(step_seconds(states[base.name], results), 6),
+        fold_seconds=round(typical, 2), min_fold_seconds=round(least, 2),
+        max_fold_seconds=round(longest * max(1.0, costlier), 2),
+        step_seconds=round(step_seconds(states[base.name], results) * costlier, 6),
         expected_gain=round(gain, 6), prepare_seconds=0.0, reasons=(why,)))
 
 

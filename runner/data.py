@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from runner.csvfiles import find_sample, read_csv_file
 from runner.errors import InputError
 from runner.spec import CompetitionSpec
 from runner.untrusted import inside, walk
@@ -80,8 +81,8 @@ def read_csv(path: Path, what: str, root: Path | None = None, warnings: list[str
     real = inside(root or Path(path).parent, path)
     rows = affordable_rows(real)
     try:
-        frame = pd.read_csv(real, nrows=rows)
-    except Exception as exc:  # pandas raises ParserError, UnicodeDecodeError, EmptyDataError, OSError...
+        frame = read_csv_file(real, rows, warnings)
+    except Exception as exc:  # pandas raises ParserError, EmptyDataError, OSError, BadZipFile...
         raise InputError(f"{path}: cannot read {what}: {exc}") from exc
     if frame.empty:
         raise InputError(f"{path}: {what} has no rows")
@@ -104,14 +105,51 @@ def affordable_rows(path: Path) -> int | None:
     return int(room // per_row)
 
 
-def read_sample(spec: CompetitionSpec, data_dir: Path) -> pd.DataFrame:
-    sample = complete_sample(spec, read_csv(data_dir / spec.sample_submission, "sample submission", data_dir),
-                             data_dir / spec.sample_submission)
+def read_sample(spec: CompetitionSpec, data_dir: Path, warnings: list[str] | None = None) -> pd.DataFrame:
+    """The sample submission, under the spec's name or another a competition gives it; without one, the test
+    file's ids with the spec's columns (said in `warnings`)."""
+    path = find_sample(data_dir, spec.sample_submission)
+    if path is None:
+        return sample_from_test(spec, data_dir, warnings if warnings is not None else [])
+    sample = complete_sample(spec, read_csv(path, "sample submission", data_dir), path)
     if spec.id_column not in sample.columns:
-        raise InputError(f"{data_dir / spec.sample_submission}: no id column {spec.id_column!r}")
+        raise InputError(f"{path}: no id column {spec.id_column!r}")
     if sample[spec.id_column].isna().any():
-        raise InputError(f"{data_dir / spec.sample_submission}: column {spec.id_column!r} has empty ids")
+        raise InputError(f"{path}: column {spec.id_column!r} has empty ids")
     return sample
+
+
+def sample_from_test(spec: CompetitionSpec, data_dir: Path, warnings: list[str]) -> pd.DataFrame:
+    """A sample submission made from the test file's ids and the spec's value columns (a probability column per
+    class of the train labels where the spec's classes are the sample's columns), said in a warning."""
+    expected = data_dir / spec.sample_submission
+    if spec.test_file is None or not (data_dir / spec.test_file).is_file():
+        raise InputError(f"{expected}: sample submission not found, and no test file lists the test ids")
+    test = read_csv(data_dir / spec.test_file, "test file", data_dir)
+    if spec.id_column not in test.columns:
+        raise InputError(f"{expected}: sample submission not found, and {spec.test_file} has no id column "
+                         f"{spec.id_column!r}")
+    columns = list(spec.targets)
+    if spec.submission == "probabilities" and len(spec.targets) == 1:
+        labels = read_csv(data_dir / spec.train_file, "train file", data_dir)[spec.targets[0]]
+        columns = sorted(labels.dropna().astype(str).unique())
+    fill = {"probability": 0.5, "probabilities": 1 / max(1, len(columns)), "regression": 0.0}.get(spec.submission,
+                                                                                                  pd.NA)
+    warnings.append(f"{expected} not found: the submission's rows are {spec.test_file}'s {len(test)} ids, its "
+                    f"columns {columns}")
+    log.warning(warnings[-1])
+    return pd.DataFrame({spec.id_column: test[spec.id_column], **{c: fill for c in columns}})
+
+
+def nothing_to_learn(dataset: Dataset) -> str | None:
+    """Why no model can learn from the training labels (all one class or one value), or None."""
+    y = dataset.y if dataset.y.ndim == 1 else dataset.y[:, 0]
+    if len(dataset.y) and (dataset.y == dataset.y[0]).all():
+        value = dataset.classes[int(y[0])] if dataset.classes is not None else y[0]
+        what = "label" if dataset.classes is not None else "target value"
+        return f"every training row has the {what} {value!r}: nothing to learn; the submission predicts it for " \
+               "every row"
+    return None
 
 
 def complete_sample(spec: CompetitionSpec, sample: pd.DataFrame, path: Path) -> pd.DataFrame:

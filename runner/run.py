@@ -13,6 +13,7 @@ import os
 import pickle
 import shutil
 import time
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -23,13 +24,15 @@ from runner.atomic import replacing, write_json
 from runner.bags import MemberState, extra_member, note_record, step_seconds, why_stop
 from runner.blend import Blend, MemberPredictions, choose_blend, pool_gain
 from runner.budget import Budget
-from runner.control import FIRST_CHECK_SECONDS, Change, combine, monitor_rules, needs_replan
-from runner.data import Dataset, load_dataset, read_sample, value_columns
+from runner.control import (FIRST_CHECK_SECONDS, TIMED_EPOCH, Change, close_enough, combine, monitor_rules,
+                            needs_replan, stalled)
+from runner.csvfiles import find_sample, read_csv_file
+from runner.data import Dataset, load_dataset, nothing_to_learn, read_sample, value_columns
 from runner.engines import MEASURE_CAP, get_engine
 from runner.engines.vision import CPU_CANDIDATES, GPU_CANDIDATES, useful_batch
 from runner.errors import InputError, Interrupted, InvalidSubmissionError
 from runner.folds import PREPARE, FoldResult, FoldTask, assign_folds
-from runner.hardware import Hardware, probe_hardware
+from runner.hardware import Hardware, busy_elsewhere, probe_hardware
 from runner.monitor import Monitor
 from runner.planner import applicable, data_shape, make_plan, replan_context
 from runner.portfolio import Member, Plan
@@ -38,7 +41,8 @@ from runner.report import RunReport
 from runner.resume import Reused, code_fingerprint, data_fingerprint, reusable, unit_fingerprint
 from runner.slots import EVERY_MEMBER_FINISHED, MIN_FOLD_SECONDS, WINDOW_CLOSED, Running, Scheduler, Unit
 from runner.spec import CompetitionSpec, load_spec
-from runner.submission import Predictions, build_submission, prior_predictions, publish, sample_baseline
+from runner.submission import Predictions, build_submission, prior_predictions, publish, sample_baseline, write_atomic
+from runner.untrusted import inside
 from runner.watch import EpochReader, describe, utilisation
 from runner.weights import find_weights
 
@@ -54,10 +58,11 @@ class Supervisor:
         self.work.mkdir(parents=True, exist_ok=True)
         os.chmod(self.work, 0o700)  # the fold hand-off is read back by fold processes: nobody else's to touch
         self.submission = self.out / "submission.csv"
-        self.sample = read_sample(spec, self.data_dir)
+        found: list[str] = []
+        self.sample = read_sample(spec, self.data_dir, found)
         self.columns = value_columns(spec, self.sample)
         self.report = RunReport(spec.id, "running", spec.metric, spec.lower_is_better, budget.seconds, 0.0,
-                                str(self.submission), "none", spec=spec.to_json())
+                                str(self.submission), "none", spec=spec.to_json(), warnings=tuple(found))
         self.dataset: Dataset | None = None
         self.prior: Predictions | None = None
         self.plan: Plan | None = None
@@ -72,7 +77,9 @@ class Supervisor:
         self.hardware: Hardware | None = None
         self.costs: dict = {}  # what each engine measured, for re-planning
         self.timed: set[str] = set()  # members whose first real step has been held against the plan
+        self.probed = False  # the hardware is this machine's, sampled at the start (not a profile): sample it again
         self.checked: set[str] = set()  # GPU units checked from the monitor's samples before their first epoch
+        self.last_epoch: dict[str, float] = {}  # unit -> when its latest epoch line was read
         self.epochs = EpochReader()
         self.monitor: Monitor | None = None
         self.fingerprints = (data_fingerprint(self.data_dir, spec.to_json()), code_fingerprint())
@@ -103,7 +110,7 @@ class Supervisor:
         publish(frame, self.sample, self.spec, self.columns, self.out / "baseline.csv")
         for warning in self.dataset.warnings:
             log.warning(warning)
-        self.update(submission_source=self.prior.source, warnings=tuple(self.dataset.warnings),
+        self.update(submission_source=self.prior.source, warnings=(*self.report.warnings, *self.dataset.warnings),
                     timings=self.mark("data_loaded"))
 
     def resume(self) -> None:
@@ -220,6 +227,13 @@ class Supervisor:
             lines = self.epochs.new_lines(Path(item.task.out_dir))
             for line in lines:
                 self._on_epoch(item, line, samples)
+                self.last_epoch[item.unit.name] = time.monotonic()
+            member = self.states[item.unit.member.name].member
+            waited = time.monotonic() - self.last_epoch.get(item.unit.name, item.started)
+            if member.name not in self.timed and get_engine(member.engine).fills_window and stalled(member, waited):
+                log.warning("%s fold %d: no epoch for %.0f s where one was planned to take %.2g s", member.name,
+                            item.unit.fold, waited, member.step_seconds)
+                self._retime(member, waited)
             if not lines and item.unit.on_gpu and item.unit.name not in self.checked and \
                     time.monotonic() - item.started > FIRST_CHECK_SECONDS:
                 self.checked.add(item.unit.name)  # no epoch yet: the monitor's samples alone
@@ -231,7 +245,7 @@ class Supervisor:
         log.info(describe(item.unit.member.name, item.unit.fold, line, self.spec.metric))
         self.update(epochs=(*self.report.epochs, {"member": item.unit.member.name, "fold": item.unit.fold, **line}))
         member = self.states[item.unit.member.name].member
-        if line["epoch"] == 1 and member.name not in self.timed:
+        if line["epoch"] == TIMED_EPOCH and member.name not in self.timed:
             self._retime(member, line["epoch_seconds"])
         self._check(item, line, samples)
 
@@ -249,23 +263,48 @@ class Supervisor:
             self._apply(change)
 
     def _retime(self, member: Member, step_seconds: float) -> None:
-        """The first real epoch (or first fold) against the plan: within tolerance nothing changes; otherwise the
-        member's engine plans a planned member again for the window left, and any member's later folds expect
-        what was measured."""
+        """The first epoch after warm-up (or first fold) against the plan: close to it nothing changes; within the
+        tolerance later folds expect what was measured; beyond it the member's engine plans a planned member
+        again for the window left (an extra or re-planned member's later folds only expect what was measured)."""
         self.timed.add(member.name)
         if not needs_replan(member, step_seconds):
+            if not close_enough(member, step_seconds):
+                self._expect(member, step_seconds)
             return
+        if 0 < member.step_seconds < step_seconds and self.probed:
+            self._reprobe()
         again = None
-        if not self.states[member.name].extra:  # an extra member keeps the settings its search chose
+        state = self.states[member.name]
+        if not (state.extra or state.replanned):  # an extra keeps the settings its search chose
             context = replan_context(self.spec, self.hardware, self.plan, member, self.budget.training_left(),
                                      data_shape(self.dataset), self.costs.get(member.engine), pretrained_models())
             again = get_engine(member.engine).replan(context, member, step_seconds)
-        if again is None:  # nothing of it scales with time: only what its later folds are expected to take
-            expected = member.model_copy(update=dict(step_seconds=round(step_seconds, 6)))
-            self.states[member.name].member = expected
-            self.scheduler.revise(member.name, expected)
+        if again is None:  # nothing of it scales with time
+            self._expect(member, step_seconds)
             return
         self._adopt(member, again, step_seconds)
+
+    def _reprobe(self) -> None:
+        """A step far slower than planned may mean other processes took cores after the run was planned (a fold
+        with more threads than free cores slows down many times over): sample again, and plan what starts next
+        for the cores that are left."""
+        allowed = self.hardware.cpus + self.hardware.busy_cpus
+        busy = busy_elsewhere()
+        free = max(1, allowed - busy)
+        if free >= self.hardware.cpus:
+            return
+        self.hardware = dataclasses.replace(self.hardware, cpus=free, busy_cpus=allowed - free)
+        lanes = {lane: min(cores, free) for lane, cores in self.plan.lane_cores.items()}
+        self.plan = self.plan.model_copy(update=dict(cpus=free, lane_cores=lanes))
+        self.scheduler.plan = self.plan
+        self.on_action(f"{busy} of {allowed} cores now busy with other processes (sampled after a slow step): "
+                       f"what starts next plans for {free}")
+
+    def _expect(self, member: Member, step_seconds: float) -> None:
+        """Later folds of the member expect the step that was measured; its settings stay."""
+        expected = member.model_copy(update=dict(step_seconds=round(step_seconds, 6)))
+        self.states[member.name].member = expected
+        self.scheduler.revise(member.name, expected)
 
     def _adopt(self, member: Member, again: Member, step_seconds: float) -> None:
         """A re-planned member: the same model with other time-scaled settings revises the units not yet started;
@@ -287,7 +326,7 @@ class Supervisor:
             return
         name = f"{member.engine}-{1 + sum(1 for s in self.states.values() if s.member.engine == member.engine)}"
         again = again.model_copy(update=dict(name=name, split_seed=self.plan.seed + len(self.states)))
-        self.states[name] = MemberState(again)
+        self.states[name] = MemberState(again, replanned=True)
         self.scheduler.drop(member.name, f"re-planned as {name}")
         self.scheduler.stop(member.name)
         self.scheduler.add(again)
@@ -442,18 +481,38 @@ def pretrained_models() -> frozenset[str]:
     return frozenset(m for m, _ in GPU_CANDIDATES + CPU_CANDIDATES if find_weights(m))
 
 
+def write_given_sample(data_dir: Path, out_dir: Path) -> None:
+    """The sample submission as the competition gives it becomes the first submission, before any other file is
+    read, so neither inferring the competition nor its train file can leave the run without one; the checked
+    baseline replaces it a moment later. A sample that cannot be read is left to the checks that name it."""
+    path = find_sample(data_dir)
+    try:
+        sample = read_csv_file(inside(data_dir, path)) if path else None
+    except (InputError, OSError, ValueError, zipfile.BadZipFile):
+        return
+    if sample is not None and len(sample) and sample.shape[1] > 1:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        write_atomic(sample, out_dir / "submission.csv")
+
+
 def run_competition(name: str, data_dir: Path, budget: Budget, out_dir: Path, hardware: Hardware | None = None,
                     on_plan=lambda plan: None, on_status=lambda report, running: None,
                     engines: list[str] | None = None) -> RunReport:
     """The whole run. Raises RunnerError only when not even the sample submission can be read; otherwise returns
     a report whose `error` explains what stopped training (a valid submission exists either way)."""
+    write_given_sample(Path(data_dir), Path(out_dir))
     spec = load_spec(name, Path(data_dir))
     supervisor = Supervisor(spec, data_dir, out_dir, budget)
     try:
         supervisor.write_sample_baseline()
+        supervisor.probed = hardware is None
         hardware = hardware or probe_hardware(Path(out_dir))
         supervisor.update(hardware=hardware.to_json())
         supervisor.load_data()
+        if why := nothing_to_learn(supervisor.dataset):
+            log.warning(why)
+            supervisor.update(status="baseline", error=None, stop_reason=why)
+            return supervisor.report
         supervisor.resume()
         plan = supervisor.make_plan(hardware, engines)
         plan.save(Path(out_dir) / "plan.json")

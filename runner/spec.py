@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from runner.csvfiles import find_sample, read_csv_file
 from runner.errors import InputError, SpecError
 
 TASKS = ("tabular", "image", "text", "unsupported")
@@ -127,10 +128,10 @@ def load_spec(name: str, data_dir: Path | None = None) -> CompetitionSpec:
     spec = find_spec(name)
     if spec is not None:
         return spec
-    if data_dir is not None and (Path(data_dir) / "sample_submission.csv").is_file():
+    if data_dir is not None and find_sample(Path(data_dir)) is not None:
         return infer_spec(name, Path(data_dir))
     known = ", ".join(sorted(known_specs()))
-    where = f"; {data_dir}/sample_submission.csv not found either" if data_dir else ""
+    where = f"; no sample submission in {data_dir} either" if data_dir else ""
     raise SpecError(f"unknown competition {name!r}{where}. Known: {known}")
 
 
@@ -170,7 +171,7 @@ def _read_head(path: Path, rows: int | None = 5000) -> pd.DataFrame:
 
     real = inside(path.parent, path)
     try:
-        return pd.read_csv(real, nrows=rows)
+        return read_csv_file(real, rows)
     except Exception as exc:  # pandas raises many types for broken CSVs
         raise InputError(f"{path}: cannot read CSV: {exc}") from exc
 
@@ -191,10 +192,11 @@ def _find_images(data_dir: Path, ids: pd.Series) -> tuple[str, str] | None:
 def infer_spec(name: str, data_dir: Path) -> CompetitionSpec:
     """A best-effort spec from the files of an MLE-bench public folder. Never raises for odd data: a spec that
     cannot be trained comes back with task 'unsupported' and a note, so the sample submission is still written."""
-    sample = _read_head(data_dir / "sample_submission.csv")
+    sample_path = find_sample(data_dir)
+    sample = _read_head(sample_path)
     id_column, targets = sample.columns[0], tuple(sample.columns[1:])
     train_path = data_dir / "train.csv"
-    base = dict(id=name, id_column=id_column, targets=targets, inferred=True,
+    base = dict(id=name, id_column=id_column, targets=targets, inferred=True, sample_submission=sample_path.name,
                 test_file="test.csv" if (data_dir / "test.csv").is_file() else None)
     described = _metric_from_description(data_dir)
 
@@ -204,10 +206,13 @@ def infer_spec(name: str, data_dir: Path) -> CompetitionSpec:
         return CompetitionSpec(task="unsupported", metric=metric, submission=fmt, note=note, **base)
 
     if not targets:
-        return unsupported("sample_submission.csv has no value column")
+        return unsupported(f"{sample_path.name} has no value column")
     if not train_path.is_file():
         return unsupported("no train.csv: only the sample submission can be written")
-    train = _read_head(train_path)
+    try:
+        train = _read_head(train_path)
+    except InputError as exc:  # the sample submission is still written
+        return unsupported(str(exc))
     if id_column not in train.columns:
         return unsupported(f"train.csv has no id column {id_column!r}")
 
@@ -249,7 +254,7 @@ def infer_spec(name: str, data_dir: Path) -> CompetitionSpec:
         extra["text_column"] = text
     return CompetitionSpec(task=task, metric=metric, submission=fmt,
                            **{**base, "targets": train_targets}, **extra,
-                           note="inferred from sample_submission.csv, train.csv and description.md")
+                           note=f"inferred from {sample_path.name}, train.csv and description.md")
 
 
 def spec_json(spec: CompetitionSpec) -> str:

@@ -42,10 +42,78 @@ def test_missing_train_file_is_named_and_a_baseline_is_still_written(public, tmp
 
 
 def test_unreadable_train_file_is_named(public, tmp_path):
-    (public / "train.csv").write_text("PassengerId,Transported\n0001_01,True\n0002_01,False,3,4\n")
+    (public / "train.csv").write_bytes(b"PK\x03\x04 not really a zip")
     result, out = run(public, tmp_path)
     assert result.returncode == 2 and "train.csv" in result.stderr and "cannot read" in result.stderr
     assert_valid_submission(public, out)
+
+
+def test_a_bad_row_is_skipped_and_named_by_its_line(public, tmp_path):
+    lines = (public / "train.csv").read_text().splitlines()
+    lines.insert(3, lines[3] + ",1,2")  # line 4 of the file: two fields too many
+    (public / "train.csv").write_text("\n".join(lines) + "\n")
+    result, out = run(public, tmp_path, budget="8s")
+    assert result.returncode == 0, result.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert any("train.csv: skipped line 4" in w for w in report["warnings"]) and report["status"] == "trained"
+    assert_valid_submission(public, out)
+
+
+@pytest.mark.parametrize("damage, warning", [
+    (lambda text: text.encode("latin-1"), "not UTF-8; read as latin-1"),
+    (lambda text: text.replace(",", ";").encode(), "separated by ';'"),
+])
+def test_an_unknown_competition_with_a_latin1_or_semicolon_train_file_is_still_trained(public, tmp_path, damage,
+                                                                                        warning):
+    """Inference reads the train file before anything else is trained: it reads what the loader reads."""
+    train = pd.read_csv(public / "train.csv")
+    train.loc[0, "Name"] = "Zoë Ångström"  # a letter UTF-8 and Latin-1 write differently
+    (public / "train.csv").write_bytes(damage(train.to_csv(index=False)))
+    result, out = run(public, tmp_path, budget="8s", competition="my-own-spaceship")
+    assert result.returncode == 0, result.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert report["status"] == "trained" and any(warning in w for w in report["warnings"])
+    assert_valid_submission(public, out)
+
+
+def test_a_sample_submission_under_another_name_is_found(public, tmp_path):
+    (public / "sample_submission.csv").rename(public / "sampleSubmission.csv")
+    result, out = run(public, tmp_path, budget="8s")
+    assert result.returncode == 0, result.stderr
+    sample = pd.read_csv(public / "sampleSubmission.csv")
+    validate_submission(pd.read_csv(out / "submission.csv"), sample, SPACESHIP, value_columns(SPACESHIP, sample))
+
+
+def test_a_known_competition_without_its_sample_submits_the_test_files_ids(public, tmp_path):
+    sample = pd.read_csv(public / "sample_submission.csv")
+    (public / "sample_submission.csv").unlink()
+    result, out = run(public, tmp_path, budget="8s")
+    assert result.returncode == 0, result.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert any("sample_submission.csv not found: the submission's rows are test.csv's" in w for w in report["warnings"])
+    validate_submission(pd.read_csv(out / "submission.csv"), sample, SPACESHIP, value_columns(SPACESHIP, sample))
+
+
+def test_an_unknown_competition_whose_train_file_cannot_be_read_keeps_the_sample_submission(public, tmp_path):
+    (public / "train.csv").write_bytes(b"\x1f\x8b broken gzip")
+    result, out = run(public, tmp_path, competition="my-own-spaceship")
+    assert result.returncode == 2 and "train.csv" in result.stderr and "cannot read" in result.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert report["status"] == "error" and "train.csv" in report["spec"]["note"]  # inference said so too
+    assert_valid_submission(public, out)
+
+
+def test_labels_of_one_class_give_a_constant_prediction_and_say_so(public, tmp_path):
+    train = pd.read_csv(public / "train.csv")
+    train["Transported"] = True
+    train.to_csv(public / "train.csv", index=False)
+    result, out = run(public, tmp_path)
+    assert result.returncode == 0, result.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert report["status"] == "baseline" and "nothing to learn" in report["stop_reason"]
+    assert "Traceback" not in result.stderr
+    assert_valid_submission(public, out)
+    assert pd.read_csv(out / "submission.csv")["Transported"].eq(True).all()
 
 
 def test_truncated_train_file_keeps_its_whole_rows(public, tmp_path):

@@ -1,7 +1,7 @@
 """Extra members while they pay: which member is extended, how, and when a lane stops (runner.bags)."""
 import pytest
 
-from runner.bags import STALE, MemberState, extra_member, incumbent, note_record, why_stop
+from runner.bags import STALE, MemberState, cost_ratio, extra_member, incumbent, note_record, why_stop
 from runner.engines import get_engine
 from runner.folds import FoldResult
 from runner.portfolio import Member
@@ -83,3 +83,35 @@ def test_a_cnn_is_not_extended_when_its_folds_would_get_a_fraction_of_the_time_i
     # 5 folds, one at a time: each needs half of 60 s, so 150 s; 100 s are not enough
     assert "needs about 150 s" in why_stop("cpu", states, {"timm": 1.0}, results, 100.0, 1.0, 1)
     assert why_stop("cpu", states, {"timm": 1.0}, results, 160.0, 1.0, 1) is None
+
+
+def timed(name, step, rows=8000, folds=5):
+    return [FoldResult(k, "completed", name, n_train=rows, epoch_seconds=step, train_seconds=1.0, wall_seconds=1.1,
+                       min_train_seconds=0.2) for k in range(folds)]
+
+
+@pytest.mark.parametrize("engine, setting, deeper, shallower", [
+    ("catboost", "depth", 8, 4), ("lightgbm", "num_leaves", 127, 7), ("xgboost", "max_depth", 10, 3)])
+def test_a_bag_with_larger_trees_expects_longer_rounds(engine, setting, deeper, shallower):
+    """A bag carries its base's measured round to its own configuration: its first folds start before any of
+    its own rounds are timed."""
+    base = member(engine, engine)
+    deep = base.settings.model_copy(update={setting: deeper})
+    shallow = base.settings.model_copy(update={setting: shallower})
+    results = timed(engine, 0.001)
+    assert cost_ratio(base, deep, results) > 1.5 and cost_ratio(base, shallow, results) < 0.7
+    assert cost_ratio(base, base.settings.model_copy(update=dict(learning_rate=0.2)), results) == 1.0
+    states = {engine: done(base, cv=0.5)}
+    for n in range(2, 12):  # bags alternate with repeats; their steps follow their own trees
+        extra = extra_member("cpu", states, {engine: 1.0}, results, split_seed=n, lower_is_better=True)
+        expected = 0.001 * cost_ratio(base, extra.settings, results)
+        assert extra.step_seconds == pytest.approx(expected, rel=1e-3)
+        states[extra.name] = done(extra, cv=0.6)
+
+
+def test_larger_trees_cost_no_more_than_the_rows_allow():
+    """On a tiny table LightGBM's leaves are bounded by its rows (min rows per leaf), so more leaves cost nothing."""
+    lgbm = get_engine("lightgbm")
+    few = lgbm.Settings(num_leaves=31)
+    assert lgbm.step_cost(few.model_copy(update=dict(num_leaves=127)), 40) == lgbm.step_cost(few, 40)
+    assert lgbm.step_cost(few.model_copy(update=dict(num_leaves=127)), 100_000) > 3 * lgbm.step_cost(few, 100_000)

@@ -173,12 +173,17 @@ def test_rounds_and_learning_rate_follow_the_window():
 
 
 def test_one_shot_members_scale_their_timed_fit():
-    costs = {"linear": FitCost(rows=2000, seconds=0.5), "knn": FitCost(rows=2000, seconds=0.5)}
+    costs = {"linear": FitCost(rows=2000, seconds=0.5, fit_seconds=0.4),
+             "knn": FitCost(rows=2000, seconds=0.5, fit_seconds=0.1)}
     plan = make_plan(SPACESHIP, profile("cpu"), 600, DataShape(20_000, 1000, 14, classes=2), costs)
     linear, knn = plan.member("linear"), plan.member("knn")
-    assert linear.step_seconds == pytest.approx(0.5 * 16_000 / 2000)
-    assert knn.step_seconds == pytest.approx(0.5 * (16_000 / 2000) ** 2)  # quadratic in rows
-    assert linear.fold_seconds > linear.step_seconds  # and a start-up
+    assert linear.step_seconds == pytest.approx(0.4 * 16_000 / 2000)  # a fold's step is its fit, linear in rows
+    assert knn.step_seconds == pytest.approx(0.1 * 16_000 / 2000)
+    assert knn.fold_seconds - linear.fold_seconds == pytest.approx(0.5 * 8 ** 2 - 0.5 * 8)  # kNN's predictions
+    assert linear.fold_seconds > 0.5 * 8  # and a start-up
+    untimed = make_plan(SPACESHIP, profile("cpu"), 600, DataShape(20_000, 1000, 14, classes=2),
+                        {"linear": FitCost(rows=2000, seconds=0.5)})
+    assert untimed.member("linear").step_seconds == 0.0  # fit not timed apart: no estimate to check against
 
 
 def test_boosting_rounds_are_timed_for_each_split_of_the_cores():

@@ -134,6 +134,12 @@ class Engine:
                 moved[key] = values[int(rng.integers(len(values)))]
         return settings.model_copy(update={**moved, "seed": settings.seed + bag})
 
+    def step_cost(self, settings: Settings, rows: int) -> float:
+        """A step's cost under `settings` on `rows` training rows, relative to other settings of this engine: it
+        carries a step measured under one configuration to a neighbouring one (the same: nothing it searches
+        changes a step's work)."""
+        return 1.0
+
     def replan(self, context: PlanContext, member: Member, step_seconds: float) -> Member | None:
         """The member planned again for the window left in `context`, now that one of its epochs, rounds or fits
         took `step_seconds` (None: nothing of it depends on how long a step takes)."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pickle
 import time
+import warnings
 from pathlib import Path
 from typing import Callable
 
@@ -22,42 +23,60 @@ STARTUP_SECONDS = 0.5  # a forked fold: ~0.1 s to start and read its data on 300
 MEASURE_ROWS = 2000
 UNMEASURED_FIT_SECONDS = 2.0  # a guess for tiny budgets that skip timing; the first fold's wall replaces it
 SLACK = 3.0  # a one-shot fold may take this many times its estimate before it is cut (fits cannot stop halfway)
+WARM_ROWS = 200  # a fold's untimed first fit: enough rows for any k of kNN, few enough to cost nothing
 
 
 class FitCost(BaseModel):
-    """Seconds of one fit on `rows` training rows plus predicting `rows` rows, on this machine."""
+    """Seconds of one fit on `rows` training rows plus predicting `rows` rows, on this machine, and of the fit
+    alone (None: not timed apart)."""
 
     model_config = ConfigDict(frozen=True)
 
     rows: int
     seconds: float
+    fit_seconds: float | None = None
 
 
-def time_fit(fit_predict: Callable[[np.ndarray], None], n: int, seed: int = 0) -> FitCost:
-    """Time `fit_predict(rows)` on a sample of up to MEASURE_ROWS row indices (after one untimed warm-up on a
-    tenth of them, so imports and first-call set-up do not count)."""
+def time_fit(fit: Callable[[np.ndarray], object], predict: Callable[[object, np.ndarray], None], n: int,
+             seed: int = 0) -> FitCost:
+    """Time `fit(rows)` and then `predict(model, rows)` on a sample of up to MEASURE_ROWS row indices (after one
+    untimed warm-up on a tenth of them, so imports and first-call set-up do not count)."""
     rng = np.random.default_rng(seed)
     rows = np.sort(rng.choice(n, min(n, MEASURE_ROWS), replace=False))
-    fit_predict(rows[: max(20, len(rows) // 10)])
+    warm = rows[: max(20, len(rows) // 10)]
+    predict(fit(warm), warm)
     started = time.perf_counter()
-    fit_predict(rows)
-    return FitCost(rows=len(rows), seconds=time.perf_counter() - started)
+    model = fit(rows)
+    fitted = time.perf_counter()
+    predict(model, rows)
+    return FitCost(rows=len(rows), seconds=time.perf_counter() - started, fit_seconds=fitted - started)
 
 
 def fold_seconds(cost: FitCost | None, context: PlanContext, power: float = 1.0) -> float:
-    """Expected wall of one fold: start-up plus the timed fit scaled to a fold's rows (`power` 1: linear in rows;
-    2: every prediction looks at every training row)."""
+    """Expected wall of one fold: start-up plus the timed fit and prediction scaled to a fold's rows (`power` 1:
+    linear in rows; 2: every prediction looks at every training row)."""
     if cost is None:
         return STARTUP_SECONDS + UNMEASURED_FIT_SECONDS
-    fold_rows = context.data.n_train * (context.folds - 1) / context.folds
-    return STARTUP_SECONDS + cost.seconds * max(1.0, fold_rows / cost.rows) ** power
+    return STARTUP_SECONDS + cost.seconds * _scale(cost, context) ** power
 
 
-def one_shot_member(context: PlanContext, engine: str, settings: Settings, seconds: float, expected_gain: float,
-                    why: str) -> Member:
+def fit_seconds(cost: FitCost | None, context: PlanContext) -> float:
+    """Expected seconds of a fold's fit alone, what the fold reports as its step: the timed fit scaled linearly
+    to a fold's rows (0: not timed apart)."""
+    if cost is None or cost.fit_seconds is None:
+        return 0.0
+    return cost.fit_seconds * _scale(cost, context)
+
+
+def _scale(cost: FitCost, context: PlanContext) -> float:
+    return max(1.0, context.data.n_train * (context.folds - 1) / context.folds / cost.rows)
+
+
+def one_shot_member(context: PlanContext, engine: str, settings: Settings, seconds: float, fit: float,
+                    expected_gain: float, why: str) -> Member:
+    """`seconds` of a whole fold, `fit` of its fit alone (0: not estimated)."""
     reasons = (f"{engine}: {why}; about {seconds:.1f} s a fold", *settings.reasons)
     settings = settings.model_copy(update=dict(reasons=reasons))
-    fit = 0.0 if context.costs is None else seconds - STARTUP_SECONDS  # unmeasured: a guess, not an estimate
     return Member(name=engine, engine=engine, slot="cpu", settings=settings, folds=context.folds, threads=1,
                   fold_seconds=round(seconds, 2), min_fold_seconds=round(seconds, 2),
                   max_fold_seconds=round(SLACK * seconds, 2), step_seconds=round(fit, 4),
@@ -74,14 +93,37 @@ def predict(model, x, classes: list | None) -> np.ndarray:
     return full
 
 
+def take(x, rows: np.ndarray):
+    """Rows of a table, a list of texts, or an array (dense or sparse)."""
+    return x.iloc[rows] if hasattr(x, "iloc") else [x[i] for i in rows] if isinstance(x, list) else x[rows]
+
+
+def warm_up(model, x, y: np.ndarray, classification: bool) -> None:
+    """Fit a copy of `model` on a few rows that hold every class, untimed: a worker's first fit also imports and
+    sets up what the planner's timing had already warmed (timed there after a warm-up too), and a step that
+    counted it would be a fold's start-up, not its fit."""
+    from sklearn.base import clone
+
+    first_of_each = np.unique(y, return_index=True)[1] if classification else np.array([], dtype=int)
+    rows = np.union1d(np.arange(min(WARM_ROWS, len(y))), first_of_each)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # few rows: quantile and convergence warnings say nothing of the fold
+            clone(model).fit(take(x, rows), y[rows])
+    except Exception:  # noqa: BLE001 - the real fit below raises what is wrong with the fold's data
+        pass
+
+
 def train_one_shot(model, data: FoldData, out_dir: Path, deadline: float,
                    to_space: Callable[[np.ndarray], np.ndarray] = lambda y: y,
                    from_space: Callable[[np.ndarray], np.ndarray] = lambda p: p) -> EngineResult:
     """Fit once on the fold's rows (targets mapped by `to_space`, predictions back by `from_space`), predict the
     validation and test rows, save the model."""
-    started = time.monotonic()
     y = data.y_train if data.classes is not None else to_space(data.y_train)
-    model.fit(data.x_train, y if y.ndim == 1 or y.shape[1] > 1 else y[:, 0])
+    y = y if y.ndim == 1 or y.shape[1] > 1 else y[:, 0]
+    warm_up(model, data.x_train, y, data.classes is not None)
+    started = time.monotonic()
+    model.fit(data.x_train, y)
     train_seconds = time.monotonic() - started
     if time.monotonic() > deadline:
         raise DeadlineReached(f"fit took {train_seconds:.0f} s and ended past the fold's deadline")
@@ -130,18 +172,17 @@ class OneShotEngine(Engine):
         y = dataset.y if dataset.classes is not None else dataset.y[:, 0]
         classification = dataset.classes is not None
 
-        def fit_predict(rows: np.ndarray) -> None:
-            x = inputs.iloc[rows] if hasattr(inputs, "iloc") else [inputs[i] for i in rows]
-            self.model(self.Settings(), classification, len(rows)).fit(x, y[rows]).predict(x)
+        def fit(rows: np.ndarray):
+            return self.model(self.Settings(), classification, len(rows)).fit(take(inputs, rows), y[rows])
 
-        return time_fit(fit_predict, len(y))
+        return time_fit(fit, lambda model, rows: model.predict(take(inputs, rows)), len(y))
 
     def plan(self, context: PlanContext) -> list[Member]:
         if self.max_rows is not None and context.data.n_train > self.max_rows:
             return []
         seconds = fold_seconds(context.costs, context, self.cost_power)
-        return [one_shot_member(context, self.name, self.Settings(), seconds, self.prior_gain,
-                                self.describe(context))]
+        return [one_shot_member(context, self.name, self.Settings(), seconds, fit_seconds(context.costs, context),
+                                self.prior_gain, self.describe(context))]
 
     def train_fold(self, settings: Settings, data: FoldData, out_dir: Path, deadline: float) -> EngineResult:
         to_space, from_space = log_space(data.spec.metric)

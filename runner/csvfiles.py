@@ -1,0 +1,105 @@
+"""Reading a competition's CSV files as they come: UTF-8 with or without a byte-order mark or another encoding,
+commas or another delimiter, compressed or not, blank lines, and a row with the wrong number of fields skipped
+and named by its line number, each a warning rather than a library's error; and finding the sample submission
+under the names Kaggle competitions give it."""
+from __future__ import annotations
+
+import bz2
+import codecs
+import gzip
+import lzma
+import re
+import warnings as python_warnings
+import zipfile
+from pathlib import Path
+
+import pandas as pd
+
+ENCODING = "utf-8-sig"  # UTF-8, a byte-order mark dropped from the first column's name
+FALLBACK_ENCODING = "latin-1"  # decodes any byte: a wrong guess gives odd letters, never a lost row
+DELIMITERS = ",;\t|"
+SNIFF_BYTES = 64 * 1024  # the file's head: enough lines to tell its encoding and delimiter
+MAGIC = ((b"\x1f\x8b", "gzip"), (b"PK\x03\x04", "zip"), (b"BZh", "bz2"), (b"\xfd7zXZ\x00", "xz"))
+OPENERS = {"gzip": gzip.open, "bz2": bz2.open, "xz": lzma.open}
+# what competitions name their sample submission, most common first (MLE-bench keeps Kaggle's names)
+SAMPLE_NAMES = ("sample_submission.csv", "sampleSubmission.csv", "sample_submission_null.csv",
+                "sample_submission.csv.zip", "sampleSubmission.csv.zip", "sample_submission.csv.gz")
+SAMPLE_PATTERN = re.compile(r"sample_?submission.*\.csv(\.(zip|gz))?$", re.IGNORECASE)
+
+
+def compression(path: Path) -> str | None:
+    """The file's compression from its first bytes (a .csv that is really gzip is read as gzip), or None."""
+    with open(path, "rb") as handle:
+        start = handle.read(8)
+    return next((method for magic, method in MAGIC if start.startswith(magic)), None)
+
+
+def head(path: Path, method: str | None) -> bytes:
+    """The first SNIFF_BYTES of the file's content, decompressed."""
+    if method == "zip":
+        with zipfile.ZipFile(path) as archive:
+            members = [m for m in archive.infolist() if not m.is_dir()]
+            if not members:
+                return b""
+            with archive.open(members[0]) as handle:
+                return handle.read(SNIFF_BYTES)
+    with OPENERS.get(method, open)(path, "rb") as handle:
+        return handle.read(SNIFF_BYTES)
+
+
+def encoding_of(raw: bytes) -> str:
+    """UTF-8 when the head decodes as UTF-8 (a character cut at its end is fine), else Latin-1."""
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(raw, final=False)
+        return ENCODING
+    except UnicodeDecodeError:
+        return FALLBACK_ENCODING
+
+
+def delimiter_of(text: str) -> str:
+    """The delimiter of the header line: a comma when it has one, else the most frequent of DELIMITERS in it (a
+    comma when none is: one column). The header, not the rows: csv.Sniffer gives up on a file with one bad row."""
+    header = next((line for line in text.splitlines() if line.strip()), "")
+    if "," in header:
+        return ","
+    counts = {d: header.count(d) for d in DELIMITERS}
+    best = max(counts, key=counts.get)
+    return best if counts[best] else ","
+
+
+def read_csv_file(path: Path, nrows: int | None = None, warnings: list[str] | None = None) -> pd.DataFrame:
+    """The table in `path`, with a warning in `warnings` for each thing that was not plain UTF-8 CSV (another
+    encoding or delimiter, bad rows skipped). pandas' own errors propagate for what cannot be read at all."""
+    notes = warnings if warnings is not None else []
+    method = compression(path)
+    raw = head(path, method)
+    encoding = encoding_of(raw)
+    delimiter = delimiter_of(raw.decode(encoding, errors="replace"))
+    if encoding != ENCODING:
+        notes.append(f"{path}: not UTF-8; read as {encoding}")
+    if delimiter != ",":
+        notes.append(f"{path}: fields separated by {delimiter!r}, not commas")
+    options = dict(sep=delimiter, nrows=nrows, compression=method, on_bad_lines="warn")
+    with python_warnings.catch_warnings(record=True) as caught:
+        python_warnings.simplefilter("always", pd.errors.ParserWarning)
+        try:
+            frame = pd.read_csv(path, encoding=encoding, **options)
+        except UnicodeDecodeError:  # a byte past the head that is not UTF-8
+            notes.append(f"{path}: not UTF-8 past its first {SNIFF_BYTES // 1024} KiB; read as {FALLBACK_ENCODING}")
+            frame = pd.read_csv(path, encoding=FALLBACK_ENCODING, **options)
+    for warning in caught:
+        if issubclass(warning.category, pd.errors.ParserWarning):
+            for line in str(warning.message).strip().splitlines():  # "Skipping line 3: expected 2 fields, saw 4"
+                notes.append(f"{path}: {line.strip().replace('Skipping', 'skipped')}")
+    return frame
+
+
+def find_sample(data_dir: Path, named: str = SAMPLE_NAMES[0]) -> Path | None:
+    """The sample submission: `named` (the spec's), one of SAMPLE_NAMES, or the one file whose name looks like
+    one (any case, also zipped or gzipped); None when there is none."""
+    for name in (named, *SAMPLE_NAMES):
+        if (Path(data_dir) / name).is_file():
+            return Path(data_dir) / name
+    found = sorted(p for p in Path(data_dir).iterdir() if p.is_file() and SAMPLE_PATTERN.search(p.name)) \
+        if Path(data_dir).is_dir() else []
+    return found[0] if found else None
