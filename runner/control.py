@@ -4,6 +4,9 @@
   what the plan expected; when it is more than REPLAN_TOLERANCE off, the member's engine plans it again for the
   window that is left with its costs corrected by what was measured (AutoGluon's "time left / folds left", applied to
   the rest of the plan: more or fewer folds and epochs, another model or image size, other rounds).
+- **Stalls** (`stalled`): a CNN fold with no new epoch for STALL_EPOCHS planned epochs is held against the plan
+  with the time it has waited; a step far slower than planned also makes the supervisor sample the cores again
+  (other processes may have taken some since the start) and plan what starts next for those left.
 - **Monitor rules** (`monitor_rules`), checked after every epoch of a GPU fold (and at ~60 s, from the monitor's
   samples, before its first epoch), each an action with its evidence:
   - device memory well under what the plan aimed for (under MEMORY_UNDER of it) -> later folds take a larger
