@@ -33,6 +33,7 @@ TIMED_EPOCH = 2
 # after planning, and a 2-thread fold on the one left finished no epoch in 30 s)
 STALL_EPOCHS = 5
 STALL_GRACE_SECONDS = 10.0
+REPROBE_SECONDS = 30.0  # cores are sampled again at most this often (each sample takes half a second)
 EXPECT_TOLERANCE = 0.1  # a first step closer than REPLAN_TOLERANCE but more than 10% off: later folds expect it
 MEMORY_UNDER = 0.6  # of the memory a fold planned, under which it is under-using the device
 DATA_WAIT_LIMIT = 0.2  # of an epoch spent waiting on the loader
@@ -63,7 +64,10 @@ def needs_replan(member: Member, actual_step_seconds: float) -> bool:
 
 
 def stalled(member: Member, waited: float) -> bool:
-    """Whether a fold of `member` that has waited `waited` seconds for its next epoch is far behind the plan."""
+    """Whether a fold of `member` that has waited `waited` seconds for its next epoch is far behind the plan (a
+    compiled model's first epoch also compiles, for a time nothing predicts: never judged)."""
+    if getattr(member.settings, "compile", False):
+        return False
     return member.step_seconds > 0 and waited > STALL_GRACE_SECONDS + STALL_EPOCHS * member.step_seconds
 
 

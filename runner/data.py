@@ -316,7 +316,7 @@ def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path) -> Datas
     test = None
     if spec.test_file is not None:
         test_path = data_dir / spec.test_file
-        test = _align_test(spec, read_csv(test_path, "test file", data_dir), sample, test_path)
+        test = _align_test(spec, read_csv(test_path, "test file", data_dir, warnings), sample, test_path)
     if spec.task == "text":
         for frame, path in ((train, train_path), (test, test_path)):
             if spec.text_column not in frame.columns:

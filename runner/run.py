@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import os
 import pickle
 import shutil
@@ -24,8 +25,8 @@ from runner.atomic import replacing, write_json
 from runner.bags import MemberState, extra_member, note_record, step_seconds, why_stop
 from runner.blend import Blend, MemberPredictions, choose_blend, pool_gain
 from runner.budget import Budget
-from runner.control import (FIRST_CHECK_SECONDS, TIMED_EPOCH, Change, close_enough, combine, monitor_rules,
-                            needs_replan, stalled)
+from runner.control import (FIRST_CHECK_SECONDS, REPROBE_SECONDS, TIMED_EPOCH, Change, close_enough, combine,
+                            monitor_rules, needs_replan, stalled)
 from runner.csvfiles import find_sample, read_csv_file
 from runner.data import Dataset, load_dataset, nothing_to_learn, read_sample, value_columns
 from runner.engines import MEASURE_CAP, get_engine
@@ -78,6 +79,7 @@ class Supervisor:
         self.costs: dict = {}  # what each engine measured, for re-planning
         self.timed: set[str] = set()  # members whose first real step has been held against the plan
         self.probed = False  # the hardware is this machine's, sampled at the start (not a profile): sample it again
+        self.reprobed_at = -math.inf
         self.checked: set[str] = set()  # GPU units checked from the monitor's samples before their first epoch
         self.last_epoch: dict[str, float] = {}  # unit -> when its latest epoch line was read
         self.epochs = EpochReader()
@@ -271,7 +273,8 @@ class Supervisor:
             if not close_enough(member, step_seconds):
                 self._expect(member, step_seconds)
             return
-        if 0 < member.step_seconds < step_seconds and self.probed:
+        if 0 < member.step_seconds < step_seconds and self.probed and \
+                time.monotonic() - self.reprobed_at > REPROBE_SECONDS:
             self._reprobe()
         again = None
         state = self.states[member.name]
@@ -290,6 +293,7 @@ class Supervisor:
         for the cores that are left."""
         allowed = self.hardware.cpus + self.hardware.busy_cpus
         busy = busy_elsewhere()
+        self.reprobed_at = time.monotonic()
         free = max(1, allowed - busy)
         if free >= self.hardware.cpus:
             return
@@ -486,6 +490,8 @@ def write_given_sample(data_dir: Path, out_dir: Path) -> None:
     read, so neither inferring the competition nor its train file can leave the run without one; the checked
     baseline replaces it a moment later. A sample that cannot be read is left to the checks that name it."""
     path = find_sample(data_dir)
+    if (out_dir / "submission.csv").exists():  # an earlier run's: this run's checked baseline replaces it
+        return
     try:
         sample = read_csv_file(inside(data_dir, path)) if path else None
     except (InputError, OSError, ValueError, zipfile.BadZipFile):

@@ -176,3 +176,14 @@ def test_unknown_competition_with_data_is_inferred_and_trained(public, tmp_path)
     report = json.loads((out / "report.json").read_text())
     assert report["spec"]["inferred"] and report["status"] == "trained"
     assert_valid_submission(public, out)
+
+
+def test_the_sample_as_given_is_the_first_submission_but_never_replaces_an_earlier_runs(public, tmp_path):
+    from runner.run import write_given_sample
+
+    out = tmp_path / "out"
+    write_given_sample(public, out)  # before anything else is read: a fresh folder gets the sample as it is
+    assert (out / "submission.csv").read_text() == pd.read_csv(public / "sample_submission.csv").to_csv(index=False)
+    (out / "submission.csv").write_text("an earlier run's submission")
+    write_given_sample(public, out)  # a resumed run keeps it until its own checked baseline replaces it
+    assert (out / "submission.csv").read_text() == "an earlier run's submission"

@@ -252,6 +252,8 @@ def test_a_fold_with_no_epoch_long_after_the_plan_expected_one_is_held_against_t
     assert "timm" in supervisor.timed and action.startswith(f"timm: a real epoch took {waited:.3g} s")
     assert stalled(member, waited) and not stalled(member, STALL_GRACE_SECONDS)
     assert not stalled(member.model_copy(update=dict(step_seconds=0.0)), 1e6)  # nothing planned: nothing late
+    compiled = member.model_copy(update=dict(settings=member.settings.model_copy(update=dict(compile=True))))
+    assert not stalled(compiled, 1e6)  # its first epoch also compiles, for a time nothing predicts
 
 
 def test_a_first_epoch_a_little_off_keeps_the_plan_and_a_faster_one_revises_the_epochs(dog_breed, tmp_path):
