@@ -282,7 +282,7 @@ class Supervisor:
             context = replan_context(self.spec, self.hardware, self.plan, member, self.budget.training_left(),
                                      data_shape(self.dataset), self.costs.get(member.engine), pretrained_models())
             again = get_engine(member.engine).replan(context, member, step_seconds)
-        if again is None:  # nothing of it scales with time
+        if again is None:  # an extra or re-planned member, or nothing of it scales with time
             self._expect(member, step_seconds)
             return
         self._adopt(member, again, step_seconds)
