@@ -61,12 +61,13 @@ class Dataset:
 
     def subset(self, keep: np.ndarray) -> "Dataset":
         """The same dataset keeping only the train rows where `keep` is true."""
-        views = {kind: (_rows(train, keep), test) for kind, (train, test) in self.views.items()}
+        views = {kind: (rows_of(train, keep), test) for kind, (train, test) in self.views.items()}
         return dataclasses.replace(self, y=self.y[keep], views=views, warnings=list(self.warnings))
 
 
-def _rows(inputs, keep: np.ndarray):
-    if isinstance(inputs, pd.DataFrame):
+def rows_of(inputs, keep: np.ndarray):
+    """The rows of a view's inputs (a table, an array or a list) where `keep` is true, in their order."""
+    if hasattr(inputs, "iloc"):
         return inputs.loc[keep].reset_index(drop=True)
     if isinstance(inputs, np.ndarray):
         return inputs[keep]

@@ -19,6 +19,7 @@ import numpy as np
 from runner import metrics
 from runner.atomic import replacing, write_json, write_npy
 from runner.budget import process_start, stop_on_sigterm
+from runner.data import rows_of
 from runner.engines import DeadlineReached, FoldData, get_engine
 from runner.folds import PREPARE, FoldResult, FoldTask, assign_folds
 
@@ -31,16 +32,8 @@ def fold_data(dataset, view: str, fold_ids: np.ndarray, fold: int) -> FoldData:
     if dataset.untrainable is not None:
         train &= ~dataset.untrainable
     inputs, test = dataset.views[view]
-
-    def pick(mask):
-        if hasattr(inputs, "iloc"):
-            return inputs.loc[mask].reset_index(drop=True)
-        if isinstance(inputs, np.ndarray):
-            return inputs[mask]
-        return [x for x, m in zip(inputs, mask) if m]
-
-    return FoldData(dataset.spec, dataset.classes, pick(train), dataset.y[train], pick(val), dataset.y[val], test,
-                    dataset.image_cache)
+    return FoldData(dataset.spec, dataset.classes, rows_of(inputs, train), dataset.y[train], rows_of(inputs, val),
+                    dataset.y[val], test, dataset.image_cache)
 
 
 def as_predictions(pred: np.ndarray, classes: list | None) -> np.ndarray:

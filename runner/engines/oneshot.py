@@ -16,6 +16,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from runner.atomic import replacing
+from runner.data import rows_of
 from runner.engines import DeadlineReached, Engine, EngineResult, FoldData, Settings
 from runner.portfolio import Member, PlanContext
 
@@ -94,8 +95,10 @@ def predict(model, x, classes: list | None) -> np.ndarray:
 
 
 def take(x, rows: np.ndarray):
-    """Rows of a table, a list of texts, or an array (dense or sparse)."""
-    return x.iloc[rows] if hasattr(x, "iloc") else [x[i] for i in rows] if isinstance(x, list) else x[rows]
+    """The given rows (sorted indices) of a view's inputs."""
+    keep = np.zeros(len(x), dtype=bool)
+    keep[rows] = True
+    return rows_of(x, keep)
 
 
 def warm_up(model, x, y: np.ndarray, classification: bool) -> None:
