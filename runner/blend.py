@@ -20,7 +20,7 @@ from runner import metrics
 MAX_STEPS = 25  # copies added at most; weights are multiples of 1/steps
 MIN_ROWS = 20  # rows two members must share before one is judged against the other
 SELECTION_ROWS = 50_000  # larger tables choose weights on a fixed sample of rows (the blend is then scored on all)
-SMOOTH = {"accuracy": "log_loss"}  # the metric steps are judged in, where the competition's is too coarse
+SMOOTH = {"accuracy": "log_loss", "qwk": "log_loss"}  # what steps are judged in where the metric is too coarse
 
 
 @dataclass(frozen=True)
@@ -132,7 +132,7 @@ def _pool_loss(metric: str, y: np.ndarray, preds: list[np.ndarray]) -> float:
 
     if metrics.LOWER_IS_BETTER.get(metric) is None:
         raise KeyError(metric)
-    if preds[0].ndim == 2 and metric not in ("rmse", "mae", "rmsle"):
+    if y.ndim == 1 and metric not in ("rmse", "mae", "rmsle"):  # class indices
         truth = np.stack([p[np.arange(len(y)), y.astype(int)] for p in preds], axis=1).clip(1e-15, 1.0)
 
         def loss(w):

@@ -46,7 +46,11 @@ class CachedImages(torch.utils.data.Dataset):
         if self._array is None:
             self._array = np.load(self.cache, mmap_mode="r")
         image = self.transform(torch.from_numpy(np.array(self._array[self.rows[i]])).permute(2, 0, 1))
-        return image, (int(self.labels[i]) if self.labels is not None else -1)
+        if self.labels is None:
+            return image, -1
+        if self.labels.ndim == 2:  # multi-label: one 0/1 value per label
+            return image, torch.as_tensor(self.labels[i], dtype=torch.float32)
+        return image, int(self.labels[i])
 
 
 def create_model(settings: ImageSettings, classes: int) -> tuple[torch.nn.Module, str]:
@@ -90,6 +94,7 @@ class Trainer:
 
     def __init__(self, settings: ImageSettings, data: FoldData | None, classes: int | None = None):
         self.settings, self.data = settings, data
+        self.multilabel = data is not None and data.classes is None  # independent sigmoid outputs, not a softmax
         self.device = torch.device(settings.device)
         model, self.init = create_model(settings, classes or data.n_outputs)
         self.memory_format = torch.channels_last if settings.channels_last else torch.contiguous_format
@@ -122,7 +127,9 @@ class Trainer:
                 stats.completed = False
                 break
             with self.autocast:
-                loss = F.cross_entropy(self.forward(self._inputs(images)), labels.to(self.device, non_blocking=True))
+                logits, labels = self.forward(self._inputs(images)), labels.to(self.device, non_blocking=True)
+                loss = F.binary_cross_entropy_with_logits(logits.float(), labels) if self.multilabel \
+                    else F.cross_entropy(logits, labels)
             self.scaler.scale(loss / accumulate).backward()
             if step % accumulate == 0 or step == steps:
                 self.scaler.step(self.optimizer)
@@ -144,7 +151,8 @@ class Trainer:
         for images, _ in loader:
             with self.autocast:
                 logits = self.forward(self._inputs(images))
-            out.append(torch.softmax(logits.double(), dim=1).cpu().numpy())
+            out.append((torch.sigmoid(logits.double()) if self.multilabel else torch.softmax(logits.double(), dim=1))
+                       .cpu().numpy())
         return np.concatenate(out)
 
     def schedule(self, steps: int) -> None:

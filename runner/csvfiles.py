@@ -9,16 +9,20 @@ import codecs
 import gzip
 import lzma
 import re
+import time
 import warnings as python_warnings
 import zipfile
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 ENCODING = "utf-8-sig"  # UTF-8, a byte-order mark dropped from the first column's name
 FALLBACK_ENCODING = "latin-1"  # decodes any byte: a wrong guess gives odd letters, never a lost row
 DELIMITERS = ",;\t|"
 SNIFF_BYTES = 64 * 1024  # the file's head: enough lines to tell its encoding and delimiter
+SAMPLED = "drawn evenly"  # how a table's sampling is said, so the plan can repeat it
+CHUNK_ROWS = 500_000  # rows parsed at a time from a table too large to read whole (a few hundred MB of memory)
 MAGIC = ((b"\x1f\x8b", "gzip"), (b"PK\x03\x04", "zip"), (b"BZh", "bz2"), (b"\xfd7zXZ\x00", "xz"))
 OPENERS = {"gzip": gzip.open, "bz2": bz2.open, "xz": lzma.open}
 # what competitions name their sample submission, most common first (MLE-bench keeps Kaggle's names)
@@ -67,10 +71,8 @@ def delimiter_of(text: str) -> str:
     return best if counts[best] else ","
 
 
-def read_csv_file(path: Path, nrows: int | None = None, warnings: list[str] | None = None) -> pd.DataFrame:
-    """The table in `path`, with a warning in `warnings` for each thing that was not plain UTF-8 CSV (another
-    encoding or delimiter, bad rows skipped). pandas' own errors propagate for what cannot be read at all."""
-    notes = warnings if warnings is not None else []
+def _options(path: Path, notes: list[str]) -> tuple[str, dict]:
+    """(encoding, pandas options) for the file, from its head; what is not plain UTF-8 CSV noted."""
     method = compression(path)
     raw = head(path, method)
     encoding = encoding_of(raw)
@@ -79,7 +81,37 @@ def read_csv_file(path: Path, nrows: int | None = None, warnings: list[str] | No
         notes.append(f"{path}: not UTF-8; read as {encoding}")
     if delimiter != ",":
         notes.append(f"{path}: fields separated by {delimiter!r}, not commas")
-    options = dict(sep=delimiter, nrows=nrows, compression=method, on_bad_lines="warn")
+    return encoding, dict(sep=delimiter, compression=method, on_bad_lines="warn")
+
+
+def read_csv_sample(path: Path, rows: int, seconds: float, warnings: list[str], seed: int = 0) -> pd.DataFrame:
+    """About `rows` rows drawn evenly from a large file, read in chunks of CHUNK_ROWS; reading stops after
+    `seconds` (the rows after are never seen). What was kept, of how much, is said in `warnings`."""
+    encoding, options = _options(path, warnings)
+    raw = head(path, options["compression"])
+    per_row = max(1, len(raw) // max(1, raw.count(b"\n")))
+    expected = max(rows, path.stat().st_size // per_row * (1 if options["compression"] is None else 4))
+    share, rng, parts, seen = min(1.0, rows / expected), np.random.default_rng(seed), [], 0
+    started = time.monotonic()
+    with pd.read_csv(path, encoding=encoding, chunksize=CHUNK_ROWS, **options) as chunks:
+        for chunk in chunks:
+            seen += len(chunk)
+            parts.append(chunk[rng.random(len(chunk)) < share])
+            if time.monotonic() - started > seconds:
+                warnings.append(f"{path}: reading stopped after {seconds:.0f} s, at row {seen}")
+                break
+    frame = pd.concat(parts, ignore_index=True)
+    warnings.append(f"{path}: kept {len(frame)} of the {seen} rows read ({share:.1%} {SAMPLED}), what this "
+                    "budget affords")
+    return frame
+
+
+def read_csv_file(path: Path, nrows: int | None = None, warnings: list[str] | None = None) -> pd.DataFrame:
+    """The table in `path`, with a warning in `warnings` for each thing that was not plain UTF-8 CSV (another
+    encoding or delimiter, bad rows skipped). pandas' own errors propagate for what cannot be read at all."""
+    notes = warnings if warnings is not None else []
+    encoding, options = _options(path, notes)
+    options["nrows"] = nrows
     with python_warnings.catch_warnings(record=True) as caught:
         python_warnings.simplefilter("always", pd.errors.ParserWarning)
         try:

@@ -6,8 +6,11 @@ are dropped with a warning instead of stopping the run.
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
+import math
 import os
+import re
 import shutil
 import zipfile
 from dataclasses import dataclass, field
@@ -16,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from runner.csvfiles import find_sample, read_csv_file
+from runner.csvfiles import compression, find_sample, read_csv_file, read_csv_sample
 from runner.errors import InputError
 from runner.spec import CompetitionSpec
 from runner.untrusted import inside, walk
@@ -25,6 +28,10 @@ log = logging.getLogger(__name__)
 
 MEMORY_SHARE = 0.25  # of the machine's memory one CSV may fill once read (pandas needs several times its size)
 MEMORY_PER_FILE_BYTE = 4  # bytes of memory a byte of CSV takes once parsed, roughly
+LARGE_TABLE_BYTES = 256 * 2**20  # a training table beyond this is sampled to what the budget affords, not read whole
+ROWS_PER_BUDGET_SECOND = 2_000  # rows a second of budget trains well: ~1 h buys 7M rows, as GBM folds on 8 cores
+MIN_SAMPLED_ROWS = 100_000  # fewer rows than this are no saving worth the lost signal
+READ_SHARE = 0.1  # of the budget that reading a large training table may take
 MAX_ZIP_RATIO = 20  # images come compressed already: a zip that expands more than this is a bomb
 MAX_ZIP_MEMBERS = 2_000_000
 DISK_MARGIN = 0.8  # of the free disk an extraction may fill
@@ -74,23 +81,83 @@ def rows_of(inputs, keep: np.ndarray):
     return [x for x, k in zip(inputs, keep) if k]
 
 
-def read_csv(path: Path, what: str, root: Path | None = None, warnings: list[str] | None = None) -> pd.DataFrame:
+def read_csv(path: Path, what: str, root: Path | None = None, warnings: list[str] | None = None,
+             budget_seconds: float | None = None) -> pd.DataFrame:
     """A CSV file inside `root` (its folder by default; links out of it are refused), or an InputError that says
-    which file and why. A file larger than this machine's memory can hold is read only as far as it can."""
+    which file and why. A file larger than this machine's memory can hold is read only as far as it can; with a
+    budget, a large one is sampled evenly instead, to the rows that budget affords (`sampled_rows`)."""
     if not os.path.lexists(path):
         raise InputError(f"{path}: {what} not found")
     real = inside(root or Path(path).parent, path)
     rows = affordable_rows(real)
+    sampled = budget_seconds is not None and (rows is not None or real.stat().st_size > LARGE_TABLE_BYTES)
     try:
-        frame = read_csv_file(real, rows, warnings)
+        if sampled:
+            frame = read_csv_sample(real, sampled_rows(budget_seconds, rows), READ_SHARE * budget_seconds,
+                                    warnings if warnings is not None else [])
+        else:
+            frame = read_csv_file(real, rows, warnings)
     except Exception as exc:  # pandas raises ParserError, EmptyDataError, OSError, BadZipFile...
         raise InputError(f"{path}: cannot read {what}: {exc}") from exc
     if frame.empty:
         raise InputError(f"{path}: {what} has no rows")
-    if rows is not None and warnings is not None:
+    if rows is not None and not sampled and warnings is not None:
         warnings.append(f"{path}: read its first {rows} rows only ({real.stat().st_size / 2**30:.1f} GiB is more than "
                         f"{MEMORY_SHARE:.0%} of this machine's memory)")
     return frame
+
+
+def sampled_rows(budget_seconds: float, memory_rows: int | None) -> int:
+    """Training rows a budget affords: ROWS_PER_BUDGET_SECOND for each of its seconds, within memory."""
+    return int(min(memory_rows or math.inf, max(MIN_SAMPLED_ROWS, budget_seconds * ROWS_PER_BUDGET_SECOND)))
+
+
+def read_records(path: Path, what: str, root: Path | None = None) -> pd.DataFrame:
+    """A JSON array of records (or a zip holding one .json) as a table; a field holding a list becomes its length
+    (random-acts-of-pizza's subreddits), nested objects are flattened."""
+    if not os.path.lexists(path):
+        raise InputError(f"{path}: {what} not found")
+    real = inside(root or Path(path).parent, path)
+    try:
+        if compression(real) == "zip":
+            with zipfile.ZipFile(real) as archive:
+                names = [n for n in archive.namelist() if n.lower().endswith(".json")]
+                if len(names) != 1:
+                    raise InputError(f"{path}: {what}: expected one .json inside, found {names[:5]}")
+                records = json.loads(archive.read(names[0]))
+        else:
+            records = json.loads(real.read_bytes())
+    except (ValueError, zipfile.BadZipFile, OSError) as exc:
+        raise InputError(f"{path}: cannot read {what}: {exc}") from exc
+    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+        raise InputError(f"{path}: {what} is not a JSON array of records")
+    if not records:
+        raise InputError(f"{path}: {what} has no records")
+    frame = pd.json_normalize(records)
+    for column in frame.columns:
+        if frame[column].map(lambda v: isinstance(v, list)).any():
+            frame[column] = frame[column].map(lambda v: len(v) if isinstance(v, list) else np.nan)
+    return frame
+
+
+def read_table(path: Path, what: str, root: Path | None = None, warnings: list[str] | None = None,
+               budget_seconds: float | None = None) -> pd.DataFrame:
+    """A CSV or a JSON array of records, by the file's name (`.json` or `.json.zip`)."""
+    if Path(path).name.lower().endswith((".json", ".json.zip")):
+        return read_records(path, what, root)
+    return read_csv(path, what, root, warnings, budget_seconds)
+
+
+def files_with_labels(spec: CompetitionSpec, data_dir: Path, work_dir: Path) -> pd.DataFrame:
+    """The training table of a competition whose labels are in its file names (dogs-vs-cats' cat.12.jpg): one row
+    per file of the image folder whose name matches the spec's label_pattern, its id the name less the suffix."""
+    pattern, suffix = re.compile(spec.label_pattern), spec.image_suffix
+    rows = [(path.name[:len(path.name) - len(suffix)], match.group(1))
+            for path in sorted(image_files(data_dir, spec.image_dir, work_dir))
+            if path.name.endswith(suffix) and (match := pattern.search(path.name))]
+    if not rows:
+        raise InputError(f"{data_dir / spec.image_dir}: no file name matches the label pattern {spec.label_pattern!r}")
+    return pd.DataFrame(rows, columns=[spec.id_column, spec.targets[0]])
 
 
 def affordable_rows(path: Path) -> int | None:
@@ -158,6 +225,8 @@ def complete_sample(spec: CompetitionSpec, sample: pd.DataFrame, path: Path) -> 
     one half, values of 0, labels empty until the train labels give a class; a clear line says so."""
     if spec.submission == "probabilities" and len(spec.targets) == 1:
         return sample  # its columns are the classes: none can be invented
+    if spec.submission == "multilabel" and any(t in sample.columns for t in spec.targets):
+        return sample  # the labels it scores (ranzcr's sample has 9 of the 11)
     missing = [t for t in spec.targets if t not in sample.columns]
     if missing:
         log.warning("%s: no column(s) %s; added (%s)", path, missing, spec.submission)
@@ -171,6 +240,8 @@ def value_columns(spec: CompetitionSpec, sample: pd.DataFrame) -> list[str]:
     if spec.submission == "probabilities" and len(spec.targets) == 1:
         return [c for c in sample.columns if c != spec.id_column]
     missing = [t for t in spec.targets if t not in sample.columns]
+    if spec.submission == "multilabel" and len(missing) < len(spec.targets):
+        return [t for t in spec.targets if t in sample.columns]
     if missing:
         raise InputError(f"{spec.sample_submission}: missing column(s) {missing}")
     return list(spec.targets)
@@ -190,6 +261,11 @@ def _labels(spec: CompetitionSpec, train: pd.DataFrame, columns: list[str], path
         train = train.loc[~nan_rows].reset_index(drop=True)
     if spec.submission == "regression":
         return train, None, train[list(spec.targets)].to_numpy(dtype=np.float64)
+    if spec.submission == "multilabel":  # learned as 0/1 values, one per label the submission holds
+        values = train[columns].apply(pd.to_numeric, errors="coerce")
+        if ((values != 0) & (values != 1)).any().any():
+            raise InputError(f"{path}: multi-label column(s) {columns} hold values other than 0 and 1")
+        return train, None, values.to_numpy(dtype=np.float64)
     if len(spec.targets) > 1:  # one-hot columns
         return train, list(columns), train[columns].to_numpy(dtype=np.float64).argmax(axis=1)
     labels = train[spec.targets[0]]
@@ -266,17 +342,16 @@ def check_zip(archive: zipfile.ZipFile, source: Path, work_dir: Path) -> list[zi
     return members
 
 
-def _image_paths(folder: Path, ids: pd.Series, suffix: str, root: Path) -> list[Path | None]:
-    """Path per id (None when missing); files may sit in sub-folders, as in Kaggle's zips, but never beyond `root`
-    (links out of it are left out, folders linked are not followed)."""
-    found = {p.name: p for p in walk(folder, within=root)}
-    return [found.get(f"{i}{suffix}") for i in ids.astype(str)]
+def image_files(data_dir: Path, name: str, work_dir: Path) -> list[Path]:
+    """Every file of an image folder (or of where its zip was extracted), sub-folders included, none beyond it."""
+    folder = image_folder(data_dir, name, work_dir)
+    root = data_dir if Path(folder).resolve() == (data_dir / name).resolve() else folder  # extracted: its own
+    return walk(folder, within=root)
 
 
 def _images_of(data_dir: Path, name: str, work_dir: Path, ids: pd.Series, suffix: str) -> list[Path | None]:
-    folder = image_folder(data_dir, name, work_dir)
-    root = data_dir if Path(folder).resolve() == (data_dir / name).resolve() else folder  # extracted: its own
-    return _image_paths(folder, ids, suffix, root)
+    found = {p.name: p for p in image_files(data_dir, name, work_dir)}
+    return [found.get(f"{i}{suffix}") for i in ids.astype(str)]
 
 
 def _image_inputs(spec, train, sample, data_dir, work_dir, warnings):
@@ -297,15 +372,20 @@ def _image_inputs(spec, train, sample, data_dir, work_dir, warnings):
     return ~missing_train, train_paths, test_paths
 
 
-def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path) -> Dataset:
+def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_seconds: float | None = None) -> Dataset:
     """Read everything the engines need, checking each file and column as it goes. Besides the competition's own
-    input (images, texts or a table), the other columns that train and test files share become a table view."""
+    input (images, texts or a table), the other columns that train and test files share become a table view. With a
+    budget, a training table too large for it is sampled (said in the warnings)."""
     data_dir = Path(data_dir)
     sample = read_sample(spec, data_dir)
     columns = value_columns(spec, sample)
     warnings: list[str] = []
-    train_path = data_dir / spec.train_file
-    train = read_csv(train_path, "train file", data_dir, warnings)
+    if spec.label_pattern:
+        train_path = data_dir / spec.image_dir
+        train = files_with_labels(spec, data_dir, work_dir)
+    else:
+        train_path = data_dir / spec.train_file
+        train = read_table(train_path, "train file", data_dir, warnings, budget_seconds)
     train, classes, y = _labels(spec, train, columns, train_path, warnings)
     views: dict[str, tuple] = {}
     keep = np.ones(len(y), dtype=bool)
@@ -317,7 +397,7 @@ def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path) -> Datas
     test = None
     if spec.test_file is not None:
         test_path = data_dir / spec.test_file
-        test = _align_test(spec, read_csv(test_path, "test file", data_dir, warnings), sample, test_path)
+        test = _align_test(spec, read_table(test_path, "test file", data_dir, warnings), sample, test_path)
     if spec.task == "text":
         for frame, path in ((train, train_path), (test, test_path)):
             if spec.text_column not in frame.columns:
@@ -345,6 +425,31 @@ def _split(frame: pd.DataFrame, spec: CompetitionSpec) -> pd.DataFrame:
     return frame
 
 
+DATE_LIKE = re.compile(r"^\s*(\d{4}-\d{1,2}-\d{1,2}|\d{1,2}/\d{1,2}/\d{2,4})")  # ISO or US dates, times optional
+DATE_SHARE = 0.95  # of a column's values that must parse as dates before it is taken for one
+
+
+def _dates(text: pd.Series) -> pd.Series | None:
+    """The column parsed as UTC timestamps when nearly all of a sample of it looks like and parses as dates."""
+    probe = text.head(200)
+    if not len(probe) or probe.str.match(DATE_LIKE).mean() < DATE_SHARE:
+        return None
+    parsed = pd.to_datetime(probe.str.replace(r"\s*UTC$", "", regex=True), errors="coerce", utc=True, format="mixed")
+    if parsed.notna().mean() < DATE_SHARE:
+        return None
+    return pd.to_datetime(text.str.replace(r"\s*UTC$", "", regex=True), errors="coerce", utc=True, format="mixed")
+
+
+def _date_parts(frame: pd.DataFrame, column: str, when: pd.Series) -> pd.DataFrame:
+    """A date column becomes what trees split on: year, month, weekday, hour and days since the epoch."""
+    when = when.reindex(frame.index)
+    parts = {"year": when.dt.year, "month": when.dt.month, "weekday": when.dt.day_of_week, "hour": when.dt.hour,
+             "days": (when - pd.Timestamp("1970-01-01", tz="UTC")).dt.total_seconds() / 86400}
+    for name, values in parts.items():
+        frame[f"{column}_{name}"] = values.astype("float64")
+    return frame.drop(columns=column)
+
+
 def _codes(frame: pd.DataFrame, column: str, width: int) -> pd.DataFrame:
     """A fixed-width code such as 'ABBCAD' becomes one categorical feature per position plus its letter count."""
     text = frame[column].astype(str)
@@ -355,8 +460,8 @@ def _codes(frame: pd.DataFrame, column: str, width: int) -> pd.DataFrame:
 
 
 def tabular_features(spec: CompetitionSpec, train: pd.DataFrame, test: pd.DataFrame):
-    """Model-ready features: parts of split columns, booleans as numbers, strings as pandas categories
-    (LightGBM's native categoricals), fixed-width codes spread per position, id-like strings dropped."""
+    """Model-ready features: parts of split columns, booleans as numbers, dates as their parts, strings as pandas
+    categories (LightGBM's native categoricals), fixed-width codes spread per position, id-like strings dropped."""
     drop = {spec.id_column, *spec.targets, *spec.drop_columns, spec.text_column}
     shared = [c for c in train.columns if c in test.columns and c not in drop]
     both = pd.concat([train[shared], test[shared]], keys=["train", "test"])
@@ -371,7 +476,9 @@ def tabular_features(spec: CompetitionSpec, train: pd.DataFrame, test: pd.DataFr
             text = values.dropna().astype(str)
             unique = text.nunique()
             lengths = text.str.len()
-            if unique > 0.5 * len(text) and lengths.nunique() == 1 and lengths.iloc[0] <= 20:
+            if (when := _dates(text)) is not None:
+                both = _date_parts(both, column, when)
+            elif unique > 0.5 * len(text) and lengths.nunique() == 1 and lengths.iloc[0] <= 20:
                 both = _codes(both, column, int(lengths.iloc[0]))
             elif unique > 0.5 * len(text) or unique > 1000:
                 both = both.drop(columns=column)  # id-like: no signal a tree can use

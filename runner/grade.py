@@ -116,6 +116,18 @@ def _class_columns(spec: CompetitionSpec, answers: pd.DataFrame) -> list[str]:
     return [c for c in answers.columns if c not in (spec.id_column, "Usage")]
 
 
+def _multilabel_score(spec: CompetitionSpec, sub: pd.DataFrame, ans: pd.DataFrame) -> float:
+    """Mean column ROC AUC over the scored labels; answer rows marked -1 (jigsaw's unscored rows) are left out."""
+    columns = list(spec.scored_columns or [t for t in spec.targets if t in ans.columns])
+    if not spec.scored_columns and set(sub.columns) != {spec.id_column, *columns}:  # jigsaw reads every column
+        raise InvalidSubmissionError(f"columns must be exactly {[spec.id_column, *columns]}")
+    pred, truth = _numeric(sub, columns), _numeric(ans, columns)
+    if (pred < 0).any() or (pred > 1).any():
+        raise InvalidSubmissionError("probabilities outside [0, 1]")
+    scored = (truth != -1).all(axis=1)
+    return metrics.score(spec.metric, truth[scored], pred[scored])
+
+
 def _score(spec: CompetitionSpec, submission: pd.DataFrame, answers: pd.DataFrame) -> float:
     sub, ans = _aligned(submission, answers, spec)
     if spec.submission == "probabilities":
@@ -128,16 +140,25 @@ def _score(spec: CompetitionSpec, submission: pd.DataFrame, answers: pd.DataFram
         if spec.metric == "log_loss" and not np.allclose(pred.sum(axis=1), 1.0, atol=1e-6):
             raise InvalidSubmissionError("probability rows do not sum to 1 within 1e-6")
         return metrics.score(spec.metric, _numeric(ans, classes).argmax(axis=1), pred)
+    if spec.submission == "multilabel":
+        return _multilabel_score(spec, sub, ans)
     target = spec.targets[0]
     if spec.submission == "probability":
         pred = _numeric(sub, [target])[:, 0]
         if (pred < 0).any() or (pred > 1).any():
             raise InvalidSubmissionError(f"column {target!r}: probabilities outside [0, 1]")
         truth = ans[target].astype(str).map({"True": 1, "False": 0, "1": 1, "0": 0, "1.0": 1, "0.0": 0})
-        return metrics.score(spec.metric, truth.to_numpy(dtype=int), pred)
-    if spec.submission == "label":
-        if target not in sub.columns:
-            raise InvalidSubmissionError(f"missing column {target!r}")
+        if truth.isna().any():
+            raise InvalidSubmissionError(f"answers column {target!r} is not 0/1")
+        return metrics.score(spec.metric, truth.to_numpy(dtype=int), np.column_stack([1 - pred, pred]))
+    if target not in sub.columns:
+        raise InvalidSubmissionError(f"missing column {target!r}")
+    if spec.metric == "qwk":
+        grades = pd.to_numeric(sub[target], errors="coerce")
+        if grades.isna().any() or (grades != grades.round()).any():
+            raise InvalidSubmissionError(f"column {target!r}: grades must be integers")
+        return metrics.qwk(ans[target].to_numpy(), grades.to_numpy())
+    if spec.submission == "label":  # exact match, as strings (text normalisation's tokens, class names)
         return float((sub[target].astype(str).to_numpy() == ans[target].astype(str).to_numpy()).mean())
     pred = _numeric(sub, list(spec.targets))
     if spec.metric == "rmsle" and (pred < 0).any():

@@ -1,7 +1,9 @@
 """Competition metrics over arrays, shared by cross-validation and grading.
 
-`y` is the truth: class indices (n,) for classification, values (n, t) for regression.
+`y` is the truth: class indices (n,) for classification, values (n, t) for regression and multi-label (0/1).
 `pred` is what an engine outputs: class probabilities (n, k) for classification, values (n, t) for regression.
+Quadratic weighted kappa scores ordinal classes 0..k-1 by the expected grade of the probabilities, cut at
+thresholds (halfway between grades unless tuned on out-of-fold predictions: `fit_grade_thresholds`).
 """
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ import numpy as np
 from sklearn import metrics as skm
 
 from runner.spec import LOWER_IS_BETTER
+
+THRESHOLD_ROUNDS = 3  # passes over the kappa cuts; a third rarely moves one
 
 
 def _one_hot(y: np.ndarray, k: int) -> np.ndarray:
@@ -25,6 +29,39 @@ def _mean_column_auc(y_onehot: np.ndarray, pred: np.ndarray) -> float:
     return float(np.mean([skm.roc_auc_score(y_onehot[:, j], pred[:, j]) for j in range(pred.shape[1])]))
 
 
+def _label_matrix(y: np.ndarray, k: int) -> np.ndarray:
+    """The 0/1 matrix of a multi-label truth (already one) or of class indices."""
+    return y if y.ndim == 2 else _one_hot(y, k)
+
+
+def grades(pred: np.ndarray, thresholds=None) -> np.ndarray:
+    """Integer grades 0..k-1 from class probabilities: the expected grade cut at `thresholds` (k-1 rising cuts)."""
+    k = pred.shape[1]
+    cuts = np.arange(k - 1) + 0.5 if thresholds is None else np.sort(np.asarray(thresholds, dtype=np.float64))
+    return np.searchsorted(cuts, pred @ np.arange(k), side="right")
+
+
+def qwk(y: np.ndarray, labels: np.ndarray) -> float:
+    return float(skm.cohen_kappa_score(y.astype(int), labels.astype(int), weights="quadratic"))
+
+
+def fit_grade_thresholds(y: np.ndarray, pred: np.ndarray) -> tuple[float, ...]:
+    """Cuts of the expected grade that maximise the kappa of out-of-fold predictions: one cut at a time over the
+    midpoints of the sorted expected grades, a few rounds, starting halfway between grades."""
+    k = pred.shape[1]
+    expected = pred @ np.arange(k)
+    cuts = list(np.arange(k - 1) + 0.5)
+    candidates = np.unique(np.quantile(expected, np.linspace(0, 1, 101)))
+    for _ in range(THRESHOLD_ROUNDS):
+        for j in range(k - 1):
+            low = cuts[j - 1] if j else -np.inf
+            high = cuts[j + 1] if j + 1 < k - 1 else np.inf
+            options = [c for c in candidates if low <= c <= high] + [cuts[j]]
+            cuts[j] = max(options, key=lambda c: qwk(y, np.searchsorted(cuts[:j] + [c] + cuts[j + 1:], expected,
+                                                                          side="right")))
+    return tuple(float(c) for c in cuts)
+
+
 def score(metric: str, y: np.ndarray, pred: np.ndarray) -> float:
     """The metric of engine output `pred` against truth `y` (see module docstring for shapes)."""
     if metric == "log_loss":
@@ -34,7 +71,9 @@ def score(metric: str, y: np.ndarray, pred: np.ndarray) -> float:
     if metric == "roc_auc":
         return float(skm.roc_auc_score(y, pred[:, 1] if pred.ndim == 2 else pred))
     if metric == "mean_column_roc_auc":
-        return _mean_column_auc(_one_hot(y, pred.shape[1]), pred)
+        return _mean_column_auc(_label_matrix(y, pred.shape[1]), pred)
+    if metric == "qwk":
+        return qwk(y, grades(pred))
     if metric == "rmsle":
         return _rmsle(y, pred)
     if metric == "rmse":
@@ -72,7 +111,7 @@ def fast_score(metric: str, y: np.ndarray, pred: np.ndarray) -> float:
     if metric == "roc_auc":
         return _fast_auc(y, pred[:, 1] if pred.ndim == 2 else pred)
     if metric == "mean_column_roc_auc":
-        onehot = _one_hot(y, pred.shape[1])
+        onehot = _label_matrix(y, pred.shape[1])
         return float(np.mean([_fast_auc(onehot[:, j], pred[:, j]) for j in range(pred.shape[1])]))
     if metric == "rmse":
         return float(np.sqrt(np.mean((np.atleast_2d(y.T).T - pred) ** 2)))

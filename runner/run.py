@@ -23,11 +23,12 @@ from pydantic_core import to_jsonable_python
 from runner import metrics, processes
 from runner.atomic import replacing, write_json
 from runner.bags import MemberState, extra_member, note_record, step_seconds, why_stop
+from runner.baselines import make_baseline
 from runner.blend import Blend, MemberPredictions, choose_blend, pool_gain
 from runner.budget import Budget
 from runner.control import (FIRST_CHECK_SECONDS, REPROBE_SECONDS, TIMED_EPOCH, Change, close_enough, combine,
                             monitor_rules, needs_replan, stalled)
-from runner.csvfiles import find_sample, read_csv_file
+from runner.csvfiles import SAMPLED, find_sample, read_csv_file
 from runner.data import Dataset, load_dataset, nothing_to_learn, read_sample, value_columns
 from runner.engines import MEASURE_CAP, get_engine
 from runner.engines.vision import CPU_CANDIDATES, GPU_CANDIDATES, useful_batch
@@ -104,8 +105,20 @@ class Supervisor:
             return
         self.update(submission_source="baseline: sample submission", timings=self.mark("baseline_written"))
 
+    def write_rule_baseline(self) -> None:
+        """The spec's own rule for a task no engine trains (runner.baselines): the submission and its baseline."""
+        made = make_baseline(self.spec, self.data_dir, self.sample, self.columns, self.work)
+        frame = self.sample.copy()
+        frame[self.columns] = made.values[self.columns].to_numpy()
+        publish(frame, self.sample, self.spec, self.columns, self.submission)
+        publish(frame, self.sample, self.spec, self.columns, self.out / "baseline.csv")
+        log.info("baseline: %s", made.note)
+        self.update(status="baseline", error=None, submission_source=f"baseline: {made.note}", cv_score=made.cv,
+                    stop_reason=f"no engine trains a {self.spec.id} ({self.spec.note or 'unsupported task'}): "
+                                f"{made.note}", timings=self.mark("data_loaded"))
+
     def load_data(self) -> None:
-        self.dataset = load_dataset(self.spec, self.data_dir, self.work)
+        self.dataset = load_dataset(self.spec, self.data_dir, self.work, self.budget.seconds)
         self.prior = prior_predictions(self.dataset.y, self.dataset.classes, len(self.sample))
         frame = build_submission(self.sample, self.spec, self.columns, self.prior)
         publish(frame, self.sample, self.spec, self.columns, self.submission)
@@ -139,7 +152,8 @@ class Supervisor:
         planned, self.costs = plan_for(self.spec, self.dataset, hardware, self.budget, self.out, engines=engines)
         unfinished = [r.member for r in self.reused.values() if len(r.folds) < r.member.folds]
         members = unfinished + [m for m in planned.members if m.name not in self.reused]
-        self.plan = planned.model_copy(update=dict(members=tuple(members)))
+        sampled = tuple(w for w in self.dataset.warnings if SAMPLED in w)  # a large table cut to the budget
+        self.plan = planned.model_copy(update=dict(members=tuple(members), reasons=sampled + planned.reasons))
         self.states.update({m.name: MemberState(m) for m in members if m.name not in self.states})
         return self.plan
 
@@ -355,17 +369,35 @@ class Supervisor:
             return {}
         classes = tuple(self.dataset.classes) if self.dataset.classes is not None else None
         weights = ", ".join(f"{name} {w:.2f}" for name, w in sorted(blend.weights.items(), key=lambda i: -i[1]))
+        cuts = self._grade_thresholds(blend)
+        base = baseline_score(self.spec.metric, self.dataset.y, self.prior.values[0], blend.covered)
+        chosen = Predictions(blend.test, classes, f"blend: {weights}", cuts)
+        if metrics.better(self.spec.metric, base, blend.cv):  # models that do not beat the prior are not submitted
+            chosen = dataclasses.replace(self.prior, source=f"{self.prior.source}: the blend's CV {blend.cv:.5f} is "
+                                                            f"worse than the prior's {base:.5f}")
+            log.warning(chosen.source)
         try:
-            frame = build_submission(self.sample, self.spec, self.columns,
-                                     Predictions(blend.test, classes, f"blend: {weights}"))
+            frame = build_submission(self.sample, self.spec, self.columns, chosen)
             publish(frame, self.sample, self.spec, self.columns, self.submission)
         except InvalidSubmissionError as exc:  # keep the last valid submission
             log.error("blend rejected, previous submission kept: %s", exc)
             return {}
         self.blend = blend
-        base = baseline_score(self.spec.metric, self.dataset.y, self.prior.values[0], blend.covered)
-        return dict(submission_source=f"blend: {weights}", cv_score=blend.cv, baseline_cv_score=round(base, 6),
-                    blend=blend.to_json())
+        return dict(submission_source=chosen.source, cv_score=blend.cv, baseline_cv_score=round(base, 6),
+                    blend={**blend.to_json(), **({"grade_thresholds": cuts} if cuts else {})})
+
+    def _grade_thresholds(self, blend) -> tuple[float, ...] | None:
+        """For kappa: cuts of the expected grade tuned on the blend's out-of-fold predictions (their kappa there
+        is logged; the CV reported stays the untuned one, which those rows did not choose)."""
+        if self.spec.metric != "qwk":
+            return None
+        oof = sum(w * self.predictions[name].oof for name, w in blend.weights.items())
+        rows = blend.covered
+        cuts = metrics.fit_grade_thresholds(self.dataset.y[rows], oof[rows])
+        tuned = metrics.qwk(self.dataset.y[rows], metrics.grades(oof[rows], cuts))
+        log.info("grade cuts %s: kappa %.4f on the out-of-fold rows (%.4f halfway between grades)",
+                 ", ".join(f"{c:.2f}" for c in cuts), tuned, blend.cv)
+        return cuts
 
     def _measure_gain(self, state: MemberState) -> None:
         """What this member added to the pool, now that it has ended: the relative fall of the best convex blend's
@@ -511,6 +543,9 @@ def run_competition(name: str, data_dir: Path, budget: Budget, out_dir: Path, ha
     supervisor = Supervisor(spec, data_dir, out_dir, budget)
     try:
         supervisor.write_sample_baseline()
+        if spec.task == "unsupported" and spec.baseline:
+            supervisor.write_rule_baseline()
+            return supervisor.report
         supervisor.probed = hardware is None
         hardware = hardware or probe_hardware(Path(out_dir))
         supervisor.update(hardware=hardware.to_json())

@@ -19,9 +19,12 @@ from runner.csvfiles import find_sample, read_csv_file
 from runner.errors import InputError, SpecError
 
 TASKS = ("tabular", "image", "text", "unsupported")
-FORMATS = ("probabilities", "probability", "label", "regression")
-LOWER_IS_BETTER = {"log_loss": True, "rmsle": True, "rmse": True, "mae": True,
-                   "roc_auc": False, "mean_column_roc_auc": False, "accuracy": False}
+# what the sample submission's value columns hold: one probability per class of one label, one probability of the
+# positive class, a class label, values, or one independent probability per label column (multi-label)
+FORMATS = ("probabilities", "probability", "label", "regression", "multilabel")
+LOWER_IS_BETTER = {"log_loss": True, "rmsle": True, "rmse": True, "mae": True, "roc_auc": False,
+                   "mean_column_roc_auc": False, "accuracy": False, "qwk": False}
+BASELINES = ("noisy_pixels", "token_lookup", "file_label_prior", "species_prior")  # see runner.baselines
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".tif", ".tiff", ".bmp")
 DESCRIPTION_BYTES = 256 * 1024  # what is read of description.md: its evaluation section is near the top
 
@@ -43,7 +46,7 @@ class CompetitionSpec:
     submission: str  # one of FORMATS: what the sample submission's value columns hold
     id_column: str
     targets: tuple[str, ...]  # label column, or one-hot columns, or regression targets, in the train file
-    train_file: str = "train.csv"
+    train_file: str | None = "train.csv"  # None: the labels are in the image file names (label_pattern)
     test_file: str | None = "test.csv"  # features of the test rows; None when only the sample lists them
     sample_submission: str = "sample_submission.csv"
     answers_file: str = "test.csv"  # in prepared/private
@@ -55,6 +58,9 @@ class CompetitionSpec:
     drop_columns: tuple[str, ...] = ()
     split_columns: tuple[ColumnSplit, ...] = ()
     grade_by: str = "id"  # "id": rows matched by id; "row": by position (nomad2018's grader)
+    scored_columns: tuple[str, ...] = ()  # the value columns the grader scores, where not all of them
+    label_pattern: str | None = None  # regex whose group is the label in a training file's name (no train file)
+    baseline: str | None = None  # one of BASELINES: how an unsupported task still gets an honest submission
     folds: int = 5
     inferred: bool = False
     note: str = ""
@@ -66,6 +72,10 @@ class CompetitionSpec:
             raise SpecError(f"spec {self.id}: metric {self.metric!r} is not one of {sorted(LOWER_IS_BETTER)}")
         if self.submission not in FORMATS:
             raise SpecError(f"spec {self.id}: submission {self.submission!r} is not one of {FORMATS}")
+        if self.baseline is not None and self.baseline not in BASELINES:
+            raise SpecError(f"spec {self.id}: baseline {self.baseline!r} is not one of {BASELINES}")
+        if self.label_pattern is not None and re.compile(self.label_pattern).groups != 1:
+            raise SpecError(f"spec {self.id}: label_pattern {self.label_pattern!r} needs exactly one group")
 
     @property
     def lower_is_better(self) -> bool:
@@ -73,7 +83,8 @@ class CompetitionSpec:
 
     @property
     def is_classification(self) -> bool:
-        return self.submission != "regression"
+        """One label per row, learned as classes; multi-label columns are learned as 0/1 values."""
+        return self.submission not in ("regression", "multilabel")
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)
@@ -84,7 +95,7 @@ class CompetitionSpec:
         data["split_columns"] = tuple(
             ColumnSplit(s["column"], s["sep"], tuple(s["into"])) for s in data.get("split_columns", ())
         )
-        for key in ("targets", "aliases", "drop_columns"):
+        for key in ("targets", "aliases", "drop_columns", "scored_columns"):
             data[key] = tuple(data.get(key, ()))
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = set(data) - names

@@ -11,6 +11,7 @@ import pandas as pd
 
 from runner.atomic import replacing
 from runner.errors import InvalidSubmissionError
+from runner.metrics import grades
 from runner.spec import CompetitionSpec
 
 SUM_TOLERANCE = 1e-6
@@ -25,6 +26,7 @@ class Predictions:
     values: np.ndarray
     classes: tuple | None
     source: str
+    thresholds: tuple[float, ...] | None = None  # grade cuts tuned on out-of-fold predictions (kappa)
 
 
 def _normalise(p: np.ndarray) -> np.ndarray:
@@ -55,7 +57,10 @@ def build_submission(sample: pd.DataFrame, spec: CompetitionSpec, columns: list[
     elif spec.submission == "probability":
         submission[columns[0]] = np.clip(_normalise(values)[:, 1], 0.0, 1.0)
     elif spec.submission == "label":
-        submission[columns[0]] = _label_values(predictions.classes, values.argmax(axis=1), sample[columns[0]])
+        chosen = grades(values, predictions.thresholds) if spec.metric == "qwk" else values.argmax(axis=1)
+        submission[columns[0]] = _label_values(predictions.classes, chosen, sample[columns[0]])
+    elif spec.submission == "multilabel":
+        submission[columns] = np.clip(np.nan_to_num(np.asarray(values, dtype=np.float64), nan=0.5), 0.0, 1.0)
     else:
         values = np.nan_to_num(np.asarray(values, dtype=np.float64))
         submission[columns] = np.clip(values, 0.0, None) if spec.metric == "rmsle" else values
@@ -88,7 +93,7 @@ def validate_submission(submission: pd.DataFrame, sample: pd.DataFrame, spec: Co
     array = numeric.to_numpy(dtype=np.float64)
     if not np.isfinite(array).all():
         raise InvalidSubmissionError("non-finite values")
-    if spec.submission in ("probabilities", "probability") and ((array < 0).any() or (array > 1).any()):
+    if spec.submission in ("probabilities", "probability", "multilabel") and ((array < 0).any() or (array > 1).any()):
         column = columns[int(np.argmax(((array < 0) | (array > 1)).any(axis=0)))]
         raise InvalidSubmissionError(f"column {column!r}: probabilities outside [0, 1]")
     if spec.submission == "probabilities" and spec.metric == "log_loss":
@@ -133,9 +138,9 @@ def sample_baseline(sample: pd.DataFrame, spec: CompetitionSpec, columns: list[s
     submission = sample.copy()
     if spec.submission == "probabilities":
         submission[columns] = _normalise(np.ones((len(sample), len(columns))))
-    elif spec.submission == "probability":
-        values = pd.to_numeric(sample[columns[0]], errors="coerce")
-        submission[columns[0]] = values.fillna(0.5).clip(0.0, 1.0)
+    elif spec.submission in ("probability", "multilabel"):
+        values = sample[columns].apply(pd.to_numeric, errors="coerce")
+        submission[columns] = values.fillna(0.5).clip(0.0, 1.0)
     elif spec.submission == "regression":
         values = sample[columns].apply(pd.to_numeric, errors="coerce").fillna(0.0)
         submission[columns] = values.clip(lower=0.0) if spec.metric == "rmsle" else values

@@ -101,3 +101,30 @@ def test_the_fast_metrics_equal_the_graders(metric):
         p /= p.sum(axis=1, keepdims=True)
         p[:20] = 1 / k  # ties
     assert metrics.fast_score(metric, y, p) == pytest.approx(metrics.score(metric, y, p), rel=1e-12)
+
+
+def test_a_blend_whose_cv_is_worse_than_the_prior_is_not_submitted(spaceship, tmp_path):
+    """Models that learned nothing (their out-of-fold log loss above the class prior's) leave the prior as the
+    submission, and the report says why; a blend that beats the prior replaces it."""
+    import pandas as pd
+
+    from runner.budget import Budget
+    from runner.run import Supervisor
+    from runner.spec import load_spec
+
+    spec = load_spec("spaceship").__class__.from_json({**load_spec("spaceship").to_json(), "metric": "log_loss"})
+    supervisor = Supervisor(spec, spaceship / "prepared" / "public", tmp_path, Budget.start(60))
+    supervisor.load_data()
+    y, n_test = supervisor.dataset.y, supervisor.dataset.n_test
+    prior = pd.read_csv(tmp_path / "submission.csv")
+    wrong = np.column_stack([0.9 * y + 0.05, 0.95 - 0.9 * y])  # confidently the other class
+    supervisor.predictions = {"wrong": MemberPredictions("wrong", wrong, np.ones(len(y), bool),
+                                                         np.full((n_test, 2), [0.05, 0.95]))}
+    changes = supervisor._publish_blend()
+    assert "worse than the prior" in changes["submission_source"]
+    assert pd.read_csv(tmp_path / "submission.csv").equals(prior)
+    right = np.column_stack([0.8 - 0.6 * y, 0.2 + 0.6 * y])
+    mixed = np.tile([[0.3, 0.7], [0.7, 0.3]], (n_test // 2 + 1, 1))[:n_test]
+    supervisor.predictions = {"right": MemberPredictions("right", right, np.ones(len(y), bool), mixed)}
+    assert supervisor._publish_blend()["submission_source"].startswith("blend")
+    assert pd.read_csv(tmp_path / "submission.csv")["Transported"].nunique() == 2  # the prior has one label

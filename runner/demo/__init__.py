@@ -15,39 +15,57 @@ log = logging.getLogger("runner")
 
 # competition id -> (generator module, default budget for `runner demo`)
 DEMOS = {"dog-breed-identification": ("dog_breed", "3m"), "spaceship-titanic": ("spaceship", "1m")}
+# every MLE-bench Lite competition -> the module writing its small replica (exact layout, learnable signal)
+REPLICAS = {
+    "aerial-cactus-identification": "cactus", "aptos2019-blindness-detection": "aptos",
+    "denoising-dirty-documents": "denoising", "detecting-insults-in-social-commentary": "insults",
+    "dog-breed-identification": "dog_breed", "dogs-vs-cats-redux-kernels-edition": "dogs_cats",
+    "histopathologic-cancer-detection": "histopathology", "jigsaw-toxic-comment-classification-challenge": "jigsaw",
+    "leaf-classification": "leaf", "mlsp-2013-birds": "birds", "new-york-city-taxi-fare-prediction": "taxi",
+    "nomad2018-predict-transparent-conductors": "nomad", "plant-pathology-2020-fgvc7": "plant",
+    "random-acts-of-pizza": "pizza", "ranzcr-clip-catheter-line-classification": "ranzcr",
+    "siim-isic-melanoma-classification": "melanoma", "spooky-author-identification": "spooky",
+    "tabular-playground-series-dec-2021": "tps_dec", "tabular-playground-series-may-2022": "tps_may",
+    "text-normalization-challenge-english-language": "text_norm_en",
+    "text-normalization-challenge-russian-language": "text_norm_ru",
+    "the-icml-2013-whale-challenge-right-whale-redux": "whale",
+    "spaceship-titanic": "spaceship",
+}
 
 
-def resolve(name: str) -> str:
+def resolve(name: str, among: dict = REPLICAS) -> str:
     spec = find_spec(name)
-    if spec is None or spec.id not in DEMOS:
-        raise SpecError(f"no demo data for {name!r}; demos: {', '.join(DEMOS)}")
+    if spec is None or spec.id not in among:
+        raise SpecError(f"no demo data for {name!r}; there is some for: {', '.join(sorted(among))}")
     return spec.id
 
 
-def write_demo(name: str, out: Path, seed: int = 0) -> Path:
-    """Write OUT/<id>/prepared/{public,private}; returns the competition folder. Replaces an earlier one."""
+def write_demo(name: str, out: Path, seed: int = 0, **options) -> Path:
+    """Write OUT/<id>/prepared/{public,private}; returns the competition folder. Replaces an earlier one.
+    `options` go to the generator (sizes, such as dog-breed's train_per_breed)."""
     import importlib
 
     competition = resolve(name)
     root = Path(out) / competition
     shutil.rmtree(root / "prepared", ignore_errors=True)
-    module = importlib.import_module(f"runner.demo.{DEMOS[competition][0]}")
-    module.generate(root, np.random.default_rng(seed))
+    module = importlib.import_module(f"runner.demo.{REPLICAS[competition]}")
+    module.generate(root, np.random.default_rng(seed), **options)
     return root
 
 
 def run_demo(out: Path, budget: str | None = None, competitions: list[str] | None = None) -> list[dict]:
     """Generate each demo, run it, grade the submission and the baseline; print and save the summary."""
+    from rich.table import Table
+
     from runner.budget import Budget, parse_duration
     from runner.console import console, summary_table
     from runner.grade import grade
     from runner.run import run_competition
     from runner.spec import load_spec
-    from rich.table import Table
 
     rows = []
     for name in competitions or list(DEMOS):
-        competition = resolve(name)
+        competition = resolve(name, DEMOS)
         root = write_demo(competition, out / "data")
         seconds = parse_duration(budget or DEMOS[competition][1])
         log.info("%s: running with a %.0f s budget", competition, seconds)

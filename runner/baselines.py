@@ -1,0 +1,190 @@
+"""Honest submissions for what no engine trains: each is the best the data allows without a model of its kind, and
+says what it is.
+
+- `noisy_pixels` (image to image, denoising): every test pixel as it is, which beats the sample's all-white page;
+- `token_lookup` (text normalisation): each token's most frequent written-out form in train, else the token itself;
+- `file_label_prior` (audio with the label in the file name): the training share of positives for every clip;
+- `species_prior` (mlsp-2013-birds): each species' training frequency, for every test recording.
+
+A baseline whose rule can be checked on held-out training rows reports that score as its CV.
+"""
+from __future__ import annotations
+
+import re
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from PIL import Image
+
+from runner import metrics
+from runner.data import image_files, read_table
+from runner.errors import InputError
+from runner.spec import CompetitionSpec
+from runner.untrusted import inside, walk
+
+HELD_OUT = 0.2  # share of training groups a rule is checked on
+SEED = 0
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A whole submission's value columns, in the sample's row order, and what they are."""
+
+    values: pd.DataFrame  # the sample's value columns
+    note: str
+    cv: float | None = None
+
+
+def make_baseline(spec: CompetitionSpec, data_dir: Path, sample: pd.DataFrame, columns: list[str],
+                  work_dir: Path) -> Baseline:
+    return RULES[spec.baseline](spec, Path(data_dir), sample, columns, work_dir)
+
+
+def _by_id(sample: pd.DataFrame, spec: CompetitionSpec, values: pd.Series, fill, what: str) -> tuple[pd.Series, int]:
+    """`values` (indexed by id) in the sample's row order; ids it lacks get `fill`. Also how many were lacking."""
+    ids = sample[spec.id_column].astype(str)
+    found = values.reindex(ids.to_numpy())
+    missing = int(found.isna().sum())
+    if missing == len(found):
+        raise InputError(f"{what}: none of the sample submission's {len(ids)} ids was found")
+    return found.fillna(fill).reset_index(drop=True), missing
+
+
+# --- image to image ------------------------------------------------------------------------------------------------
+
+def noisy_pixels(spec: CompetitionSpec, data_dir: Path, sample: pd.DataFrame, columns: list[str],
+                 work_dir: Path) -> Baseline:
+    """Pixel ids '<image stem>_<row>_<col>' (1-based) take the noisy test image's intensity in [0, 1]."""
+    where = data_dir / (spec.test_image_dir or "test")
+    parts = []
+    for path in sorted(image_files(data_dir, spec.test_image_dir or "test", work_dir)):
+        try:
+            with Image.open(path) as image:
+                pixels = np.asarray(image.convert("L"), dtype=np.float64) / 255.0
+        except (OSError, ValueError):
+            continue
+        rows, cols = np.indices(pixels.shape)
+        ids = path.stem + "_" + (rows.ravel() + 1).astype(str).astype(object) + "_" \
+            + (cols.ravel() + 1).astype(str).astype(object)
+        parts.append(pd.Series(pixels.ravel(), index=ids))
+    if not parts:
+        raise InputError(f"{where}: no readable test image")
+    values, missing = _by_id(sample, spec, pd.concat(parts), 1.0, str(where))
+    note = "the noisy test pixels themselves (no image-to-image model)" + \
+        (f"; {missing} pixel(s) with no image keep the sample's white" if missing else "")
+    return Baseline(pd.DataFrame({columns[0]: values}), note)
+
+
+# --- text normalisation --------------------------------------------------------------------------------------------
+
+def _lookup(train: pd.DataFrame) -> pd.Series:
+    """Each written token's most frequent spoken form."""
+    pairs = train[["before", "after"]].astype(str)
+    counts = pairs.groupby(["before", "after"]).size().rename("n").reset_index()
+    best = counts.sort_values(["before", "n"], ascending=[True, False]).drop_duplicates("before")
+    return best.set_index("before")["after"]
+
+
+def _apply(table: pd.Series, before: pd.Series) -> pd.Series:
+    return before.astype(str).map(table).fillna(before.astype(str))
+
+
+def token_lookup(spec: CompetitionSpec, data_dir: Path, sample: pd.DataFrame, columns: list[str],
+                 work_dir: Path) -> Baseline:
+    """'<sentence_id>_<token_id>' ids take their token's most frequent form in train, else the token itself; the
+    rule is checked on held-out training sentences."""
+    train = read_table(data_dir / spec.train_file, "train file", data_dir)
+    test = read_table(data_dir / spec.test_file, "test file", data_dir)
+    for frame, name, needed in ((train, spec.train_file, ("sentence_id", "before", "after")),
+                                (test, spec.test_file, ("sentence_id", "token_id", "before"))):
+        if missing := [c for c in needed if c not in frame.columns]:
+            raise InputError(f"{data_dir / name}: missing column(s) {missing}")
+    sentences = train["sentence_id"].unique()
+    held = np.random.default_rng(SEED).random(len(sentences)) < HELD_OUT
+    out = train["sentence_id"].isin(sentences[held])
+    cv = float((_apply(_lookup(train[~out]), train.loc[out, "before"]) == train.loc[out, "after"].astype(str)).mean())
+    ids = test["sentence_id"].astype(str) + "_" + test["token_id"].astype(str)
+    spoken = pd.Series(_apply(_lookup(train), test["before"]).to_numpy(), index=ids.to_numpy())
+    values, missing = _by_id(sample, spec, spoken, "", str(data_dir / spec.test_file))
+    if missing:
+        values = values.where(values != "", sample[columns[0]].astype(str))
+    return Baseline(pd.DataFrame({columns[0]: values}),
+                    f"each token's most frequent spoken form in train, else the token itself (no sequence model); "
+                    f"{cv:.4f} of the tokens of {int(held.sum())} held-out training sentences right", round(cv, 6))
+
+
+# --- label priors --------------------------------------------------------------------------------------------------
+
+def _names(data_dir: Path, name: str) -> list[str]:
+    """File names in a folder or a zip of the public folder (a zip's are read from its index, not extracted)."""
+    source = data_dir / name
+    real = inside(data_dir, source, "folder" if source.is_dir() else "file")
+    if real.is_dir():
+        return [p.name for p in walk(real)]
+    try:
+        with zipfile.ZipFile(real) as archive:
+            return [Path(m.filename).name for m in archive.infolist() if not m.is_dir()]
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise InputError(f"{source}: cannot list: {exc}") from exc
+
+
+def file_label_prior(spec: CompetitionSpec, data_dir: Path, sample: pd.DataFrame, columns: list[str],
+                     work_dir: Path) -> Baseline:
+    """The positive share of the training files (label in the name) for every test row."""
+    pattern = re.compile(spec.label_pattern)
+    labels = [m.group(1) for n in _names(data_dir, spec.image_dir) if (m := pattern.search(n))]
+    if not labels:
+        raise InputError(f"{data_dir / spec.image_dir}: no file name matches the label pattern {spec.label_pattern!r}")
+    classes = sorted(set(labels))
+    share = float(np.mean([label == classes[-1] for label in labels]))
+    return Baseline(pd.DataFrame({columns[0]: np.full(len(sample), share)}),
+                    f"the training share of label {classes[-1]!r} ({share:.3f} of {len(labels)} files) for every "
+                    "row: no model of this input kind")
+
+
+SPECIES_LABELS = "essential_data/rec_labels_test_hidden.txt"
+
+
+def _recordings(data_dir: Path) -> dict[int, list[int] | None]:
+    """rec_id -> its species (None for a test recording, marked '?')."""
+    path = data_dir / SPECIES_LABELS
+    real = inside(data_dir, path)
+    found: dict[int, list[int] | None] = {}
+    for number, line in enumerate(real.read_text().splitlines()[1:], start=2):
+        fields = [f.strip() for f in line.split(",") if f.strip()]
+        if not fields:
+            continue
+        try:
+            found[int(fields[0])] = None if "?" in fields[1:] else [int(f) for f in fields[1:]]
+        except ValueError as exc:
+            raise InputError(f"{path}: line {number}: {exc}") from exc
+    return found
+
+
+def species_prior(spec: CompetitionSpec, data_dir: Path, sample: pd.DataFrame, columns: list[str],
+                  work_dir: Path) -> Baseline:
+    """Id = rec_id * 100 + species takes the species' share of training recordings; checked on held-out ones."""
+    species = sample[spec.id_column].astype(int) % 100
+    known = {rec: s for rec, s in _recordings(data_dir).items() if s is not None}
+    if not known:
+        raise InputError(f"{data_dir / SPECIES_LABELS}: no training recording")
+    k = int(species.max()) + 1
+    truth = np.zeros((len(known), k))
+    for i, labels in enumerate(known.values()):
+        truth[i, [s for s in labels if s < k]] = 1
+    held = np.random.default_rng(SEED).random(len(known)) < HELD_OUT
+    cv = None
+    if held.any() and (~held).any() and 0 < truth[held].sum() < truth[held].size:
+        guess = np.tile(truth[~held].mean(axis=0), (int(held.sum()), 1))
+        cv = round(metrics.score("roc_auc", truth[held].ravel(), guess.ravel()), 6)
+    share = truth.mean(axis=0)
+    return Baseline(pd.DataFrame({columns[0]: share[species.to_numpy()]}),
+                    f"each species' share of the {len(known)} training recordings (no audio model)"
+                    + (f"; pooled AUC {cv:.4f} on held-out recordings" if cv is not None else ""), cv)
+
+
+RULES = {"noisy_pixels": noisy_pixels, "token_lookup": token_lookup, "file_label_prior": file_label_prior,
+         "species_prior": species_prior}

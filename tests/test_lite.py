@@ -1,0 +1,213 @@
+"""Every MLE-bench Lite competition: its spec, its replica's layout, the metrics and loaders it needs, and (slow) a
+run on each replica that writes a submission the grader accepts and that beats the sample wherever a model
+trained."""
+import json
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from runner import data as data_module
+from runner import metrics
+from runner.baselines import RULES
+from runner.budget import Budget
+from runner.csvfiles import find_sample
+from runner.data import load_dataset, read_records
+from runner.demo import REPLICAS, write_demo
+from runner.grade import grade
+from runner.run import run_competition
+from runner.spec import BASELINES, load_spec
+from runner.submission import Predictions, build_submission
+
+LITE = (Path(__file__).resolve().parent.parent / "competitions" / "splits" / "mle-bench-lite.txt").read_text().split()
+BASELINE_ONLY = {"denoising-dirty-documents", "mlsp-2013-birds", "text-normalization-challenge-english-language",
+                 "text-normalization-challenge-russian-language", "the-icml-2013-whale-challenge-right-whale-redux"}
+SMALL = {"dog-breed-identification": dict(train_per_breed=4, test_per_breed=1)}  # the demo's own size is minutes
+# seconds each replica runs for in the end-to-end test: images need a few epochs of a small CNN on 2 cores, and
+# dog-breed's 120 classes from 4 photos each a minute
+BUDGET = {"image": 40, "text": 15, "tabular": 15, "unsupported": 10, "dog-breed-identification": 60}
+
+
+@pytest.fixture(scope="module")
+def replicas(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("lite")
+    return {c: write_demo(c, root, seed=3, **SMALL.get(c, {})) for c in LITE}
+
+
+def sample_score(competition: str, root: Path, tmp_path: Path) -> float | None:
+    """The grade of the sample submission itself, as the competition gives it."""
+    spec = load_spec(competition)
+    path = tmp_path / f"{competition}-sample.csv"
+    pd.read_csv(find_sample(root / "prepared" / "public", spec.sample_submission)).to_csv(path, index=False)
+    return grade(path, spec, root / "prepared" / "private").score
+
+
+def test_every_lite_competition_has_a_spec_and_a_replica():
+    assert len(LITE) == 22
+    for competition in LITE:
+        spec = load_spec(competition)
+        assert spec.id == competition and competition in REPLICAS
+        assert (spec.task == "unsupported") == (competition in BASELINE_ONLY), competition
+        assert spec.task != "unsupported" or spec.baseline, f"{competition}: an unsupported task needs a baseline"
+    assert set(BASELINES) == set(RULES)
+
+
+def test_every_replica_has_its_competitions_files_and_its_sample_grades_valid(replicas, tmp_path):
+    """The sample submission as the replica gives it is read by the runner's loader and accepted by the grader
+    against the private answers: the layout, the columns and the ids line up."""
+    for competition, root in replicas.items():
+        spec = load_spec(competition)
+        public = root / "prepared" / "public"
+        assert (public / "description.md").is_file()
+        assert find_sample(public, spec.sample_submission) is not None, competition
+        for name in (spec.train_file, spec.test_file, spec.image_dir, spec.test_image_dir):
+            assert name is None or (public / name).exists(), f"{competition}: {name} missing"
+        assert sample_score(competition, root, tmp_path) is not None, competition
+
+
+@pytest.mark.parametrize("competition", ["dogs-vs-cats-redux-kernels-edition", "random-acts-of-pizza",
+                                         "ranzcr-clip-catheter-line-classification",
+                                         "jigsaw-toxic-comment-classification-challenge",
+                                         "siim-isic-melanoma-classification"])
+def test_layouts_load_as_the_engines_need_them(replicas, competition, tmp_path):
+    spec = load_spec(competition)
+    dataset = load_dataset(spec, replicas[competition] / "prepared" / "public", tmp_path)
+    assert len(dataset.y) > 50 and dataset.n_test > 20
+    if competition == "dogs-vs-cats-redux-kernels-edition":  # labels from cat.N.jpg / dog.N.jpg
+        assert dataset.classes == ["cat", "dog"] and 0.2 < dataset.y.mean() < 0.8
+        assert all(p is not None for p in dataset.views["image"][1])
+    if competition == "random-acts-of-pizza":  # test records hold fewer fields than train: only those are features
+        train = read_records(replicas[competition] / "prepared" / "public" / "train.json", "train")
+        assert set(dataset.views["table"][0].columns) < set(train.columns) | {"unix_timestamp_of_request_utc_year"}
+        assert not any("giver_username" in c or "retrieval" in c for c in dataset.views["table"][0].columns)
+        assert "text" in dataset.views
+    if competition in ("ranzcr-clip-catheter-line-classification", "jigsaw-toxic-comment-classification-challenge"):
+        # independent labels learned as 0/1 values, one per column the submission holds (ranzcr's sample: 9 of 11)
+        assert dataset.classes is None and dataset.y.shape[1] == (9 if competition.startswith("ranzcr") else 6)
+        assert set(np.unique(dataset.y)) == {0.0, 1.0}
+    if competition == "siim-isic-melanoma-classification":  # images plus the metadata the test rows share
+        assert {"image", "table"} <= dataset.inputs
+        assert "benign_malignant" not in dataset.views["table"][0].columns
+
+
+def test_json_records_with_lists_and_a_zip_holding_them(tmp_path):
+    records = [{"id": "a", "subs": ["x", "y"], "ok": True, "n": 1}, {"id": "b", "subs": [], "ok": False, "n": 2}]
+    (tmp_path / "train.json").write_text(json.dumps(records, indent=2))
+    with zipfile.ZipFile(tmp_path / "train.zip", "w") as archive:
+        archive.write(tmp_path / "train.json", "train/train.json")
+    for name in ("train.json", "train.zip"):
+        frame = read_records(tmp_path / name, "train")
+        assert frame["subs"].tolist() == [2, 0] and frame["ok"].tolist() == [True, False]
+    (tmp_path / "bad.json").write_text('{"id": 1}')
+    with pytest.raises(Exception, match="bad.json.*not a JSON array of records"):
+        read_records(tmp_path / "bad.json", "train")
+
+
+def test_a_large_training_table_is_sampled_evenly_to_what_the_budget_affords(tmp_path, monkeypatch):
+    root = write_demo("new-york-city-taxi-fare-prediction", tmp_path, train_rows=60_000)
+    public = root / "prepared" / "public"
+    monkeypatch.setattr(data_module, "LARGE_TABLE_BYTES", 1_000_000)  # this file counts as large
+    monkeypatch.setattr(data_module, "MIN_SAMPLED_ROWS", 10_000)
+    monkeypatch.setattr(data_module, "ROWS_PER_BUDGET_SECOND", 1_000)
+    dataset = load_dataset(load_spec("nyc-taxi"), public, tmp_path / "work", budget_seconds=20)
+    whole = pd.read_csv(public / "labels.csv")
+    assert 0.8 * 20_000 < len(dataset.y) < 1.2 * 20_000
+    kept = set(dataset.y[:, 0].round(4))  # drawn from the whole file, not its head
+    late = whole["fare_amount"].iloc[40_000:].round(4)
+    assert late.isin(kept).mean() > 0.1
+    assert any("drawn evenly" in w for w in dataset.warnings)
+    # the dates became what trees split on
+    assert {"pickup_datetime_year", "pickup_datetime_hour"} <= set(dataset.views["table"][0].columns)
+
+
+def test_kappa_grades_and_thresholds_tuned_on_out_of_fold_predictions():
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 5, 2000)
+    # probabilities whose expected grade is biased low: halfway cuts misgrade, tuned cuts recover
+    expected = np.clip(y * 0.7 + rng.normal(0, 0.3, len(y)), 0, 4)
+    pred = np.stack([np.exp(-(expected - k) ** 2) for k in range(5)], axis=1)
+    pred /= pred.sum(axis=1, keepdims=True)
+    cuts = metrics.fit_grade_thresholds(y, pred)
+    assert list(cuts) == sorted(cuts)
+    tuned, halfway = metrics.qwk(y, metrics.grades(pred, cuts)), metrics.score("qwk", y, pred)
+    assert tuned > halfway + 0.01
+    spec = load_spec("aptos2019")
+    sample = pd.DataFrame({"id_code": [f"x{i}" for i in range(len(y))], "diagnosis": 0})
+    frame = build_submission(sample, spec, ["diagnosis"], Predictions(pred, tuple(range(5)), "test", cuts))
+    assert frame["diagnosis"].dtype.kind == "i" and frame["diagnosis"].tolist() == metrics.grades(pred, cuts).tolist()
+
+
+def test_the_grader_scores_each_new_metric_as_mle_bench_does(tmp_path):
+    from sklearn.metrics import cohen_kappa_score, log_loss, roc_auc_score
+
+    rng = np.random.default_rng(1)
+    ids = [f"r{i}" for i in range(200)]
+    truth = rng.integers(0, 2, (200, 6))
+    truth[:20] = -1  # jigsaw's unscored rows
+    pred = np.clip(truth * 0.6 + rng.random((200, 6)) * 0.5, 0, 1)
+    jigsaw = load_spec("jigsaw")
+    labels = list(jigsaw.targets)
+    pd.DataFrame(truth, columns=labels).assign(id=ids)[["id", *labels]].to_csv(tmp_path / "test.csv", index=False)
+    submission = pd.DataFrame(pred, columns=labels).assign(id=ids)[["id", *labels]]
+    submission.to_csv(tmp_path / "sub.csv", index=False)
+    expected = roc_auc_score(truth[20:], pred[20:], average="macro")
+    assert grade(tmp_path / "sub.csv", jigsaw, tmp_path).score == round(expected, 5)
+    submission.assign(comment_text="x").to_csv(tmp_path / "extra.csv", index=False)  # jigsaw reads every column
+    assert not grade(tmp_path / "extra.csv", jigsaw, tmp_path).valid_submission
+
+    dogs = load_spec("dogs-vs-cats")
+    y, p = rng.integers(0, 2, 200), rng.random(200)
+    pd.DataFrame({"id": range(200), "label": y}).to_csv(tmp_path / "answers.csv", index=False)
+    pd.DataFrame({"id": range(200), "label": p}).to_csv(tmp_path / "dogs.csv", index=False)
+    assert grade(tmp_path / "dogs.csv", dogs, tmp_path).score == round(log_loss(y, p), 5)
+
+    aptos = load_spec("aptos2019")
+    g, guess = rng.integers(0, 5, 200), rng.integers(0, 5, 200)
+    pd.DataFrame({"id_code": ids, "diagnosis": g}).to_csv(tmp_path / "test.csv", index=False)
+    pd.DataFrame({"id_code": ids, "diagnosis": guess}).to_csv(tmp_path / "aptos.csv", index=False)
+    assert grade(tmp_path / "aptos.csv", aptos, tmp_path).score == round(
+        cohen_kappa_score(g, guess, weights="quadratic"), 5)
+    pd.DataFrame({"id_code": ids, "diagnosis": guess + 0.5}).to_csv(tmp_path / "floats.csv", index=False)
+    assert "integers" in grade(tmp_path / "floats.csv", aptos, tmp_path).error
+
+
+@pytest.mark.parametrize("competition", sorted(BASELINE_ONLY))
+def test_each_baseline_only_task_gets_its_honest_baseline(replicas, competition, tmp_path):
+    """No engine trains these; the rule the spec names writes a valid submission, at least as good as the sample,
+    and says what it is."""
+    root = replicas[competition]
+    report = run_competition(competition, root / "prepared" / "public", Budget.start(30), tmp_path / "out")
+    assert report.status == "baseline" and report.stop_reason.startswith("no engine trains")
+    graded = grade(tmp_path / "out" / "submission.csv", load_spec(competition), root / "prepared" / "private")
+    assert graded.valid_submission, graded.error
+    given = sample_score(competition, root, tmp_path)
+    if competition == "the-icml-2013-whale-challenge-right-whale-redux":  # a constant: as good as any constant
+        assert graded.score == given
+    else:
+        assert metrics.better(graded.metric, graded.score, given), (graded.score, given)
+
+
+@pytest.mark.slow
+def test_every_lite_replica_runs_end_to_end(replicas, tmp_path):
+    """Each of the 22 at a small budget: a submission the grader accepts; where a model trained, better than the
+    sample submission. One line per competition is kept in the test's output for the README table."""
+    rows, failures = [], []
+    for competition in LITE:
+        spec, root = load_spec(competition), replicas[competition]
+        out = tmp_path / competition
+        seconds = BUDGET.get(competition, BUDGET[spec.task])
+        report = run_competition(competition, root / "prepared" / "public", Budget.start(seconds), out)
+        graded = grade(out / "submission.csv", spec, root / "prepared" / "private")
+        given = sample_score(competition, root, tmp_path)
+        rows.append(dict(competition=competition, task=spec.task, status=report.status, score=graded.score,
+                         sample=given, wall=report.wall_seconds, budget=seconds, source=report.submission_source))
+        if not graded.valid_submission:
+            failures.append(f"{competition}: invalid submission: {graded.error}")
+        elif report.status == "trained" and not metrics.better(spec.metric, graded.score, given):  # prior kept too
+            failures.append(f"{competition}: trained, {graded.score} does not beat the sample's {given}")
+        elif competition not in BASELINE_ONLY and report.status != "trained":
+            failures.append(f"{competition}: not trained ({report.status}: {report.error or report.stop_reason})")
+    print(json.dumps(rows, indent=1))
+    assert not failures, failures
