@@ -118,7 +118,21 @@ def compete(competition: str, budget: str = "10m", data_root: str = "runs/demo/d
                    status=report.status, cv_score=report.cv_score, wall_seconds=report.wall_seconds,
                    budget_seconds=report.budget_seconds, grade=graded, launch=launched)
     write_json(Path(out_dir) / "compete.json", summary)  # a rename over whatever is there, never through a link
+    create_table_artifact([result_row(summary)], key=RESULT_KEY,  # what a sweep reads back through the API
+                          description="this run's status, score and time, for a sweep on another machine")
     return summary
+
+
+RESULT_KEY = "result"  # the artifact a sweep reads each compete run's outcome from
+
+
+def result_row(summary: dict) -> dict:
+    """One table row of a compete run's outcome (its grade flattened)."""
+    graded = summary.get("grade") or {}
+    return dict(competition_id=summary["competition_id"], submission_path=summary["submission_path"],
+                status=summary["status"], score=graded.get("score"), valid=graded.get("valid_submission"),
+                any_medal=graded.get("any_medal"), wall_seconds=summary["wall_seconds"],
+                budget_seconds=summary["budget_seconds"])
 
 
 def escape_markdown(value) -> str:

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# `flows/stack.sh up|down|status`: a local Prefect stack for the runner (server, process worker, deployments),
+# `flows/stack.sh up|down|status`: a local Prefect stack for the runner (server, process workers, deployments),
 # with all state under .prefect-stack/ in the project. `make up` / `make down` call this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STATE=${RUNNER_STACK_DIR:-$PWD/.prefect-stack}
 PORT=${PREFECT_PORT:-4200}
+WORKERS=${RUNNER_WORKERS:-2}  # process workers in the one pool: flow runs spread over them as over GPU boxes
 BIN=${VENV_BIN:-$PWD/.venv/bin}
 export PREFECT_HOME=$STATE/home PREFECT_API_URL=http://127.0.0.1:$PORT/api
 export PREFECT_SERVER_ANALYTICS_ENABLED=false DO_NOT_TRACK=1 PREFECT_WORKER_QUERY_SECONDS=${PREFECT_WORKER_QUERY_SECONDS:-2}
@@ -38,21 +39,25 @@ up() {
     fi
     "$BIN/prefect" work-pool create runner-process --type process >/dev/null 2>&1 || true
     "$BIN/prefect" gcl create runner-slot --limit 1 >/dev/null 2>&1 || true
-    for demo in dog-breed spaceship; do  # what the deployments' default data_root points at
+    # what the deployments' default data_root points at: the two demos and a replica of every Lite competition
+    for demo in spaceship $(cat competitions/splits/mle-bench-lite.txt); do
         "$BIN/runner" demo-data "$demo" --out "${RUNNER_DEMO_DATA:-runs/demo/data}" >/dev/null
     done
     RUNNER_REPO=$PWD "$BIN/prefect" --no-prompt deploy --all >"$STATE/deploy.log" 2>&1 \
         || { echo "prefect deploy failed; see $STATE/deploy.log" >&2; exit 1; }
-    if [ ! -f "$STATE/worker.pid" ] || ! kill -0 "$(cat "$STATE/worker.pid")" 2>/dev/null; then
-        start worker "$BIN/prefect" worker start --pool runner-process --type process
-    fi
+    for n in $(seq 1 "$WORKERS"); do
+        if [ ! -f "$STATE/worker-$n.pid" ] || ! kill -0 "$(cat "$STATE/worker-$n.pid")" 2>/dev/null; then
+            start "worker-$n" "$BIN/prefect" worker start --pool runner-process --type process --name "worker-$n"
+        fi
+    done
     echo "Prefect stack up on $PREFECT_API_URL (state in $STATE). In a shell:"
     echo "  export PREFECT_API_URL=$PREFECT_API_URL PREFECT_API_AUTH_STRING=\$(cat $STATE/auth)"
     echo "  prefect deployment run 'compete/dog-breed' --watch"
 }
 
 down() {
-    for name in worker server; do
+    for pidfile in "$STATE"/worker*.pid "$STATE/server.pid"; do
+        name=$(basename "$pidfile" .pid)
         if [ -f "$STATE/$name.pid" ]; then
             kill -- -"$(cat "$STATE/$name.pid")" 2>/dev/null || kill "$(cat "$STATE/$name.pid")" 2>/dev/null || true
             rm -f "$STATE/$name.pid"

@@ -15,7 +15,7 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.client.orchestration import get_client
 from prefect.deployments import run_deployment
 
-from flows.compete import compete
+from flows.compete import RESULT_KEY, compete, result_row
 from runner.mlebench import deployment_name, read_split, write_grading_jsonl
 from runner.spec import find_spec
 
@@ -28,12 +28,19 @@ def competitions_with_data(split: str, data_root: str) -> tuple[list[str], list[
     return ready, [c for c in ids if c not in ready]
 
 
-def _row(summary: dict) -> dict:
-    graded = summary.get("grade") or {}
-    return dict(competition_id=summary["competition_id"], submission_path=summary["submission_path"],
-                status=summary["status"], score=graded.get("score"), valid=graded.get("valid_submission"),
-                any_medal=graded.get("any_medal"), wall_seconds=summary["wall_seconds"],
-                budget_seconds=summary["budget_seconds"])
+def result_of(flow_run_id) -> dict | None:
+    """A compete run's outcome as it published it to the Prefect API (its `result` table artifact): a sweep reads
+    it there, since the machine that ran it shares no disk with this one."""
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, ArtifactFilterKey
+
+    with get_client(sync_client=True) as client:
+        found = client.read_artifacts(artifact_filter=ArtifactFilter(
+            flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]), key=ArtifactFilterKey(any_=[RESULT_KEY])))
+    if not found:
+        return None
+    data = found[0].data
+    rows = json.loads(data) if isinstance(data, str) else data
+    return rows[0] if rows else None
 
 
 def _wait(flow_run_id, poll_seconds: float = 3.0):
@@ -47,18 +54,16 @@ def _wait(flow_run_id, poll_seconds: float = 3.0):
 
 
 @task
-def run_via_deployments(ids: list[str], parameters: dict, out_root: str) -> list[dict]:
-    """Start every competition's deployment at once, then wait for each; results come from the shared out_root."""
+def run_via_deployments(ids: list[str], parameters: dict) -> list[dict]:
+    """Start every competition's deployment at once, then wait for each; each outcome is read back through the
+    API (the submission files themselves stay where each run wrote them: an `out_root` every box can write)."""
     started = [(c, run_deployment(deployment_name(c), parameters={**parameters, "competition": c}, timeout=0))
                for c in ids]
     rows = []
     for competition, flow_run in started:
         finished = _wait(flow_run.id)
-        summary_path = Path(out_root) / competition / "compete.json"
-        if finished.state.is_completed() and summary_path.is_file():
-            rows.append(_row(json.loads(summary_path.read_text())))
-        else:
-            rows.append(dict(competition_id=competition, status=finished.state.name, submission_path=""))
+        row = result_of(finished.id) if finished.state.is_completed() else None
+        rows.append(row or dict(competition_id=competition, status=finished.state.name, submission_path=""))
     return rows
 
 
@@ -84,9 +89,9 @@ def sweep(split: str = "demo", budget: str = "10m", data_root: str = "runs/demo/
     parameters = dict(budget=budget, data_root=data_root, out_root=out_root, backend=backend, slot=slot,
                       host_python=host_python)
     if via_deployments:
-        rows = run_via_deployments(ready, parameters, out_root)
+        rows = run_via_deployments(ready, parameters)
     else:
-        rows = [_row(compete(competition=c, **parameters)) for c in ready]
+        rows = [result_row(compete(competition=c, **parameters)) for c in ready]
     jsonl = publish(rows, missing, split, out_root)
     get_run_logger().info("grading input for `mlebench grade --submission %s`", jsonl)
     return dict(rows=rows, missing=missing, jsonl=jsonl)

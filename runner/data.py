@@ -461,7 +461,8 @@ def _codes(frame: pd.DataFrame, column: str, width: int) -> pd.DataFrame:
 
 def tabular_features(spec: CompetitionSpec, train: pd.DataFrame, test: pd.DataFrame):
     """Model-ready features: parts of split columns, booleans as numbers, dates as their parts, strings as pandas
-    categories (LightGBM's native categoricals), fixed-width codes spread per position, id-like strings dropped."""
+    categories (LightGBM's native categoricals), fixed-width codes spread per position, id-like strings dropped,
+    infinities missing."""
     drop = {spec.id_column, *spec.targets, *spec.drop_columns, spec.text_column}
     shared = [c for c in train.columns if c in test.columns and c not in drop]
     both = pd.concat([train[shared], test[shared]], keys=["train", "test"])
@@ -484,4 +485,6 @@ def tabular_features(spec: CompetitionSpec, train: pd.DataFrame, test: pd.DataFr
                 both = both.drop(columns=column)  # id-like: no signal a tree can use
             else:
                 both[column] = pd.Categorical(values.astype("string"))
+    numeric = both.select_dtypes("number").columns
+    both[numeric] = both[numeric].replace([np.inf, -np.inf], np.nan)  # infinities are missing values to every engine
     return both.loc["train"].reset_index(drop=True), both.loc["test"].reset_index(drop=True)

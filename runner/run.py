@@ -540,6 +540,8 @@ def run_competition(name: str, data_dir: Path, budget: Budget, out_dir: Path, ha
     a report whose `error` explains what stopped training (a valid submission exists either way)."""
     write_given_sample(Path(data_dir), Path(out_dir))
     spec = load_spec(name, Path(data_dir))
+    for line in spec.evidence:  # an inferred spec: one line per choice and what led to it
+        log.info("inferred %s", line)
     supervisor = Supervisor(spec, data_dir, out_dir, budget)
     try:
         supervisor.write_sample_baseline()

@@ -64,6 +64,7 @@ class CompetitionSpec:
     folds: int = 5
     inferred: bool = False
     note: str = ""
+    evidence: tuple[str, ...] = ()  # for an inferred spec: each choice and what in the files led to it
 
     def __post_init__(self) -> None:
         if self.task not in TASKS:
@@ -95,7 +96,7 @@ class CompetitionSpec:
         data["split_columns"] = tuple(
             ColumnSplit(s["column"], s["sep"], tuple(s["into"])) for s in data.get("split_columns", ())
         )
-        for key in ("targets", "aliases", "drop_columns", "scored_columns"):
+        for key in ("targets", "aliases", "drop_columns", "scored_columns", "evidence"):
             data[key] = tuple(data.get(key, ()))
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = set(data) - names
@@ -149,19 +150,24 @@ def load_spec(name: str, data_dir: Path | None = None) -> CompetitionSpec:
 # --- inference for competitions without a spec -------------------------------------------------------------
 
 _METRIC_WORDS = (
+    ("rmsle", r"rmsle|root[\s-]mean[\s-]squared?[\s-]log|(rmse|squared?[\s-]error)\)?,? (between|of) the log"),
+    ("qwk", r"quadratic(ly)? weighted (cohen'?s )?kappa|weighted kappa"),
     ("log_loss", r"log[\s-]?loss|logarithmic loss|cross[\s-]?entropy"),
     ("mean_column_roc_auc", r"mean column[\s-]?wise (roc )?auc|column[\s-]wise.{0,80}auc"),  # bounded: linear
     ("roc_auc", r"\bauc\b|area under the (roc )?curve|roc[\s-]auc"),
     ("accuracy", r"\baccuracy\b|categorization accuracy"),
-    ("rmsle", r"rmsle|root mean squared? log"),
-    ("rmse", r"\brmse\b|root mean squared? error"),
+    ("rmse", r"\brmse\b|root[\s-]mean[\s-]squared?[\s-]error"),
     ("mae", r"\bmae\b|mean absolute error"),
 )
 
 
-def _metric_from_description(data_dir: Path) -> str | None:
-    """The metric named in description.md: its first DESCRIPTION_BYTES only, searched with patterns that take
-    time linear in its length."""
+TRAIN_NAMES = ("train.csv", "labels.csv", "train_labels.csv")  # where competitions keep the training labels
+QUOTE = 50  # characters of description.md quoted around the words that named the metric
+
+
+def _metric_from_description(data_dir: Path) -> tuple[str, str] | None:
+    """(metric, the words that name it) from description.md: its first DESCRIPTION_BYTES only, searched with
+    patterns that take time linear in its length."""
     from runner.untrusted import inside
 
     path = data_dir / "description.md"
@@ -172,8 +178,24 @@ def _metric_from_description(data_dir: Path) -> str | None:
     with open(real, "rb") as handle:
         text = handle.read(DESCRIPTION_BYTES).decode(errors="replace").lower()
     for metric, pattern in _METRIC_WORDS:
-        if re.search(pattern, text):
-            return metric
+        if found := re.search(pattern, text):
+            start = max(0, found.start() - QUOTE)
+            return metric, " ".join(text[start:found.end() + QUOTE].split())
+    return None
+
+
+def _train_file(data_dir: Path, id_column: str, sample_name: str) -> Path | None:
+    """The file with the training labels: one of TRAIN_NAMES, else the one other CSV that has the id column."""
+    for name in TRAIN_NAMES:
+        if (data_dir / name).is_file():
+            return data_dir / name
+    for path in sorted(data_dir.glob("*.csv")):
+        if path.name not in (sample_name, "test.csv") and path.is_file():
+            try:
+                if id_column in _read_head(path, 5).columns:
+                    return path
+            except InputError:
+                continue
     return None
 
 
@@ -201,52 +223,70 @@ def _find_images(data_dir: Path, ids: pd.Series) -> tuple[str, str] | None:
 
 
 def infer_spec(name: str, data_dir: Path) -> CompetitionSpec:
-    """A best-effort spec from the files of an MLE-bench public folder. Never raises for odd data: a spec that
-    cannot be trained comes back with task 'unsupported' and a note, so the sample submission is still written."""
+    """A best-effort spec from the files of an MLE-bench public folder, each choice with its evidence. Never raises
+    for odd data: a spec that cannot be trained comes back with task 'unsupported' and a note, so the sample
+    submission is still written."""
     sample_path = find_sample(data_dir)
     sample = _read_head(sample_path)
     id_column, targets = sample.columns[0], tuple(sample.columns[1:])
-    train_path = data_dir / "train.csv"
+    evidence = [f"id column {id_column!r}, value columns {list(targets)[:6]}: the columns of {sample_path.name}"]
+    found = _metric_from_description(data_dir)
+    described = found[0] if found else None
+    if found:
+        evidence.append(f"metric {found[0]}: description.md says \"{found[1]}\"")
+    train_path = _train_file(data_dir, id_column, sample_path.name)
     base = dict(id=name, id_column=id_column, targets=targets, inferred=True, sample_submission=sample_path.name,
-                test_file="test.csv" if (data_dir / "test.csv").is_file() else None)
-    described = _metric_from_description(data_dir)
+                test_file="test.csv" if (data_dir / "test.csv").is_file() else None,
+                train_file=train_path.name if train_path else "train.csv")
 
     def unsupported(note: str) -> CompetitionSpec:
         metric = described or "accuracy"
         fmt = "regression" if metric in ("rmsle", "rmse", "mae") else "label"
-        return CompetitionSpec(task="unsupported", metric=metric, submission=fmt, note=note, **base)
+        return CompetitionSpec(task="unsupported", metric=metric, submission=fmt, note=note,
+                               evidence=(*evidence, f"not trained: {note}"), **base)
 
     if not targets:
         return unsupported(f"{sample_path.name} has no value column")
-    if not train_path.is_file():
-        return unsupported("no train.csv: only the sample submission can be written")
+    if train_path is None:
+        return unsupported(f"no file with training labels ({', '.join(TRAIN_NAMES)}, or a CSV with column "
+                           f"{id_column!r}): only the sample submission can be written")
     try:
         train = _read_head(train_path)
     except InputError as exc:  # the sample submission is still written
         return unsupported(str(exc))
     if id_column not in train.columns:
-        return unsupported(f"train.csv has no id column {id_column!r}")
+        return unsupported(f"{train_path.name} has no id column {id_column!r}")
 
     label_column = next((c for c in train.columns if set(map(str, train[c].dropna().unique())) >= set(targets)
                          and len(targets) > 1), None)
     if label_column is not None:  # one probability column per class of a label column
         fmt, metric, train_targets = "probabilities", described or "log_loss", (label_column,)
+        evidence.append(f"labels: {train_path.name} column {label_column!r}, whose values are the sample's "
+                        f"{len(targets)} value columns: one probability per class")
     elif all(t in train.columns for t in targets):
         train_targets = targets
         values = train[list(targets)]
         binary = all(values[t].dropna().nunique() <= 2 for t in targets)
         integer = all(pd.api.types.is_integer_dtype(values[t]) or pd.api.types.is_bool_dtype(values[t])
                       for t in targets)
-        if len(targets) > 1 and binary:
+        one_hot = binary and len(targets) > 1 and (values.sum(axis=1) == 1).all()
+        if one_hot:
             fmt, metric = "probabilities", described or "mean_column_roc_auc"
+            what = "one-hot columns: one probability per class"
+        elif len(targets) > 1 and binary:
+            fmt, metric = "multilabel", described or "mean_column_roc_auc"
+            what = "0/1 columns, several per row: one independent probability per label"
         elif described in ("roc_auc", "log_loss") and binary:
-            fmt, metric = "probability", described
+            fmt, metric, what = "probability", described, "two values and a probability metric: one probability"
         elif integer and values[targets[0]].nunique() <= 50:
-            fmt, metric = "label", described or "accuracy"
+            fmt, metric, what = "label", described or "accuracy", "few integer values: a class label"
         else:
-            fmt, metric = "regression", described or "rmse"
+            fmt, metric, what = "regression", described or "rmse", "numbers: values"
+        evidence.append(f"labels: {train_path.name} column(s) {list(targets)[:6]}, named as in the sample; {what}")
     else:
-        return unsupported(f"train.csv has none of the sample submission's columns {list(targets)}")
+        return unsupported(f"{train_path.name} has none of the sample submission's columns {list(targets)}")
+    if not found:
+        evidence.append(f"metric {metric}: description.md names none; the usual one for {fmt}")
 
     if fmt == "probabilities" and len(train_targets) > 1 and metric not in ("mean_column_roc_auc", "log_loss"):
         metric = "mean_column_roc_auc"
@@ -261,11 +301,15 @@ def infer_spec(name: str, data_dir: Path) -> CompetitionSpec:
         test_images = _find_images(data_dir, sample[id_column])
         extra = dict(image_dir=images[0], image_suffix=images[1],
                      test_image_dir=test_images[0] if test_images else images[0])
+        evidence.append(f"images: {images[0]}/ holds a file named id{images[1] and ' + ' + images[1]} for each "
+                        f"training id" + (f"; test images in {test_images[0]}/" if test_images else ""))
     if text:
         extra["text_column"] = text
+        evidence.append(f"text: column {text!r} averages more than 40 characters")
+    evidence.append(f"task {task}")
     return CompetitionSpec(task=task, metric=metric, submission=fmt,
-                           **{**base, "targets": train_targets}, **extra,
-                           note=f"inferred from {sample_path.name}, train.csv and description.md")
+                           **{**base, "targets": train_targets}, **extra, evidence=tuple(evidence),
+                           note=f"inferred from {sample_path.name}, {train_path.name} and description.md")
 
 
 def spec_json(spec: CompetitionSpec) -> str:

@@ -2,6 +2,7 @@
 import json
 import shutil
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -187,3 +188,52 @@ def test_the_sample_as_given_is_the_first_submission_but_never_replaces_an_earli
     (out / "submission.csv").write_text("an earlier run's submission")
     write_given_sample(public, out)  # a resumed run keeps it until its own checked baseline replaces it
     assert (out / "submission.csv").read_text() == "an earlier run's submission"
+
+
+def _duplicate_train_rows(public):
+    train = pd.read_csv(public / "train.csv")
+    pd.concat([train, train.head(50)]).to_csv(public / "train.csv", index=False)
+
+
+def _infinite_features(public):
+    for name in ("train.csv", "test.csv"):
+        frame = pd.read_csv(public / name)
+        frame.loc[::7, "Age"] = float("inf")
+        frame.loc[::11, "RoomService"] = float("-inf")
+        frame.loc[::5, "Spa"] = None
+        frame.to_csv(public / name, index=False)
+
+
+def _header_only(name):
+    def damage(public):
+        pd.read_csv(public / name).head(0).to_csv(public / name, index=False)
+    return damage
+
+
+@pytest.mark.parametrize("damage, trains, says", [
+    (_duplicate_train_rows, True, None),
+    (_infinite_features, True, None),
+    (_header_only("train.csv"), False, "train.csv: train file has no rows"),
+    (_header_only("test.csv"), False, "test.csv: test file has no rows"),
+])
+def test_a_corpus_of_damaged_inputs_each_says_what_and_keeps_a_valid_submission(public, tmp_path, damage, trains,
+                                                                               says):
+    damage(public)
+    result, out = run(public, tmp_path, budget="10s")
+    report = json.loads((out / "report.json").read_text())
+    assert "Traceback" not in result.stderr
+    assert_valid_submission(public, out)
+    if trains:
+        assert result.returncode == 0 and report["status"] == "trained", result.stderr[-2000:]
+    else:
+        assert result.returncode == 2 and report["status"] == "error" and says in report["error"], report["error"]
+
+
+def test_infinite_feature_values_reach_the_engines_as_missing(public, tmp_path):
+    from runner.data import load_dataset
+
+    _infinite_features(public)
+    train, test = load_dataset(SPACESHIP, public, tmp_path).views["table"]
+    for frame in (train, test):
+        numbers = frame.select_dtypes("number").to_numpy()
+        assert not np.isinf(numbers).any() and np.isnan(frame["Age"]).sum() >= len(frame) // 7

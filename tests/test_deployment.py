@@ -77,6 +77,8 @@ def test_a_sweep_fans_out_through_deployments(stack, tmp_path):
     assert len(lines) == 1 and "spaceship-titanic" in lines[0]
     compete = (out / "spaceship-titanic" / "compete.json").read_text()
     assert '"valid_submission": true' in compete
+    workers = sorted((root / "stack").glob("worker-*.pid"))  # the pool has two workers, both alive
+    assert len(workers) == 2 and all(os.path.exists(f"/proc/{p.read_text().strip()}") for p in workers)
 
 
 

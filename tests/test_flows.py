@@ -10,11 +10,13 @@ from prefect.client.orchestration import get_client
 from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
 
 from flows.compete import compete
-from flows.sweep import sweep
+from flows.sweep import result_of, sweep
 
 
 def test_compete_runs_grades_and_publishes_artifacts(prefect_server, spaceship, demo_root, tmp_path):
-    summary = compete(competition="spaceship", budget="20s", data_root=str(demo_root), out_root=str(tmp_path))
+    state = compete(competition="spaceship", budget="20s", data_root=str(demo_root), out_root=str(tmp_path),
+                    return_state=True)
+    summary = state.result()
     assert summary["grade"]["valid_submission"] and summary["grade"]["score"] > 0.7
     assert summary["launch"]["backend"] == "local" and summary["launch"]["exit_code"] == 0
     out = tmp_path / "spaceship-titanic"
@@ -23,6 +25,11 @@ def test_compete_runs_grades_and_publishes_artifacts(prefect_server, spaceship, 
     assert "spaceship-titanic" in markdown.data and "Plan" in markdown.data
     folds = Artifact.get("folds")
     assert len(json.loads(folds.data)) == len(json.loads((out / "report.json").read_text())["folds"])
+    # what a sweep on another machine reads of it: through the API, with this machine's files gone
+    shutil.rmtree(out)
+    row = result_of(state.state_details.flow_run_id)
+    assert row["competition_id"] == "spaceship-titanic" and row["score"] == summary["grade"]["score"]
+    assert row["valid"] and row["wall_seconds"] == summary["wall_seconds"]
 
 
 def test_a_strict_slot_that_does_not_exist_stops_the_run(prefect_server, spaceship, demo_root, tmp_path):

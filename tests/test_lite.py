@@ -211,3 +211,35 @@ def test_every_lite_replica_runs_end_to_end(replicas, tmp_path):
             failures.append(f"{competition}: not trained ({report.status}: {report.error or report.stop_reason})")
     print(json.dumps(rows, indent=1))
     assert not failures, failures
+
+
+@pytest.mark.slow
+def test_a_layout_no_spec_knows_is_inferred_trained_and_its_choices_reported(replicas, tmp_path):
+    """The histopathology replica as another competition would lay it out: folders and columns renamed, png
+    instead of tif, labels in a csv of another name, no spec. The run infers it, says each choice with its
+    evidence in report.json, trains, and beats the sample."""
+    from PIL import Image
+
+    source = replicas["histopathologic-cancer-detection"] / "prepared"
+    public, private = tmp_path / "public", tmp_path / "private"
+    for old, new in (("train", "scans_train"), ("test", "scans_test")):
+        (public / new).mkdir(parents=True)
+        for path in (source / "public" / old).iterdir():
+            Image.open(path).save(public / new / f"{path.stem}.png")
+    rename = {"id": "scan", "label": "tumour"}
+    pd.read_csv(source / "public" / "train_labels.csv").rename(columns=rename).to_csv(public / "annotations.csv",
+                                                                                       index=False)
+    pd.read_csv(source / "public" / "sample_submission.csv").rename(columns=rename).to_csv(
+        public / "sample_submission.csv", index=False)
+    (public / "description.md").write_text("Predict tumour. Submissions are evaluated on area under the ROC curve.")
+    private.mkdir()
+    pd.read_csv(source / "private" / "answers.csv").rename(columns=rename).to_csv(private / "test.csv", index=False)
+
+    report = run_competition("scan-tumours", public, Budget.start(40), tmp_path / "out")
+    spec = load_spec("scan-tumours", public)
+    assert (spec.task, spec.train_file, spec.image_dir, spec.image_suffix) == ("image", "annotations.csv",
+                                                                                "scans_train", ".png")
+    saved = json.loads((tmp_path / "out" / "report.json").read_text())["spec"]
+    assert saved["evidence"] and any("area under the roc curve" in line for line in saved["evidence"])
+    graded = grade(tmp_path / "out" / "submission.csv", spec, private)
+    assert report.status == "trained" and graded.valid_submission and graded.score > 0.6, (report.error, graded)

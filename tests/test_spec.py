@@ -16,7 +16,7 @@ def test_every_required_competition_has_a_spec():
     assert set(REQUIRED) <= set(known_specs())
 
 
-@pytest.mark.parametrize("competition", REQUIRED)
+@pytest.mark.parametrize("competition", sorted(known_specs()))
 def test_specs_round_trip_through_json(competition):
     spec = load_spec(competition)
     assert CompetitionSpec.from_json(json.loads(json.dumps(spec.to_json()))) == spec
@@ -94,3 +94,48 @@ def test_untrainable_competition_is_marked_unsupported_with_a_reason(tmp_path):
     pd.DataFrame({"id": ["a.wav"], "transcript": ["?"]}).to_csv(tmp_path / "sample_submission.csv", index=False)
     spec = infer_spec("audio-comp", tmp_path)
     assert spec.task == "unsupported" and "train.csv" in spec.note
+
+
+@pytest.mark.parametrize("words, labels, expected", [
+    ("Submissions are scored on the quadratic weighted kappa between grades.", [0, 1, 2, 3, 4, 2], "qwk"),
+    ("Evaluated on the Root-Mean-Squared-Error (RMSE) between the logarithm of the predicted value and the "
+     "logarithm of the observed sales price.", [1.5, 2.5, 9.0, 3.3, 4.1, 7.7], "rmsle"),
+    ("Submissions are evaluated using the multi-class logarithmic loss.", None, "log_loss"),
+])
+def test_the_metric_comes_from_the_descriptions_words_and_is_quoted_as_evidence(tmp_path, words, labels, expected):
+    train = {"id": range(6), "x": range(6), "y": labels or list("abcabc")}
+    sample = {"id": [7], "y": 0} if labels else {"id": [7], "a": 0.3, "b": 0.3, "c": 0.4}
+    spec = infer_spec("new-comp", _folder(tmp_path, train, sample, words, test={"id": [7], "x": [3]}))
+    assert spec.metric == expected
+    assert any(line.startswith(f"metric {expected}: description.md says") for line in spec.evidence)
+
+
+def test_infers_labels_from_another_csv_and_png_images_as_a_new_user_would_bring_them(tmp_path):
+    """train/<id>.png, test/<id>.png, labels.csv with id,label, one probability column per class: an ordinary
+    image competition the runner has no spec for."""
+    for folder, ids in (("train", range(6)), ("test", range(6, 8))):
+        (tmp_path / folder).mkdir()
+        for i in ids:
+            (tmp_path / folder / f"p{i}.png").write_bytes(b"")
+    pd.DataFrame({"id": [f"p{i}" for i in range(6)], "label": list("xyzxyz")}).to_csv(tmp_path / "labels.csv",
+                                                                                     index=False)
+    pd.DataFrame({"id": ["p6", "p7"], "x": 1 / 3, "y": 1 / 3, "z": 1 / 3}).to_csv(tmp_path / "sample_submission.csv",
+                                                                               index=False)
+    (tmp_path / "description.md").write_text("Submissions are evaluated on multi-class log loss.")
+    spec = infer_spec("new-images", tmp_path)
+    assert (spec.task, spec.submission, spec.metric, spec.train_file, spec.targets) == (
+        "image", "probabilities", "log_loss", "labels.csv", ("label",))
+    assert (spec.image_dir, spec.test_image_dir, spec.image_suffix) == ("train", "test", ".png")
+    assert [line.split(" ")[0] for line in spec.evidence] == ["id", "metric", "labels:", "images:", "task"]
+
+
+def test_several_zero_one_columns_are_multi_label_unless_each_row_has_exactly_one(tmp_path):
+    long = "a sentence that is clearly longer than forty characters in all"
+    labels = {"a": [1, 0, 1, 0], "b": [1, 1, 0, 0]}  # rows with two labels and with none
+    spec = infer_spec("tags", _folder(tmp_path, {"id": range(4), "text": [long] * 4, **labels},
+                                      {"id": [5], "a": 0.5, "b": 0.5}, test={"id": [5], "text": [long]}))
+    assert (spec.submission, spec.metric, spec.task) == ("multilabel", "mean_column_roc_auc", "text")
+    one_hot = {"a": [1, 0, 1, 0], "b": [0, 1, 0, 1]}
+    spec = infer_spec("kinds", _folder(tmp_path, {"id": range(4), "x": range(4), **one_hot},
+                                       {"id": [5], "a": 0.5, "b": 0.5}, test={"id": [5], "x": [1]}))
+    assert spec.submission == "probabilities"
