@@ -240,6 +240,12 @@ def infer_spec(name: str, data_dir: Path) -> CompetitionSpec:
                 train_file=train_path.name if train_path else "train.csv")
 
     def unsupported(note: str) -> CompetitionSpec:
+        rule = _rule_baseline(data_dir, sample[id_column], targets)
+        if rule is not None:  # a kind no engine trains, but one a baseline rule knows
+            fields, why = rule
+            usual = fields.pop("metric")
+            return CompetitionSpec(task="unsupported", metric=described or usual, note=note,
+                                   evidence=(*evidence, f"not trained: {note}", why), **{**base, **fields})
         metric = described or "accuracy"
         fmt = "regression" if metric in ("rmsle", "rmse", "mae") else "label"
         return CompetitionSpec(task="unsupported", metric=metric, submission=fmt, note=note,
@@ -310,6 +316,40 @@ def infer_spec(name: str, data_dir: Path) -> CompetitionSpec:
     return CompetitionSpec(task=task, metric=metric, submission=fmt,
                            **{**base, "targets": train_targets}, **extra, evidence=tuple(evidence),
                            note=f"inferred from {sample_path.name}, {train_path.name} and description.md")
+
+
+PIXEL_ID = re.compile(r"^(.+)_\d+_\d+$")  # '<image>_<row>_<col>': one submission row per pixel
+
+
+def _rule_baseline(data_dir: Path, ids: pd.Series, targets: tuple) -> tuple[dict, str] | None:
+    """(spec fields, evidence) of the baseline rule (runner.baselines) an untrainable competition's files call for:
+    pixel ids of the images in a folder (image to image), or tokens with their spoken form in a training table
+    (text normalisation); None when neither fits."""
+    if len(targets) != 1:
+        return None
+    stems = {m.group(1) for i in ids.astype(str).head(50) if (m := PIXEL_ID.match(i))}
+    if stems and len(stems) <= 50 and ids.astype(str).head(50).str.match(PIXEL_ID).all():
+        for folder in sorted(p for p in data_dir.iterdir() if p.is_dir()):
+            names = {p.stem for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES}
+            if stems <= names:
+                return (dict(baseline="noisy_pixels", submission="regression", metric="rmse", train_file=None,
+                             test_file=None, test_image_dir=folder.name),
+                        f"baseline noisy_pixels: the ids are <image>_<row>_<col> of the images in {folder.name}/")
+    tables = {}
+    for path in sorted(data_dir.iterdir()):
+        if path.is_file() and re.search(r"\.csv(\.(zip|gz))?$", path.name) and "sample" not in path.name.lower():
+            try:
+                tables[path.name] = set(_read_head(path, 5).columns)
+            except InputError:
+                continue
+    train = next((n for n, cols in tables.items() if {"before", "after", "sentence_id"} <= cols), None)
+    test = next((n for n, cols in tables.items() if {"before", "sentence_id", "token_id"} <= cols
+                 and "after" not in cols), None)
+    if train and test:
+        return (dict(baseline="token_lookup", submission="label", metric="accuracy", train_file=train, test_file=test),
+                f"baseline token_lookup: {train} pairs tokens (before) with their spoken form (after), {test} lists "
+                "the test tokens")
+    return None
 
 
 def spec_json(spec: CompetitionSpec) -> str:

@@ -243,3 +243,19 @@ def test_a_layout_no_spec_knows_is_inferred_trained_and_its_choices_reported(rep
     assert saved["evidence"] and any("area under the roc curve" in line for line in saved["evidence"])
     graded = grade(tmp_path / "out" / "submission.csv", spec, private)
     assert report.status == "trained" and graded.valid_submission and graded.score > 0.6, (report.error, graded)
+
+
+@pytest.mark.parametrize("competition, rule", [("denoising-dirty-documents", "noisy_pixels"),
+                                               ("text-normalization-challenge-russian-language", "token_lookup")])
+def test_an_unknown_kind_under_another_name_still_gets_its_baseline_rule(replicas, competition, rule, tmp_path):
+    """The same files under an id no spec knows: inference finds the rule from the ids and columns, the run writes
+    the honest baseline and the report says why."""
+    public = replicas[competition] / "prepared" / "public"
+    spec = load_spec("some-new-competition", public)
+    assert spec.inferred and spec.task == "unsupported" and spec.baseline == rule
+    assert any(line.startswith(f"baseline {rule}") for line in spec.evidence)
+    report = run_competition("some-new-competition", public, Budget.start(20), tmp_path / "out")
+    assert report.status == "baseline" and report.stop_reason.startswith("no engine trains")
+    graded = grade(tmp_path / "out" / "submission.csv", load_spec(competition), replicas[competition] / "prepared"
+                   / "private")
+    assert metrics.better(graded.metric, graded.score, sample_score(competition, replicas[competition], tmp_path))
