@@ -104,7 +104,7 @@ def test_a_train_file_linked_outside_is_refused_and_the_baseline_still_written(s
 
 
 def test_an_image_folder_linked_to_the_root_is_not_walked(tmp_path):
-    from runner.data import _image_paths
+    from runner.data import _images_of
 
     public = tmp_path / "public"
     (public / "train").mkdir(parents=True)
@@ -112,7 +112,7 @@ def test_an_image_folder_linked_to_the_root_is_not_walked(tmp_path):
     (public / "train" / "everything").symlink_to("/")
     (public / "train" / "b.jpg").symlink_to("/etc/passwd")
     started = time.monotonic()
-    paths = _image_paths(public / "train", pd.Series(["a", "b"]), ".jpg", public)
+    paths = _images_of(public, "train", tmp_path / "work", pd.Series(["a", "b"]), ".jpg")
     assert time.monotonic() - started < 2
     assert paths[0] == public / "train" / "a.jpg" and paths[1] is None
 

@@ -27,7 +27,7 @@ BASELINE_ONLY = {"denoising-dirty-documents", "mlsp-2013-birds", "text-normaliza
 SMALL = {"dog-breed-identification": dict(train_per_breed=4, test_per_breed=1)}  # the demo's own size is minutes
 # seconds each replica runs for in the end-to-end test: images need a few epochs of a small CNN on 2 cores, and
 # dog-breed's 120 classes from 4 photos each a minute
-BUDGET = {"image": 40, "text": 15, "tabular": 15, "unsupported": 10, "dog-breed-identification": 60}
+BUDGET = {"image": 30, "text": 10, "tabular": 10, "unsupported": 10, "dog-breed-identification": 60}
 
 
 @pytest.fixture(scope="module")
@@ -235,7 +235,7 @@ def test_a_layout_no_spec_knows_is_inferred_trained_and_its_choices_reported(rep
     private.mkdir()
     pd.read_csv(source / "private" / "answers.csv").rename(columns=rename).to_csv(private / "test.csv", index=False)
 
-    report = run_competition("scan-tumours", public, Budget.start(40), tmp_path / "out")
+    report = run_competition("scan-tumours", public, Budget.start(30), tmp_path / "out")
     spec = load_spec("scan-tumours", public)
     assert (spec.task, spec.train_file, spec.image_dir, spec.image_suffix) == ("image", "annotations.csv",
                                                                                 "scans_train", ".png")
