@@ -312,7 +312,7 @@ def infer_spec(name: str, data_dir: Path) -> CompetitionSpec:
     if text:
         extra["text_column"] = text
         evidence.append(f"text: column {text!r} averages more than 40 characters")
-    evidence.append(f"task {task}")
+    evidence.append(f"task {task}; {'lower' if LOWER_IS_BETTER[metric] else 'higher'} {metric} is better")
     return CompetitionSpec(task=task, metric=metric, submission=fmt,
                            **{**base, "targets": train_targets}, **extra, evidence=tuple(evidence),
                            note=f"inferred from {sample_path.name}, {train_path.name} and description.md")

@@ -127,6 +127,7 @@ def test_infers_labels_from_another_csv_and_png_images_as_a_new_user_would_bring
         "image", "probabilities", "log_loss", "labels.csv", ("label",))
     assert (spec.image_dir, spec.test_image_dir, spec.image_suffix) == ("train", "test", ".png")
     assert [line.split(" ")[0] for line in spec.evidence] == ["id", "metric", "labels:", "images:", "task"]
+    assert spec.evidence[-1] == "task image; lower log_loss is better"
 
 
 def test_several_zero_one_columns_are_multi_label_unless_each_row_has_exactly_one(tmp_path):
