@@ -32,14 +32,24 @@ def _engines(text: str | None) -> list[str] | None:
     return names
 
 
-def watchdog(budget: Budget) -> threading.Timer:
+def watchdog(budget: Budget, report_path: Path | None = None) -> threading.Timer:
     """Whatever stage the run is in, it ends before its budget does: WATCHDOG_MARGIN before, every process it
-    started is killed and it exits (124), leaving the last valid submission (every write is a rename)."""
+    started is killed and it exits (124), leaving the last valid submission (every write is a rename) and a report
+    that says it was stopped."""
 
     def end() -> None:
         print(f"runner: the budget ends in {WATCHDOG_MARGIN} s and the run has not: stopped, the last valid "
               "submission is kept", file=sys.stderr, flush=True)
         import psutil
+
+        with contextlib.suppress(Exception):  # the report as it stands, its status final (it may not exist yet)
+            from runner.report import RunReport
+
+            report = RunReport.load(report_path)
+            RunReport.from_json({**report.to_json(), "status": "stopped", "wall_seconds": round(budget.elapsed(), 2),
+                                 "stop_reason": f"the run's watchdog stopped it {WATCHDOG_MARGIN} s before the end "
+                                                f"of the budget; the last valid submission "
+                                                f"({report.submission_source}) is kept"}).save(report_path)
 
         for child in psutil.Process().children(recursive=True):
             with contextlib.suppress(psutil.Error, ProcessLookupError, PermissionError):
@@ -64,8 +74,8 @@ def _run(args) -> int:
 
     signal.signal(signal.SIGTERM, _interrupt)  # Docker and Prefect ask with SIGTERM first: end cleanly
     budget = Budget(parse_duration(args.budget), process_start(), args.cut)
-    watchdog(budget)
     out = Path(args.out)
+    watchdog(budget, out / "report.json")
     setup_logging(out / "run.log", args.verbose)
     with run_progress(budget) as status:
         report = run_competition(args.competition, Path(args.data), budget, out,

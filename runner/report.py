@@ -12,7 +12,7 @@ from runner.atomic import write_json
 @dataclass(frozen=True)
 class RunReport:
     competition: str
-    status: str  # running | trained | baseline (nothing trained) | error
+    status: str  # running | trained | baseline (nothing trained) | error | interrupted | stopped (by the watchdog)
     metric: str
     lower_is_better: bool
     budget_seconds: float

@@ -192,6 +192,8 @@ def test_a_run_stuck_in_any_stage_ends_before_its_budget(spaceship, tmp_path):
     assert result.returncode == 124 and "the last valid submission is kept" in result.stderr
     assert grade(tmp_path / "out" / "submission.csv", load_spec("spaceship"),
                  spaceship / "prepared" / "private").valid_submission
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["status"] == "stopped" and "watchdog stopped it" in report["stop_reason"]
 
 
 # --- the container and the flows ---------------------------------------------------------------------------------
