@@ -81,14 +81,19 @@ def rows_of(inputs, keep: np.ndarray):
     return [x for x, k in zip(inputs, keep) if k]
 
 
+def _located(path: Path, what: str, root: Path | None) -> Path:
+    """The real path of an input file inside `root` (its folder by default), or an InputError naming it."""
+    if not os.path.lexists(path):
+        raise InputError(f"{path}: {what} not found")
+    return inside(root or Path(path).parent, path)
+
+
 def read_csv(path: Path, what: str, root: Path | None = None, warnings: list[str] | None = None,
              budget_seconds: float | None = None) -> pd.DataFrame:
     """A CSV file inside `root` (its folder by default; links out of it are refused), or an InputError that says
     which file and why. A file larger than this machine's memory can hold is read only as far as it can; with a
     budget, a large one is sampled evenly instead, to the rows that budget affords (`sampled_rows`)."""
-    if not os.path.lexists(path):
-        raise InputError(f"{path}: {what} not found")
-    real = inside(root or Path(path).parent, path)
+    real = _located(path, what, root)
     rows = affordable_rows(real)
     sampled = budget_seconds is not None and (rows is not None or real.stat().st_size > LARGE_TABLE_BYTES)
     try:
@@ -115,9 +120,7 @@ def sampled_rows(budget_seconds: float, memory_rows: int | None) -> int:
 def read_records(path: Path, what: str, root: Path | None = None) -> pd.DataFrame:
     """A JSON array of records (or a zip holding one .json) as a table; a field holding a list becomes its length
     (random-acts-of-pizza's subreddits), nested objects are flattened."""
-    if not os.path.lexists(path):
-        raise InputError(f"{path}: {what} not found")
-    real = inside(root or Path(path).parent, path)
+    real = _located(path, what, root)
     try:
         if compression(real) == "zip":
             with zipfile.ZipFile(real) as archive:

@@ -38,7 +38,12 @@ def grades(pred: np.ndarray, thresholds=None) -> np.ndarray:
     """Integer grades 0..k-1 from class probabilities: the expected grade cut at `thresholds` (k-1 rising cuts)."""
     k = pred.shape[1]
     cuts = np.arange(k - 1) + 0.5 if thresholds is None else np.sort(np.asarray(thresholds, dtype=np.float64))
-    return np.searchsorted(cuts, pred @ np.arange(k), side="right")
+    return _cut(pred @ np.arange(k), cuts)
+
+
+def _cut(expected: np.ndarray, cuts) -> np.ndarray:
+    """The grade of each expected grade: how many of the rising cuts it reaches."""
+    return np.searchsorted(cuts, expected, side="right")
 
 
 def qwk(y: np.ndarray, labels: np.ndarray) -> float:
@@ -57,8 +62,7 @@ def fit_grade_thresholds(y: np.ndarray, pred: np.ndarray) -> tuple[float, ...]:
             low = cuts[j - 1] if j else -np.inf
             high = cuts[j + 1] if j + 1 < k - 1 else np.inf
             options = [c for c in candidates if low <= c <= high] + [cuts[j]]
-            cuts[j] = max(options, key=lambda c: qwk(y, np.searchsorted(cuts[:j] + [c] + cuts[j + 1:], expected,
-                                                                          side="right")))
+            cuts[j] = max(options, key=lambda c: qwk(y, _cut(expected, cuts[:j] + [c] + cuts[j + 1:])))
     return tuple(float(c) for c in cuts)
 
 
