@@ -2,12 +2,14 @@
 2004, "Ensemble selection from libraries of models").
 
 A member's out-of-fold predictions cover the validation rows of the folds it finished, so a member with 2 of 5
-folds covers 40% of the rows. Selection starts from the best member among those covering the most rows; each
-step adds one more copy of the candidate that improves the blend most on the rows both cover. Steps are judged
-in a smooth metric where the competition's is too coarse (accuracy moves in whole rows and is flat almost
-everywhere; the log loss of the same probabilities is not), in the metric itself otherwise. The blend kept is the
-last step that is not worse than the start member in the competition's metric on the rows every member of that
-step covers: never worse in CV than the member it started from.
+folds covers 40% of the rows. Selection starts from the best member among those covering the most rows, and the
+blend is scored on the start's rows: on each row, the members that cover it are mixed with their weights
+renormalised (a member is left out of rows it has no prediction for, as it is of nothing in the test set). Each
+step adds one more copy of the candidate that improves that mix most. Steps are judged in a smooth metric where
+the competition's is too coarse (accuracy moves in whole rows and is flat almost everywhere; the log loss of the
+same probabilities is not), in the metric itself otherwise. The blend kept is the last step not worse than the
+start member in the competition's metric on the same rows: never worse in CV than the member it started from,
+and its CV is measured on as many rows as the start's.
 """
 from __future__ import annotations
 
@@ -41,7 +43,8 @@ class Blend:
     start: str  # the member selection started from
     member_cv: dict[str, float]  # each member on its own covered rows
     test: np.ndarray = field(repr=False)
-    covered: np.ndarray = field(repr=False)  # the rows it is scored on
+    covered: np.ndarray = field(repr=False)  # the rows it is scored on: the start member's
+    oof: np.ndarray = field(repr=False)  # its out-of-fold predictions on those rows (zeros elsewhere)
 
     def to_json(self) -> dict:
         return dict(weights=self.weights, cv=self.cv, rows=self.rows, start=self.start, member_cv=self.member_cv)
@@ -68,27 +71,38 @@ def _selection_rows(n: int) -> np.ndarray:
 
 @dataclass
 class _Step:
+    """A weighting as copies per member, mixed on the start's rows: `total` over `weight`, row by row."""
+
     counts: dict[str, int]
-    pred: np.ndarray
-    covered: np.ndarray
+    total: np.ndarray  # (n, k): sum of count * oof over the members covering each row
+    weight: np.ndarray  # (n, 1): sum of count over the members covering each row
+
+    def adding(self, member: MemberPredictions) -> _Step:
+        cover = member.covered[:, None]
+        return _Step({**self.counts, member.name: self.counts.get(member.name, 0) + 1},
+                     self.total + np.where(cover, member.oof, 0.0), self.weight + cover)
+
+    @property
+    def pred(self) -> np.ndarray:
+        return self.total / np.maximum(self.weight, 1)
 
 
 def _greedy(smooth: str, y: np.ndarray, members: list[MemberPredictions], start: MemberPredictions) -> list[_Step]:
     """Every step of forward selection with replacement, the start first."""
-    sample = _selection_rows(len(y))
-    steps = [_Step({start.name: 1}, start.oof.copy(), start.covered.copy())]
+    rows = start.covered & _selection_rows(len(y))
+    empty = _Step({}, np.zeros_like(start.oof, dtype=float), np.zeros((len(y), 1)))
+    steps = [empty.adding(start)]
     for _ in range(MAX_STEPS - 1):
-        last, size = steps[-1], sum(steps[-1].counts.values())
+        last = steps[-1]
+        before = _score(smooth, y, last.pred, rows)
         best, best_gain = None, 1e-12
         for member in members:
-            rows = last.covered & member.covered & sample
-            if rows.sum() < MIN_ROWS:
+            if (rows & member.covered).sum() < MIN_ROWS:
                 continue
-            trial = (last.pred * size + member.oof) / (size + 1)
-            gain = improvement(smooth, _score(smooth, y, last.pred, rows), _score(smooth, y, trial, rows))
+            trial = last.adding(member)
+            gain = improvement(smooth, before, _score(smooth, y, trial.pred, rows))
             if gain > best_gain:
-                best, best_gain = _Step({**last.counts, member.name: last.counts.get(member.name, 0) + 1}, trial,
-                                        last.covered & member.covered), gain
+                best, best_gain = trial, gain
         if best is None:
             break
         steps.append(best)
@@ -106,16 +120,17 @@ def choose_blend(metric: str, y: np.ndarray, members: list[MemberPredictions]) -
                 key=lambda m: -own[m.name] if metrics.LOWER_IS_BETTER[metric] else own[m.name])
     smooth = smooth_metric(metric)
     steps = _greedy(smooth, y, members, start)
+    rows = start.covered
     # the last step (the smoothest blend) that is not worse than the start in the competition's metric
-    chosen = next(s for s in reversed(steps) if improvement(
-        metric, _score(metric, y, start.oof, s.covered), _score(metric, y, s.pred, s.covered)) >= 0)
+    chosen = next(s for s in reversed(steps) if improvement(metric, own[start.name], _score(metric, y, s.pred, rows))
+                  >= 0)
     total = sum(chosen.counts.values())
     weights = {name: count / total for name, count in chosen.counts.items()}
     by_name = {m.name: m for m in members}
     test = sum(w * by_name[name].test for name, w in weights.items())
-    cv = metrics.score(metric, y[chosen.covered], chosen.pred[chosen.covered])
-    return Blend({k: round(v, 4) for k, v in weights.items()}, round(cv, 6), int(chosen.covered.sum()), start.name,
-                 {k: round(v, 6) for k, v in own.items()}, test, chosen.covered)
+    cv = metrics.score(metric, y[rows], chosen.pred[rows])
+    return Blend({k: round(v, 4) for k, v in weights.items()}, round(cv, 6), int(rows.sum()), start.name,
+                 {k: round(v, 6) for k, v in own.items()}, test, rows, np.where(rows[:, None], chosen.pred, 0.0))
 
 
 # --- what one more member adds to the pool ------------------------------------------------------------------------

@@ -391,8 +391,7 @@ class Supervisor:
         is logged; the CV reported stays the untuned one, which those rows did not choose)."""
         if self.spec.metric != "qwk":
             return None
-        oof = sum(w * self.predictions[name].oof for name, w in blend.weights.items())
-        rows = blend.covered
+        oof, rows = blend.oof, blend.covered
         cuts = metrics.fit_grade_thresholds(self.dataset.y[rows], oof[rows])
         tuned = metrics.qwk(self.dataset.y[rows], metrics.grades(oof[rows], cuts))
         log.info("grade cuts %s: kappa %.4f on the out-of-fold rows (%.4f halfway between grades)",

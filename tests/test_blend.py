@@ -46,11 +46,27 @@ def test_a_partial_member_is_blended_on_the_rows_it_covers():
     covered = RNG.random(N) < 0.4  # 2 of 5 folds
     partial = member("partial", signal(1.5, 1.0), covered)
     blend = choose_blend("log_loss", Y, [full, partial])
-    assert blend.start == "full"  # the widest member starts
-    assert blend.weights.get("partial", 0) > 0 and blend.rows == covered.sum()
-    assert np.array_equal(blend.covered, covered)
-    alone = metrics.score("log_loss", Y[covered], full.oof[covered])
-    assert blend.cv < alone
+    assert blend.start == "full"  # the widest member starts, and the blend is scored on all of its rows
+    assert blend.weights.get("partial", 0) > 0 and blend.rows == N and blend.covered.all()
+    assert blend.cv < metrics.score("log_loss", Y, full.oof)
+    # rows the partial member has no prediction for are the full member's alone
+    assert np.allclose(blend.oof[~covered], full.oof[~covered])
+    w = blend.weights["partial"]
+    assert np.allclose(blend.oof[covered], (1 - w) * full.oof[covered] + w * partial.oof[covered], atol=1e-9)
+
+
+def test_a_member_of_one_fold_never_makes_the_blend_worse_than_its_start():
+    """A strong member on one fold joins the blend; the CV is still measured on, and no worse than, the start's
+    rows (scoring on the rows both cover could report less than the start member alone)."""
+    for seed in range(5):
+        rng = np.random.default_rng(seed)
+        full = member("full", signal(1.0, 1.5))
+        covered = rng.random(N) < 0.2
+        partial = member("partial", signal(rng.uniform(0.5, 2.0), 1.0), covered)
+        for metric in ("accuracy", "roc_auc", "log_loss"):
+            blend = choose_blend(metric, Y, [full, partial])
+            assert blend.rows == N
+            assert not metrics.better(metric, blend.member_cv["full"], blend.cv), (seed, metric)
 
 
 def test_the_blend_is_never_worse_than_the_member_it_starts_from():
