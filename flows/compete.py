@@ -102,13 +102,15 @@ def publish(report: RunReport, graded: dict | None, launched: dict, out_dir: str
 @flow(name="compete", log_prints=True, retries=1)  # a crashed container resumes rather than restarts
 def compete(competition: str, budget: str = "10m", data_root: str = "runs/demo/data",
             out_root: str = "runs/prefect", backend: str = "local", image: str = "competition-runner",
-            gpus: str = "auto", host_python: bool = False, slot: str | None = None) -> dict:
-    """Train one competition within `budget` and grade it when its answers are present."""
+            gpus: str = "auto", host_python: bool = False, slot: str | None = None,
+            weights_cache: str | None = None) -> dict:
+    """Train one competition within `budget` and grade it when its answers are present (`weights_cache`: a
+    Hugging Face cache of pretrained weights on the worker's machine, mounted read-only into the container)."""
     spec = load_spec(competition)
     public, private = locate(competition, data_root)
     out_dir = str(confined(out_root) / spec.id)
     settings = Launch(spec.id, public, out_dir, parse_duration(budget), image=image, gpus=gpus,
-                      host_python=host_python)
+                      host_python=host_python, weights_cache=weights_cache)
     launched = launch(settings, backend, slot)
     report = collect(out_dir, launched)
     submission = Path(out_dir, "submission.csv").resolve()  # the report names it as the run saw it (container)

@@ -1,4 +1,4 @@
-"""Command line: `runner run | grade | plan | demo-data | demo | specs`."""
+"""Command line: `runner run | grade | plan | weights | demo-data | demo | specs`."""
 from __future__ import annotations
 
 import argparse
@@ -73,6 +73,7 @@ def _run(args) -> int:
     from runner.run import run_competition
 
     signal.signal(signal.SIGTERM, _interrupt)  # Docker and Prefect ask with SIGTERM first: end cleanly
+    os.environ["HF_HUB_OFFLINE"] = "1"  # a run reads pretrained weights from the local cache only
     budget = Budget(parse_duration(args.budget), process_start(), args.cut)
     out = Path(args.out)
     watchdog(budget, out / "report.json")
@@ -149,6 +150,30 @@ def _specs(args) -> int:
     return 0
 
 
+def _weights(args) -> int:
+    """pull: download into the HF cache; import: file a local checkpoint there; list: what the ladder has."""
+    from runner import weights
+    from runner.console import console, weights_table
+    from runner.engines.vision import ladder_models
+
+    cache = Path(args.cache) if args.cache else None
+    if args.action == "pull":
+        failed = 0
+        for model in args.models:
+            try:
+                print(f"{model}: {weights.pull(model, cache)}")
+            except RunnerError as exc:
+                print(f"runner: error: {exc}", file=sys.stderr)
+                failed += 1
+        return 2 if failed else 0
+    if args.action == "import":
+        print(f"{args.model}: {weights.import_file(args.model, Path(args.file), cache)}")
+        return 0
+    rows = [(m, weights.hub_id(m), weights.find_weights(m, cache)) for m in ladder_models()]
+    console.print(weights_table(rows, cache or weights.default_cache()))
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="runner", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -176,6 +201,17 @@ def parser() -> argparse.ArgumentParser:
     plan.add_argument("--hardware", help="plan for a named machine instead of this one: cpu, a10-24gb, l4-24gb, "
                       "a100-40gb, a100-80gb, h100-80gb, h200-141gb")
     plan.set_defaults(func=_plan)
+    weights = sub.add_parser("weights", help="pretrained weights in the Hugging Face cache: pull, import, list")
+    actions = weights.add_subparsers(dest="action", required=True)
+    pull = actions.add_parser("pull", help="download timm's pretrained checkpoints into the cache")
+    pull.add_argument("models", nargs="+")
+    imported = actions.add_parser("import", help="file a local checkpoint under a model's hub id in the cache")
+    imported.add_argument("model")
+    imported.add_argument("file")
+    listed = actions.add_parser("list", help="which models of the candidate ladder the cache holds")
+    for action in (pull, imported, listed):
+        action.add_argument("--cache", help="the HF cache folder (default: RUNNER_HF_CACHE, else the user's)")
+        action.set_defaults(func=_weights)
     demo_data = sub.add_parser("demo-data", help="write a synthetic competition in the MLE-bench layout")
     demo_data.add_argument("competition")
     demo_data.add_argument("--out", required=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
+import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,7 @@ import timm
 import torch
 import torch.nn.functional as F
 from timm.optim import create_optimizer_v2
+from timm.scheduler import CosineLRScheduler
 from torch.utils.data import DataLoader
 from torchvision.transforms import v2
 
@@ -30,6 +32,10 @@ from runner.folds import EPOCH_LOG
 from runner.weights import find_weights
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+LEARNING_RATE = {"scratch": 2e-3, "pretrained": 5e-4}  # AdamW peak rates; the head's rate when fine-tuning
+LAYER_DECAY = 0.75  # fine-tuning: each block from the head down learns at this share of the rate above it
+MIN_LR_SHARE = 0.01  # where warm-up starts and cosine ends, as a share of the peak rate
+log = logging.getLogger("runner.cnn")
 
 
 class CachedImages(torch.utils.data.Dataset):
@@ -54,17 +60,32 @@ class CachedImages(torch.utils.data.Dataset):
 
 
 def create_model(settings: ImageSettings, classes: int) -> tuple[torch.nn.Module, str]:
+    """The model with its local pretrained weights when there are any (a plain file, or the HF cache read through
+    timm's hub path, offline), else from random init; a missing or unreadable checkpoint says so in one line and
+    the fold goes on from random init."""
     weights = find_weights(settings.model)
-    overlay = dict(file=str(weights)) if weights else None
-    model = timm.create_model(settings.model, pretrained=weights is not None, num_classes=classes,
-                              pretrained_cfg_overlay=overlay)
-    return model, f"pretrained: {weights.name}" if weights else "random init"
+    if weights is None:
+        if settings.init == "pretrained":
+            log.warning("%s: no local pretrained weights (pull them with `runner weights pull %s`): random init",
+                        settings.model, settings.model)
+        return timm.create_model(settings.model, num_classes=classes), "random init"
+    source = dict(cache_dir=str(weights.cache), pretrained_cfg_overlay=dict(hf_hub_id=weights.hub_id)) \
+        if weights.hub_id else dict(pretrained_cfg_overlay=dict(file=str(weights.path)))
+    try:
+        model = timm.create_model(settings.model, pretrained=True, num_classes=classes, **source)
+    except Exception as exc:  # noqa: BLE001 - a corrupt or partial checkpoint fails in many ways; all mean the same
+        log.warning("%s: pretrained weights in %s could not be loaded (%s: %s): random init", settings.model,
+                    weights.label, type(exc).__name__, str(exc)[:200])
+        return timm.create_model(settings.model, num_classes=classes), "random init (weights unreadable)"
+    return model, f"pretrained: {weights.label}"
 
 
-def loaders(settings: ImageSettings, data: FoldData, cache: str):
-    size = settings.image_size
-    train_tf = v2.Compose([v2.RandomResizedCrop(size, scale=(0.35, 1.0), antialias=True), v2.RandomHorizontalFlip()])
-    eval_tf = v2.Compose([v2.Resize(size, antialias=True), v2.CenterCrop(size)])
+def loaders(settings: ImageSettings, data: FoldData, cache: str, interpolation: str = "bilinear"):
+    """Train, validation and test loaders over the decoded cache, resizing with the model's own interpolation."""
+    size, mode = settings.image_size, v2.InterpolationMode(interpolation)
+    train_tf = v2.Compose([v2.RandomResizedCrop(size, scale=(0.35, 1.0), interpolation=mode, antialias=True),
+                           v2.RandomHorizontalFlip()])
+    eval_tf = v2.Compose([v2.Resize(size, interpolation=mode, antialias=True), v2.CenterCrop(size)])
     common = dict(batch_size=settings.batch_size, num_workers=settings.num_workers, pin_memory=settings.pin_memory,
                   persistent_workers=settings.num_workers > 0, prefetch_factor=settings.prefetch_factor)
     train = DataLoader(CachedImages(cache, data.x_train, data.y_train, train_tf), shuffle=True, drop_last=True,
@@ -100,15 +121,23 @@ class Trainer:
         self.memory_format = torch.channels_last if settings.channels_last else torch.contiguous_format
         self.model = model.to(self.device, memory_format=self.memory_format)
         self.forward = torch.compile(self.model) if settings.compile else self.model
-        config = timm.data.resolve_data_config({}, model=model)
+        config = timm.data.resolve_data_config({}, model=model)  # the model's own mean, std and interpolation
+        self.interpolation = config.get("interpolation") or "bilinear"
         self.mean = torch.tensor(config["mean"], device=self.device).view(1, 3, 1, 1) * 255
         self.std = torch.tensor(config["std"], device=self.device).view(1, 3, 1, 1) * 255
-        lr = 5e-4 if self.init.startswith("pretrained") else 2e-3
-        self.optimizer = create_optimizer_v2(self.model, "adamw", lr=lr, weight_decay=0.05)
+        pretrained = self.init.startswith("pretrained")
+        self.lr = LEARNING_RATE["pretrained" if pretrained else "scratch"]
+        # fine-tuning: each block deeper from the head learns at LAYER_DECAY times the rate of the one above, so
+        # the new head moves fast and the pretrained stem barely (timm's layer-wise decay)
+        self.optimizer = create_optimizer_v2(self.model, "adamw", lr=self.lr, weight_decay=0.05,
+                                             layer_decay=LAYER_DECAY if pretrained else None)
         dtype = DTYPES.get(settings.precision)
         self.autocast = torch.autocast(self.device.type, dtype=dtype) if dtype else contextlib.nullcontext()
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=settings.precision == "fp16")
-        self.scheduler = None
+        self.scheduler, self.updates = None, 0
+        if pretrained:  # warm up over the first epoch: the random head's first gradients would wreck the features
+            steps = -(-len(data.x_train) // max(1, settings.batch_size * settings.accumulation)) if data else 1
+            self._cosine(settings.epochs * steps, warmup=steps)
 
     def _inputs(self, images: torch.Tensor) -> torch.Tensor:
         # normalise on the device: uint8 crosses the bus, four times smaller than float
@@ -136,7 +165,8 @@ class Trainer:
                 self.scaler.update()
                 self.optimizer.zero_grad(set_to_none=True)
                 if self.scheduler is not None:
-                    self.scheduler.step()
+                    self.updates += 1
+                    self.scheduler.step_update(self.updates)
             stats.loss += float(loss.detach()) * len(labels)
             stats.images += len(labels)
             waited_from = time.monotonic()
@@ -155,9 +185,15 @@ class Trainer:
                        .cpu().numpy())
         return np.concatenate(out)
 
+    def _cosine(self, steps: int, warmup: int = 0) -> None:
+        self.scheduler = CosineLRScheduler(self.optimizer, t_initial=max(1, steps), lr_min=self.lr * MIN_LR_SHARE,
+                                           warmup_t=warmup, warmup_lr_init=self.lr * MIN_LR_SHARE,
+                                           warmup_prefix=True, t_in_epochs=False)
+        self.updates = 0
+
     def schedule(self, steps: int) -> None:
         """Cosine decay over the steps that fit before the deadline (known once the first epoch is timed)."""
-        self.scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(self.optimizer, T_max=max(1, steps))
+        self._cosine(steps)
 
     def save(self, path: Path, epoch: int, score: float) -> None:
         with replacing(path) as tmp:
@@ -251,7 +287,8 @@ class FoldTraining:
                  progress: Progress):
         self.settings, self.data, self.deadline, self.progress = settings, data, deadline, progress
         self.trainer = Trainer(settings, data)
-        self.train_loader, self.val_loader, self.test_loader = loaders(settings, data, data.image_cache)
+        self.train_loader, self.val_loader, self.test_loader = loaders(settings, data, data.image_cache,
+                                                                       self.trainer.interpolation)
         self.best_path, self.last_path, self.epoch_log = out_dir / "model.pt", out_dir / "last.pt", out_dir / EPOCH_LOG
         if progress.epoch:
             state = torch.load(self.last_path, map_location=self.trainer.device, weights_only=True)

@@ -100,3 +100,15 @@ def run_progress(budget: Budget):
             live.update(Group(progress, member_table(report, "members")))
 
         yield status
+
+
+def weights_table(rows, cache: Path) -> Table:
+    """`runner weights list`: each ladder model, its hub id, and whether (and where) local weights were found."""
+    table = Table(title=f"pretrained weights for the candidate ladder (cache {cache})")
+    for column in ("model", "hub id", "local weights", "MB"):
+        table.add_column(column, overflow="fold")
+    for model, hub, found in rows:
+        size = f"{found.path.stat().st_size / 1e6:.1f}" if found else "-"
+        where = ("cached" if found.hub_id else f"file {found.path}") if found else "missing: random init"
+        table.add_row(model, hub or "(none in timm)", where, size)
+    return table

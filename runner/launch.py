@@ -30,6 +30,7 @@ from runner.spec import competitions_dir
 LABEL = "competition-runner"
 GRACE_SECONDS = 30.0  # past the budget before the run is killed from outside
 DATA_IN_CONTAINER, OUT_IN_CONTAINER, WORK_IN_CONTAINER = "/home/data", "/home/submission", "/home/work"
+WEIGHTS_IN_CONTAINER = "/opt/hf-cache"  # where the production image keeps (or a launch mounts) pretrained weights
 MEMORY_SHARE = 0.8  # of this machine's memory a container may use when the launch sets no limit
 PIDS_LIMIT = 4096  # processes and threads: fold processes, loader workers, BLAS threads; not a fork bomb
 TMP_MB = 1024
@@ -51,6 +52,7 @@ class Launch:
     host_python: bool = False  # mount this machine's Python, venv and source read-only (images without Python)
     kill_after_seconds: float | None = None  # hard deadline from the start; default: budget + GRACE_SECONDS
     resume: bool = False  # keep what an earlier launch left in out_dir: the run reuses its finished folds
+    weights_cache: str | None = None  # a host Hugging Face cache of pretrained weights, mounted read-only
 
     @property
     def run_dir(self) -> str:
@@ -123,7 +125,8 @@ def run_local(launch: Launch, on_line: Callable[[str], None] = print) -> LaunchR
     process = subprocess.Popen([sys.executable, "-m", "runner.cli", *run_args(launch, launch.data_dir,
                                                                               launch.run_dir)],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
-                               env=child_environment(dict(os.environ)))
+                               env={**child_environment(dict(os.environ)),
+                                    **({"RUNNER_HF_CACHE": launch.weights_cache} if launch.weights_cache else {})})
     pump = _stream(process.stdout, on_line)
     killed = False
     try:
@@ -215,6 +218,9 @@ def container_config(launch: Launch, client) -> dict:
                str(Path(launch.run_dir).resolve()): {"bind": OUT_IN_CONTAINER, "mode": "rw"}}
     command = ["runner", *run_args(launch, DATA_IN_CONTAINER, OUT_IN_CONTAINER)]
     environment = {"HOME": "/tmp", "MPLCONFIGDIR": "/tmp"}
+    if launch.weights_cache:  # read-only and offline: a run never downloads, and never changes the host's cache
+        volumes[str(Path(launch.weights_cache).resolve())] = {"bind": WEIGHTS_IN_CONTAINER, "mode": "ro"}
+        environment.update(RUNNER_HF_CACHE=WEIGHTS_IN_CONTAINER, HF_HUB_OFFLINE="1")
     if launch.host_python:
         volumes.update(_host_python_mounts())
         environment["RUNNER_COMPETITIONS"] = str(competitions_dir().resolve())

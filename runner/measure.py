@@ -144,14 +144,20 @@ def forward_flops(model_name: str, image_size: int, classes: int) -> int:
 
 
 def estimate(candidates: list[Candidate], classes: int) -> tuple[tuple[MemoryEstimate, ...], dict]:
-    """Memory estimates and FLOPs for each distinct candidate (CPU work, no GPU needed)."""
-    memory, flops = {}, {}
+    """Memory estimates and FLOPs for each distinct candidate (CPU work, no GPU needed); the ladder's own come
+    from the estimates kept with the code (`runner.ladder`)."""
+    from runner import ladder
+
+    memory, flops, kept = {}, {}, ladder.known()
     for c in candidates:
         key = (c.model, c.image_size, c.precision)
         if key not in memory:
-            memory[key] = estimate_memory(c.model, c.image_size, c.precision, classes, c.channels_last)
+            memory[key] = ladder.memory_of(c.model, c.image_size, c.precision, kept) if c.channels_last else None
+            memory[key] = memory[key] or estimate_memory(c.model, c.image_size, c.precision, classes,
+                                                         c.channels_last)
         if f"{c.model}@{c.image_size}" not in flops:
-            flops[f"{c.model}@{c.image_size}"] = forward_flops(c.model, c.image_size, classes)
+            flops[f"{c.model}@{c.image_size}"] = ladder.flops_of(c.model, c.image_size, kept) or \
+                forward_flops(c.model, c.image_size, classes)
     return tuple(memory.values()), flops
 
 

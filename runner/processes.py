@@ -35,7 +35,8 @@ def child_environment(environ: dict[str, str]) -> dict[str, str]:
 
 def unit_environment(threads: int, gpu: int | None) -> dict[str, str]:
     env = {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads), "OPENBLAS_NUM_THREADS": str(threads),
-           "PYTHONUNBUFFERED": "1", "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
+           "PYTHONUNBUFFERED": "1", "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True",
+           "HF_HUB_OFFLINE": "1"}  # units read pretrained weights from the local cache only: no hub, ever
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = str(gpu)
     return env

@@ -31,7 +31,7 @@ from runner.control import (FIRST_CHECK_SECONDS, REPROBE_SECONDS, TIMED_EPOCH, C
 from runner.csvfiles import SAMPLED, find_sample, read_csv_file
 from runner.data import Dataset, load_dataset, nothing_to_learn, read_sample, value_columns
 from runner.engines import MEASURE_CAP, get_engine
-from runner.engines.vision import CPU_CANDIDATES, GPU_CANDIDATES, useful_batch
+from runner.engines.vision import ladder_models, useful_batch
 from runner.errors import InputError, Interrupted, InvalidSubmissionError
 from runner.folds import PREPARE, FoldResult, FoldTask, assign_folds
 from runner.hardware import Hardware, busy_elsewhere, probe_hardware
@@ -513,7 +513,7 @@ def plan_for(spec: CompetitionSpec, dataset: Dataset, hardware: Hardware, budget
 
 
 def pretrained_models() -> frozenset[str]:
-    return frozenset(m for m, _ in GPU_CANDIDATES + CPU_CANDIDATES if find_weights(m))
+    return frozenset(m for m in ladder_models() if find_weights(m))
 
 
 def write_given_sample(data_dir: Path, out_dir: Path) -> None:

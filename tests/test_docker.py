@@ -151,3 +151,16 @@ def test_the_container_has_no_capabilities_and_a_read_only_root(engine, spaceshi
     assert not seen["root_fs_writable"] and seen["tmp_writable"] and seen["work_writable"]
     status = dict(line.split(":\t") for line in seen["status"])
     assert int(status["CapEff"], 16) == 0 and status["NoNewPrivs"].strip() == "1"
+
+
+def test_a_weights_cache_is_mounted_read_only_and_read_offline(engine, spaceship, tmp_path):
+    cache = tmp_path / "hf-cache"
+    cache.mkdir()
+    (tmp_path / "run").mkdir()
+    with_cache = launch(spaceship / "prepared" / "public", tmp_path, weights_cache=str(cache))
+    config = container_config(with_cache, engine)
+    assert config["volumes"][str(cache.resolve())] == {"bind": "/opt/hf-cache", "mode": "ro"}
+    assert config["environment"]["RUNNER_HF_CACHE"] == "/opt/hf-cache"
+    assert config["environment"]["HF_HUB_OFFLINE"] == "1"
+    assert str(cache.resolve()) not in container_config(launch(spaceship / "prepared" / "public", tmp_path),
+                                                        engine)["volumes"]

