@@ -44,6 +44,7 @@ bench: $(BENCH_STAMP)
 	cd bench && PYTHONPATH=..:. ../$(PY) memory.py
 	cd bench && PYTHONPATH=..:. ../$(PY) throughput.py
 	cd bench && PYTHONPATH=..:. ../$(PY) gbm_choice.py
+	cd bench && PYTHONPATH=..:. ../$(PY) pretrained.py
 	cd bench && PYTHONPATH=..:. ../$(PY) quality.py
 
 clean:
