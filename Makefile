@@ -7,7 +7,7 @@ BENCH_STAMP := $(VENV)/.installed-bench
 DEMO_DIR := runs/demo
 DEMO_BUDGET ?=  # empty: each demo competition's own budget (dog-breed 3m, spaceship 1m)
 
-.PHONY: install demo test bench up down clean
+.PHONY: install demo test bench gpu-check up down clean
 
 install: $(STAMP)
 
@@ -43,9 +43,15 @@ $(BENCH_STAMP): $(STAMP)
 bench: $(BENCH_STAMP)
 	cd bench && PYTHONPATH=..:. ../$(PY) memory.py
 	cd bench && PYTHONPATH=..:. ../$(PY) throughput.py
+	cd bench && PYTHONPATH=..:. ../$(PY) loader.py
 	cd bench && PYTHONPATH=..:. ../$(PY) gbm_choice.py
 	cd bench && PYTHONPATH=..:. ../$(PY) pretrained.py
 	cd bench && PYTHONPATH=..:. ../$(PY) quality.py
+
+# on an NVIDIA GPU, the CUDA paths for real (memory probe, shared folds, NVML, bf16/compile, OOM back-off, planned
+# vs failure throughput) into bench/results/gpu.json, a few minutes; without one it says so and exits 0
+gpu-check: $(BENCH_STAMP)
+	cd bench && PYTHONPATH=..:. ../$(PY) gpu_check.py
 
 clean:
 	rm -rf $(DEMO_DIR) .pytest_cache

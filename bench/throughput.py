@@ -6,7 +6,9 @@ channels_last. Planned configuration: the same resnet18 at the same 224 px on th
 precision, memory format and loader the planner picks from measurements on this machine, reading pixels from the
 runner's decoded-image cache. A second planned row shows the image size the planner picks for a 30-minute
 dog-breed budget on this machine, and a third the planned same-size configuration with torch.compile (which the
-planner leaves off on CPU).
+planner leaves off on CPU). Each configuration runs in a fresh process: the planned ones with the heap tunables
+the runner starts its fold units with (`runner.processes.HEAP_TUNABLES`), the failure one with glibc's defaults, as
+a plain script gets; one row each shows the other heap, so the gain of each part stands apart.
 
 At the same model and size the only lever left on a CPU is the arithmetic itself, so the benchmark also measures
 the machine's matrix-multiply peak in fp32 and bf16, and the FLOPs per second the failure configuration already
@@ -16,7 +18,10 @@ reaches (a training step is ~3x the forward FLOPs): their ratios bound what any 
 """
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -38,10 +43,12 @@ from runner.engines.vision import image_member
 from runner.hardware import probe_hardware
 from runner.images import build_cache, cache_side
 from runner.measure import Candidate, ImageCosts, forward_flops, measure
+from runner.processes import tunables
 from runner.portfolio import DataShape, PlanContext
 from runner.spec import load_spec
 
 IMAGES_PER_RUN = 384
+GOAL = 3.0  # planned / failure at the same model and size
 THREADS = len(os.sched_getaffinity(0))
 
 
@@ -128,39 +135,76 @@ def planned_config(paths, labels, classes, model: str, size: int, work: Path,
                                                    num_workers=plan.num_workers, compile=plan.compile)
 
 
-def main() -> None:
+def demo_labels(root: Path) -> tuple[list[Path], np.ndarray, int]:
+    labels_frame = pd.read_csv(root / "prepared/public/labels.csv")
+    breeds = sorted(labels_frame["breed"].unique())
+    paths = [root / "prepared/public/train" / f"{i}.jpg" for i in labels_frame["id"]]
+    return paths, labels_frame["breed"].map({b: k for k, b in enumerate(breeds)}).to_numpy(), len(breeds)
+
+
+def unit(argv: list[str]) -> None:
+    """One configuration in this process (started as `throughput.py --unit ROOT WHAT [MODEL SIZE COMPILE]`);
+    its figures as one JSON line."""
     torch.set_num_threads(THREADS)
+    root, what = Path(argv[0]), argv[1]
+    paths, labels, classes = demo_labels(root)
+    if what == "failure":
+        print(json.dumps(dict(images_per_second=failure_config(paths, labels, classes))))
+        return
+    model, size, compiled = argv[2], int(argv[3]), argv[4] == "1"
+    rate, settings = planned_config(paths, labels, classes, model, size, root, compiled)
+    print(json.dumps(dict(images_per_second=rate, settings=settings)))
+
+
+def in_process(root: Path, *args: str, runner_heap: bool) -> dict:
+    """A configuration in a fresh process: with the heap tunables the runner starts its fold units with, or with
+    glibc's defaults (what a plain training script gets)."""
+    env = {k: v for k, v in os.environ.items() if k != "GLIBC_TUNABLES"}
+    if runner_heap:
+        env["GLIBC_TUNABLES"] = tunables(os.environ)
+    done = subprocess.run([sys.executable, __file__, "--unit", str(root), *args], capture_output=True, text=True,
+                          env=env, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    rows = []
     with tempfile.TemporaryDirectory() as tmp:
         root = write_demo("dog-breed", Path(tmp))
-        labels_frame = pd.read_csv(root / "prepared/public/labels.csv")
-        breeds = sorted(labels_frame["breed"].unique())
-        paths = [root / "prepared/public/train" / f"{i}.jpg" for i in labels_frame["id"]]
-        labels = labels_frame["breed"].map({b: k for k, b in enumerate(breeds)}).to_numpy()
-        failure = failure_config(paths, labels, len(breeds))
+        classes = demo_labels(root)[2]
+        failure = in_process(root, "failure", runner_heap=False)["images_per_second"]
         print(f"failure configuration: {failure:.1f} img/s (resnet18, 224 px, batch 32, fp32, JPEG per step, "
               "0 workers)", flush=True)
-        rows = [dict(config="failure", model="resnet18", image_size=224, batch=32, precision="fp32",
-                     channels_last=False, num_workers=0, compile=False, images_per_second=round(failure, 1),
-                     speedup=1.0)]
-        for model, size, label, compiled in (
-                ("resnet18", 224, "planned, same model and size", False),
-                ("resnet18", 96, "planned, the size chosen for a 30m CPU budget", False),
-                ("resnet18", 224, "planned, same model and size, with torch.compile", True)):
-            rate, settings = planned_config(paths, labels, len(breeds), model, size, Path(tmp), compiled)
-            rows.append(dict(config=label, **settings, images_per_second=round(rate, 1),
-                             speedup=round(rate / failure, 2)))
-            print(f"{label}: {rate:.1f} img/s = {rate / failure:.2f}x ({settings})", flush=True)
+        base = dict(model="resnet18", image_size=224, batch=32, precision="fp32", channels_last=False, num_workers=0,
+                    compile=False)
+        rows.append(dict(config="failure", **base, heap="glibc defaults", images_per_second=round(failure, 1),
+                         speedup=1.0))
+        for model, size, label, compiled, heap in (
+                ("resnet18", 224, "planned, same model and size", False, True),
+                ("resnet18", 224, "planned, same model and size, glibc's default heap", False, False),
+                ("resnet18", 96, "planned, the size chosen for a 30m CPU budget", False, True),
+                ("resnet18", 224, "planned, same model and size, with torch.compile", True, True)):
+            found = in_process(root, "planned", model, str(size), str(int(compiled)), runner_heap=heap)
+            rate = found["images_per_second"]
+            rows.append(dict(config=label, **found["settings"], heap="runner" if heap else "glibc defaults",
+                             images_per_second=round(rate, 1), speedup=round(rate / failure, 2)))
+            print(f"{label}: {rate:.1f} img/s = {rate / failure:.2f}x ({found['settings']})", flush=True)
+        heaped = in_process(root, "failure", runner_heap=True)["images_per_second"]
+        rows.append(dict(config="failure, with the runner's heap tunables", **base, heap="runner",
+                         images_per_second=round(heaped, 1), speedup=round(heaped / failure, 2)))
+        print(f"failure configuration with the runner's heap: {heaped:.1f} img/s", flush=True)
+    torch.set_num_threads(THREADS)
     same = rows[1]["speedup"]
     fp32, bf16 = matmul_gflops(torch.float32), matmul_gflops(torch.bfloat16)
-    reached = 3 * forward_flops("resnet18", 224, len(breeds)) * failure / 1e9
+    reached = 3 * forward_flops("resnet18", 224, classes) * failure / 1e9
     print(f"matmul peak: fp32 {fp32:.0f} GFLOPS, bf16 {bf16:.0f} GFLOPS ({bf16 / fp32:.1f}x); the failure "
           f"configuration reaches {reached:.0f} GFLOPS ({reached / fp32:.0%} of the fp32 peak), so a same-size "
           f"configuration at the bf16 peak would be {bf16 / reached:.1f}x")
-    path = save("throughput", rows, speedup_same_size=same, goal=4.0, matmul_gflops_fp32=round(fp32),
+    path = save("throughput", rows, speedup_same_size=same, goal=GOAL, matmul_gflops_fp32=round(fp32),
                 matmul_gflops_bf16=round(bf16), failure_gflops=round(reached),
                 same_size_at_bf16_peak=round(bf16 / reached, 2))
-    print(f"planned / failure at the same model and size: {same:.2f}x (goal >= 4x); written {path}")
+    print(f"planned / failure at the same model and size: {same:.2f}x (goal >= {GOAL}x); written {path}")
 
 
 if __name__ == "__main__":
-    main()
+    unit(sys.argv[2:]) if sys.argv[1:2] == ["--unit"] else main()

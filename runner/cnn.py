@@ -21,42 +21,130 @@ import torch.nn.functional as F
 from timm.optim import create_optimizer_v2
 from timm.scheduler import CosineLRScheduler
 from torch.utils.data import DataLoader
-from torchvision.transforms import v2
 
 from runner import metrics
 from runner.atomic import replacing
 from runner.budget import past
 from runner.engines import DeadlineReached, EngineResult, FoldData
-from runner.engines.vision import TARGET_MEMORY_FRACTION, ImageSettings
+from runner.engines.vision import TARGET_MEMORY_FRACTION, ImageSettings, useful_batch
 from runner.folds import EPOCH_LOG
+from runner.images import cache_side
 from runner.weights import find_weights
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
-LEARNING_RATE = {"scratch": 2e-3, "pretrained": 5e-4}  # AdamW peak rates; the head's rate when fine-tuning
+SCRATCH_LR = 2e-3  # AdamW peak rate from random init
+# fine-tuning: the new head's AdamW peak rate by model family (layer decay lowers it block by block below the
+# head). BatchNorm CNNs take a high one: efficientnet_lite0 on the dog-breed demo, one fold, 120 s, log loss 0.44
+# at 2e-3 against 1.71 at 5e-4. ConvNeXt and ViT fine-tuning recipes run lower; those two are not measured here.
+FINE_TUNE_LR = {"convnext": 2e-4, "eva": 1e-4, "vit": 1e-4}
+FINE_TUNE_LR_OTHERS = 2e-3
 LAYER_DECAY = 0.75  # fine-tuning: each block from the head down learns at this share of the rate above it
+USABLE_SHARE = 0.95  # of a GPU's memory, for the folds sharing it (contexts included)
 MIN_LR_SHARE = 0.01  # where warm-up starts and cosine ends, as a share of the peak rate
+CROP_SCALE = (0.35, 1.0)  # RandomResizedCrop's area share: a wider floor than ImageNet's 0.08 for small data
+CROP_RATIO = (3 / 4, 4 / 3)  # and its aspect ratios
 log = logging.getLogger("runner.cnn")
 
 
 class CachedImages(torch.utils.data.Dataset):
-    """Rows of the decoded-image cache as uint8 CHW tensors, with their labels."""
+    """Rows of the decoded-image cache with their labels, fetched a batch at a time (`__getitems__`): one read of
+    the memory map per batch, its HWC rows seen as an NCHW batch in channels_last layout without another copy.
+    Nothing is computed per image here; `DeviceAugment` crops, flips and normalises where the model trains."""
 
-    def __init__(self, cache: str, rows, labels: np.ndarray | None, transform):
-        self.cache, self.rows, self.labels, self.transform = cache, np.asarray(rows), labels, transform
+    def __init__(self, cache: str, rows, labels: np.ndarray | None):
+        self.cache, self.rows, self.labels = cache, np.asarray(rows), labels
         self._array = None  # opened lazily so each loader worker maps the file itself
 
     def __len__(self) -> int:
         return len(self.rows)
 
-    def __getitem__(self, i: int):
+    def __getitems__(self, indices: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
         if self._array is None:
             self._array = np.load(self.cache, mmap_mode="r")
-        image = self.transform(torch.from_numpy(np.array(self._array[self.rows[i]])).permute(2, 0, 1))
+        images = torch.from_numpy(self._array[self.rows[indices]]).permute(0, 3, 1, 2)
         if self.labels is None:
-            return image, -1
+            return images, torch.full((len(indices),), -1)
         if self.labels.ndim == 2:  # multi-label: one 0/1 value per label
-            return image, torch.as_tensor(self.labels[i], dtype=torch.float32)
-        return image, int(self.labels[i])
+            return images, torch.as_tensor(self.labels[indices], dtype=torch.float32)
+        return images, torch.as_tensor(self.labels[indices], dtype=torch.long)
+
+    def __getitem__(self, i: int):
+        images, labels = self.__getitems__([i])
+        return images[0], labels[0]
+
+
+def _as_batch(batch):
+    """The loader's collate step: `CachedImages.__getitems__` already returns the batch."""
+    return batch
+
+
+class DeviceAugment:
+    """RandomResizedCrop and a horizontal flip, then the model's normalisation, done where the model trains. On a
+    GPU the whole batch is cropped in one `grid_sample` (one affine map per image, the flip a negated x scale); on
+    a CPU each crop is resized on its own in uint8 (antialiased, torchvision's fast path), several times cheaper
+    there than a float `grid_sample`. The loader only ships uint8 squares, four times smaller than float, and its
+    workers do no per-image work (timm's prefetcher idea, taken as far as the crop)."""
+
+    def __init__(self, size: int, mean, std, interpolation: str, device: torch.device, memory_format,
+                 batched: bool | None = None):
+        self.size, self.device, self.memory_format = size, device, memory_format
+        self.batched = device.type != "cpu" if batched is None else batched
+        self.mode = "bicubic" if interpolation == "bicubic" else "bilinear"
+        self.mean = torch.tensor(mean, device=device).view(1, 3, 1, 1) * 255
+        self.std = torch.tensor(std, device=device).view(1, 3, 1, 1) * 255
+
+    def crop_boxes(self, n: int) -> torch.Tensor:
+        """Per image (width, height, centre x, centre y) as shares of the square, drawn as torchvision's
+        RandomResizedCrop draws them (area share and log aspect ratio uniform), clipped to the square."""
+        area = torch.empty(n).uniform_(*CROP_SCALE)
+        ratio = torch.exp(torch.empty(n).uniform_(*np.log(CROP_RATIO)))
+        width, height = (area * ratio).sqrt().clamp(max=1.0), (area / ratio).sqrt().clamp(max=1.0)
+        cx = (1 - width) * torch.rand(n) + width / 2
+        cy = (1 - height) * torch.rand(n) + height / 2
+        return torch.stack([width, height, cx, cy], dim=1)
+
+    def train(self, images: torch.Tensor) -> torch.Tensor:
+        # bilinear whatever the model's own: the crop's interpolation is part of the augmentation (timm's training
+        # transform draws it at random), and bicubic cost a CPU step 5% here
+        boxes, flips = self.crop_boxes(len(images)), torch.rand(len(images)) < 0.5
+        crop = self._crop_batch if self.batched else self._crop_each
+        return self._normalise(crop(images, boxes, flips))
+
+    def _crop_batch(self, images: torch.Tensor, boxes: torch.Tensor, flips: torch.Tensor) -> torch.Tensor:
+        images = images.to(self.device, non_blocking=True).float()
+        width, height, cx, cy = boxes.T
+        theta = torch.zeros(len(images), 2, 3)  # output [-1, 1] -> input [-1, 1] coordinates
+        theta[:, 0, 0], theta[:, 0, 2] = torch.where(flips, -width, width), 2 * cx - 1
+        theta[:, 1, 1], theta[:, 1, 2] = height, 2 * cy - 1
+        grid = F.affine_grid(theta.to(self.device), [len(images), 3, self.size, self.size], align_corners=False)
+        return F.grid_sample(images, grid, mode="bilinear", padding_mode="border", align_corners=False)
+
+    def _crop_each(self, images: torch.Tensor, boxes: torch.Tensor, flips: torch.Tensor) -> torch.Tensor:
+        rows, cols = images.shape[-2:]
+        out = torch.empty(len(images), 3, self.size, self.size, dtype=images.dtype,
+                          memory_format=torch.channels_last)
+        for i, (width, height, cx, cy) in enumerate(boxes.tolist()):
+            w, h = max(1, round(width * cols)), max(1, round(height * rows))
+            x0, y0 = min(cols - w, max(0, round(cx * cols - w / 2))), min(rows - h, max(0, round(cy * rows - h / 2)))
+            resized = F.interpolate(images[i:i + 1, :, y0:y0 + h, x0:x0 + w], size=(self.size, self.size),
+                                    mode="bilinear", antialias=True, align_corners=False)[0]
+            out[i] = resized.flip(-1) if flips[i] else resized
+        return out.to(self.device).float()
+
+    def eval(self, images: torch.Tensor) -> torch.Tensor:
+        images = images.to(self.device, non_blocking=True).float()
+        if images.shape[-1] != self.size:
+            images = F.interpolate(images, size=(self.size, self.size), mode=self.mode, antialias=True,
+                                   align_corners=False)
+        return self._normalise(images)
+
+    def _normalise(self, images: torch.Tensor) -> torch.Tensor:
+        """In place on the float batch just made: no temporaries the size of the batch."""
+        return images.sub_(self.mean).div_(self.std).contiguous(memory_format=self.memory_format)
+
+
+def fine_tune_lr(model: str) -> float:
+    return next((lr for family, lr in FINE_TUNE_LR.items() if model.startswith(family)), FINE_TUNE_LR_OTHERS)
 
 
 def create_model(settings: ImageSettings, classes: int) -> tuple[torch.nn.Module, str]:
@@ -80,18 +168,16 @@ def create_model(settings: ImageSettings, classes: int) -> tuple[torch.nn.Module
     return model, f"pretrained: {weights.label}"
 
 
-def loaders(settings: ImageSettings, data: FoldData, cache: str, interpolation: str = "bilinear"):
-    """Train, validation and test loaders over the decoded cache, resizing with the model's own interpolation."""
-    size, mode = settings.image_size, v2.InterpolationMode(interpolation)
-    train_tf = v2.Compose([v2.RandomResizedCrop(size, scale=(0.35, 1.0), interpolation=mode, antialias=True),
-                           v2.RandomHorizontalFlip()])
-    eval_tf = v2.Compose([v2.Resize(size, interpolation=mode, antialias=True), v2.CenterCrop(size)])
+def loaders(settings: ImageSettings, data: FoldData, cache: str):
+    """Train, validation and test loaders over the decoded cache (whole squares; `DeviceAugment` crops them)."""
     common = dict(batch_size=settings.batch_size, num_workers=settings.num_workers, pin_memory=settings.pin_memory,
+                  collate_fn=_as_batch,
                   persistent_workers=settings.num_workers > 0, prefetch_factor=settings.prefetch_factor)
-    train = DataLoader(CachedImages(cache, data.x_train, data.y_train, train_tf), shuffle=True, drop_last=True,
-                       **common)
-    val = DataLoader(CachedImages(cache, data.x_val, data.y_val, eval_tf), shuffle=False, **common)
-    test = DataLoader(CachedImages(cache, data.x_test, None, eval_tf), shuffle=False, **common)
+    # a ragged last batch is dropped (one of a few images skews BatchNorm), unless no full batch exists at all
+    full = len(data.x_train) >= settings.batch_size
+    train = DataLoader(CachedImages(cache, data.x_train, data.y_train), shuffle=True, drop_last=full, **common)
+    val = DataLoader(CachedImages(cache, data.x_val, data.y_val), shuffle=False, **common)
+    test = DataLoader(CachedImages(cache, data.x_test, None), shuffle=False, **common)
     return train, val, test
 
 
@@ -122,11 +208,10 @@ class Trainer:
         self.model = model.to(self.device, memory_format=self.memory_format)
         self.forward = torch.compile(self.model) if settings.compile else self.model
         config = timm.data.resolve_data_config({}, model=model)  # the model's own mean, std and interpolation
-        self.interpolation = config.get("interpolation") or "bilinear"
-        self.mean = torch.tensor(config["mean"], device=self.device).view(1, 3, 1, 1) * 255
-        self.std = torch.tensor(config["std"], device=self.device).view(1, 3, 1, 1) * 255
+        self.augment = DeviceAugment(settings.image_size, config["mean"], config["std"],
+                                     config.get("interpolation") or "bilinear", self.device, self.memory_format)
         pretrained = self.init.startswith("pretrained")
-        self.lr = LEARNING_RATE["pretrained" if pretrained else "scratch"]
+        self.lr = fine_tune_lr(settings.model) if pretrained else SCRATCH_LR
         # fine-tuning: each block deeper from the head learns at LAYER_DECAY times the rate of the one above, so
         # the new head moves fast and the pretrained stem barely (timm's layer-wise decay)
         self.optimizer = create_optimizer_v2(self.model, "adamw", lr=self.lr, weight_decay=0.05,
@@ -138,11 +223,6 @@ class Trainer:
         if pretrained:  # warm up over the first epoch: the random head's first gradients would wreck the features
             steps = -(-len(data.x_train) // max(1, settings.batch_size * settings.accumulation)) if data else 1
             self._cosine(settings.epochs * steps, warmup=steps)
-
-    def _inputs(self, images: torch.Tensor) -> torch.Tensor:
-        # normalise on the device: uint8 crosses the bus, four times smaller than float
-        images = images.to(self.device, non_blocking=True).float()
-        return ((images - self.mean) / self.std).contiguous(memory_format=self.memory_format)
 
     def train_epoch(self, loader, stop_at: float) -> EpochStats:
         """One epoch; `completed` is False when `stop_at` arrived before it ended (the epoch then does not count)."""
@@ -156,7 +236,7 @@ class Trainer:
                 stats.completed = False
                 break
             with self.autocast:
-                logits, labels = self.forward(self._inputs(images)), labels.to(self.device, non_blocking=True)
+                logits, labels = self.forward(self.augment.train(images)), labels.to(self.device, non_blocking=True)
                 loss = F.binary_cross_entropy_with_logits(logits.float(), labels) if self.multilabel \
                     else F.cross_entropy(logits, labels)
             self.scaler.scale(loss / accumulate).backward()
@@ -180,7 +260,7 @@ class Trainer:
         out = []
         for images, _ in loader:
             with self.autocast:
-                logits = self.forward(self._inputs(images))
+                logits = self.forward(self.augment.eval(images))
             out.append((torch.sigmoid(logits.double()) if self.multilabel else torch.softmax(logits.double(), dim=1))
                        .cpu().numpy())
         return np.concatenate(out)
@@ -231,8 +311,11 @@ def _warm_peak(settings: ImageSettings, classes: int):
     from runner.memory import CUDA_RUNTIME_BYTES
 
     def warm_peak(batch: int) -> int:
+        gc.collect()  # what an attempt that ran out of memory left cached must not count against this one
+        torch.cuda.empty_cache()
         probe = Trainer(settings.model_copy(update=dict(batch_size=batch)), None, classes)
-        x = torch.randint(0, 255, (batch, 3, settings.image_size, settings.image_size), dtype=torch.uint8)
+        side = cache_side(settings.image_size)  # what the loader ships: whole cached squares, cropped on the GPU
+        x = torch.randint(0, 255, (batch, 3, side, side), dtype=torch.uint8)
         y = torch.randint(0, classes, (batch,))
         try:
             for step in range(4):
@@ -249,18 +332,28 @@ def _warm_peak(settings: ImageSettings, classes: int):
     return warm_peak
 
 
-def confirm_batch(settings: ImageSettings, classes: int) -> tuple[ImageSettings, str]:
-    """On a GPU, move the planned batch towards the target share of memory by real steps (backing off on OOM)."""
+def shared_fraction(slots: int, total_bytes: int) -> float:
+    """Each of `slots` folds' cap on the GPU's memory: together 95% of it, less their CUDA contexts, which live
+    outside the caching allocator that the cap limits."""
+    from runner.memory import CUDA_RUNTIME_BYTES
+
+    return (USABLE_SHARE * total_bytes - slots * CUDA_RUNTIME_BYTES) / (slots * total_bytes)
+
+
+def confirm_batch(settings: ImageSettings, classes: int, max_batch: int = 1024) -> tuple[ImageSettings, str]:
+    """On a GPU, move the planned batch towards the target share of memory by real steps (backing off on OOM),
+    never above `max_batch` (the largest batch the fold's rows make useful)."""
     if settings.device != "cuda":
         return settings, ""
     from runner.memory import probe_batch
 
     slots = max(1, settings.per_gpu)
+    total = torch.cuda.get_device_properties(0).total_memory
     if slots > 1:  # free memory seen by one process is not reserved for it
-        torch.cuda.set_per_process_memory_fraction(0.95 / slots)
-    device_bytes = torch.cuda.get_device_properties(0).total_memory // slots
-    result = probe_batch(_warm_peak(settings, classes), settings.batch_size, device_bytes,
-                         target=TARGET_MEMORY_FRACTION)
+        torch.cuda.set_per_process_memory_fraction(shared_fraction(slots, total))
+    result = probe_batch(_warm_peak(settings.model_copy(update=dict(compile=False)), classes),
+                         min(settings.batch_size, max_batch), total // slots, target=TARGET_MEMORY_FRACTION,
+                         max_batch=max_batch)
     note = f"batch {result.batch} probed: warm peak {result.fraction:.0%} of its share of GPU memory " \
            f"(tried {list(result.tried)})"
     return settings.model_copy(update=dict(batch_size=result.batch)), note
@@ -287,8 +380,7 @@ class FoldTraining:
                  progress: Progress):
         self.settings, self.data, self.deadline, self.progress = settings, data, deadline, progress
         self.trainer = Trainer(settings, data)
-        self.train_loader, self.val_loader, self.test_loader = loaders(settings, data, data.image_cache,
-                                                                       self.trainer.interpolation)
+        self.train_loader, self.val_loader, self.test_loader = loaders(settings, data, data.image_cache)
         self.best_path, self.last_path, self.epoch_log = out_dir / "model.pt", out_dir / "last.pt", out_dir / EPOCH_LOG
         if progress.epoch:
             state = torch.load(self.last_path, map_location=self.trainer.device, weights_only=True)
@@ -363,21 +455,24 @@ def train(settings: ImageSettings, data: FoldData, out_dir: Path, deadline: floa
     torch.set_num_threads(settings.threads)
     torch.manual_seed(settings.seed)
     torch.backends.cudnn.benchmark = True  # fixed shapes: pick the fastest kernels once
-    settings, probed = confirm_batch(settings, data.n_outputs)
+    torch.set_float32_matmul_precision("high")  # TF32 for an fp32 plan's matrix multiplies, as convolutions have
+    settings, probed = confirm_batch(settings, data.n_outputs, max_batch=useful_batch(len(data.x_train)))
     (out_dir / EPOCH_LOG).unlink(missing_ok=True)
     started, progress, notes = time.monotonic(), Progress(settings.max_epochs), [probed]
     planned_batch = settings.batch_size
     while True:
-        fold = FoldTraining(settings, data, out_dir, deadline, progress)
-        try:
+        fold = None
+        try:  # out of memory building the fold or mid-fold: a smaller batch, from the last finished epoch
+            fold = FoldTraining(settings, data, out_dir, deadline, progress)
             stopped = fold.run()
             break
-        except Exception as exc:  # out of memory mid-fold: a smaller batch, from the last finished epoch
+        except Exception as exc:
             batch = smaller_batch(exc, settings.batch_size)
             notes.append(f"out of memory at batch {settings.batch_size} in epoch {progress.epoch + 1}: continued at "
                          f"batch {batch} from epoch {progress.epoch}")
             settings = settings.model_copy(update=dict(batch_size=batch))
-            fold.release()
+            if fold is not None:
+                fold.release()
     if progress.best is None:
         raise DeadlineReached("no epoch finished before the fold's deadline")
     train_seconds = time.monotonic() - started

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import statistics
 import sys
 import time
@@ -222,8 +223,11 @@ def gather_costs(candidates: list[Candidate], device: str, classes: int, threads
                                        classes=classes, threads=threads, seconds=seconds,
                                        estimate=device != "cpu" or not time_them, time=time_them)))
     try:
+        from runner.processes import tunables
+
         subprocess.run([sys.executable, "-m", "runner.measure", str(request), str(out)], check=True,
-                       timeout=2 * seconds + 5, capture_output=True, text=True, start_new_session=True)
+                       timeout=2 * seconds + 5, capture_output=True, text=True, start_new_session=True,
+                       env={**os.environ, "GLIBC_TUNABLES": tunables(dict(os.environ))})  # as units will run
         return ImageCosts.from_json(json.loads(out.read_text()))
     except (subprocess.SubprocessError, OSError, ValueError) as exc:
         print(f"measuring failed: {exc}", file=sys.stderr)

@@ -103,6 +103,11 @@ def estimate_memory(model_name: str, image_size: int, precision: str, classes: i
 
 # --- probing on a real device ------------------------------------------------------------------------------
 
+# memory failures outside torch's allocator (library handles, workspaces) and the CPU allocator's own message
+OOM_SIGNS = ("CUDNN_STATUS_NOT_SUPPORTED", "CUBLAS_STATUS_ALLOC_FAILED", "CUDNN_STATUS_ALLOC_FAILED",
+             "DefaultCPUAllocator: can't allocate")
+
+
 class IllegalMemoryAccess(RuntimeError):
     """The CUDA context is broken: no retry in this process can help."""
 
@@ -110,7 +115,7 @@ class IllegalMemoryAccess(RuntimeError):
 def is_oom(exc: BaseException) -> bool:
     text = str(exc)
     return (type(exc).__name__ == "OutOfMemoryError" or "out of memory" in text.lower()
-            or "CUDNN_STATUS_NOT_SUPPORTED" in text or "DefaultCPUAllocator: can't allocate" in text)
+            or any(sign in text for sign in OOM_SIGNS))
 
 
 def is_illegal_access(exc: BaseException) -> bool:

@@ -64,6 +64,20 @@ def test_illegal_memory_access_is_not_retried():
 def test_oom_messages_are_recognised():
     assert is_oom(FakeOOM()) and is_oom(RuntimeError("DefaultCPUAllocator: can't allocate memory"))
     assert not is_oom(ValueError("shapes do not match"))
+    # out of memory outside torch's allocator, when folds share a GPU: backed off like any other
+    assert is_oom(RuntimeError("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`"))
+    assert is_oom(RuntimeError("cuDNN error: CUDNN_STATUS_ALLOC_FAILED"))
+
+
+def test_folds_sharing_a_gpu_are_capped_below_the_card_with_their_contexts():
+    from runner.cnn import USABLE_SHARE, shared_fraction
+    from runner.memory import CUDA_RUNTIME_BYTES
+
+    total = 24 * 2**30
+    for slots in (2, 3, 4):
+        caps = slots * shared_fraction(slots, total) * total
+        assert caps + slots * CUDA_RUNTIME_BYTES == pytest.approx(USABLE_SHARE * total)
+        assert shared_fraction(slots, total) < USABLE_SHARE / slots
 
 
 def test_estimate_is_linear_in_batch_and_grows_with_resolution():

@@ -12,7 +12,7 @@ from runner.engines.boosting import RoundCost
 from runner.engines.gbm import measure_rounds
 from runner.engines.oneshot import FitCost
 from runner import ladder
-from runner.engines.vision import CPU_CANDIDATES, GPU_CANDIDATES, MEMORY_TOLERANCE, SCRATCH_LARGEST, \
+from runner.engines.vision import CPU_CANDIDATES, GPU_CANDIDATES, MAX_EPOCHS, MEMORY_TOLERANCE, SCRATCH_LARGEST, \
     TARGET_MEMORY_FRACTION, image_candidates, ladder_models
 from runner.errors import RunnerError
 from runner.hardware import GiB, Gpu, Hardware
@@ -264,6 +264,23 @@ def test_without_weights_the_ladder_stops_at_what_random_init_can_use(card):
     assert abs(s.gpu_memory_fraction - TARGET_MEMORY_FRACTION) <= MEMORY_TOLERANCE + 1e-9  # still fills the card
 
 
+def test_from_random_init_a_long_window_plans_no_epochs_past_what_they_can_use():
+    member = timm(image_plan("h100-80gb", 8 * 3600, TEN_K))
+    s = member.settings
+    assert s.init == "scratch" and s.epochs == s.max_epochs == MAX_EPOCHS["scratch"]
+    assert any("time left goes to repeats" in r for r in member.reasons)
+    pulled = pulled_plan("h100-80gb", 8 * 3600)  # with weights the ladder's top takes the window instead
+    assert pulled.settings.init == "pretrained" and planned_training(pulled) / (8 * 3600) >= 0.8
+
+
+def test_only_rungs_a_plan_may_take_are_measured():
+    without = {(c.model, c.image_size) for c in image_candidates(profile("h100-80gb"))}
+    assert max(GPU_CANDIDATES.index(r) for r in GPU_CANDIDATES if r not in without) < \
+        GPU_CANDIDATES.index(SCRATCH_LARGEST) <= min(GPU_CANDIDATES.index(r) for r in without)
+    pulled = {(c.model, c.image_size) for c in image_candidates(profile("h100-80gb"), frozenset({"convnext_base"}))}
+    assert pulled - without == {("convnext_base", 384), ("convnext_base", 288)}
+
+
 def test_pretrained_candidates_come_before_larger_ones_from_random_init():
     member = timm(make_plan(DOG, profile("h100-80gb"), WINDOWS["2 h"], TEN_K, {"timm": gpu_costs()},
                             pretrained=frozenset({"convnext_small"})))
@@ -310,7 +327,7 @@ def test_a_tiny_budget_plans_fewer_folds_and_a_cheaper_model():
              ("resnet18", 96, "bf16"): 200}
     data = DataShape(960, 240, classes=120, inputs=frozenset({"image"}))
     roomy = timm(make_plan(DOG, profile("cpu"), 1800, data, {"timm": cpu_costs(rates)}))
-    tight = timm(make_plan(DOG, profile("cpu"), 60, data, {"timm": cpu_costs(rates)}))
+    tight = timm(make_plan(DOG, profile("cpu"), 30, data, {"timm": cpu_costs(rates)}))
     assert roomy.folds == DOG.folds and roomy.settings.model == "resnet18"
     assert tight.folds < roomy.folds and tight.settings.epochs < roomy.settings.epochs
     assert (tight.settings.model, tight.settings.image_size) == ("mobilenetv3_small_100", 64)

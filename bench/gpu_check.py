@@ -1,0 +1,769 @@
+"""The runner's CUDA paths run for real on whatever NVIDIA GPU is present; figures into bench/results/gpu.json.
+
+Sections, each recorded on its own (one failing keeps its error and leaves the others standing):
+- hardware: `probe_hardware()` as the planner sees it, with torch's own view of the device and whether a C compiler
+  and Python's headers are there (torch.compile's Triton launcher is built with them on first use).
+- memory: `estimate_memory` (plus the CUDA runtime constant) against the warm peak `_warm_peak` measures, for three
+  models at two batches; also the device memory outside torch's allocator, against that constant.
+- confirm_batch: the probe moving the batch of a model heavy enough not to hit the probe's batch ceiling towards
+  0.8 +- 0.1 of device memory.
+- shared_gpu: two fold processes on one GPU, each probing under `set_per_process_memory_fraction` and training a
+  few steps; each one's peak share, NVML's peak for the whole device, and whether both finished.
+- monitor: `runner.monitor.Monitor` around a short training, read back with `read_samples`.
+- precision_layout_compile: training images/s of resnet18 at 224 px with fp32 / bf16 autocast, channels_last on
+  and off, torch.compile on and off (`Trainer.train_epoch` on random uint8 batches already on the device).
+- oom_backoff: real CUDA out-of-memory errors, once in the probe (starting far above what fits) and once mid-fold
+  in `runner.cnn.train`'s recovery loop (most of the memory held by a ballast tensor): the batch each ended at.
+- planned_vs_failure: bench/throughput.py's comparison on the GPU: the dog-breed demo's photos trained with the
+  planned configuration against the failure one (batch 32, 0 workers, fp32, PIL decode per step), with NVML's
+  GPU busy % during each.
+
+The JSON is rewritten after each section; the exit status is 1 when any section failed. Without a GPU it says
+so in one line, writes nothing and exits 0 (1 when NVML sees a GPU that torch cannot use: a driver too old for
+the wheel's CUDA). `--cpu-smoke --out PATH.json` runs the sections that can run on a CPU at tiny sizes (the others
+are marked skipped), so the code paths stay tested on machines without one.
+
+    cd bench && PYTHONPATH=..:. python gpu_check.py
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import gc
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from unittest import mock
+
+import torch
+
+import _common
+from _common import save
+
+NAME = "gpu"  # bench/results/gpu.json
+CLASSES = 120  # the dog-breed demo's breeds: every section trains a head of this size
+NEEDS_CUDA = {"skipped": "needs CUDA"}
+MiB = 2**20
+NVML_INTERVAL = 0.2  # seconds between monitor samples: several per second of work (NVML's own window is <= 1 s)
+SHARED_FOLDS = 2  # folds sharing the GPU, as the planner sets per_gpu
+SHARED_STEPS = 20  # training steps each shared fold takes after its probe
+CHILD_TIMEOUT = 300  # seconds for one shared fold: imports, CUDA context, probe and steps take well under a minute
+PROBE_CEILING = 1024  # probe_batch's default max_batch: a model whose batch reaches it never shows the target share
+NOTE = re.compile(r"batch (\d+) probed: .*\(tried (\[.*\])\)")  # confirm_batch's note: the batch and its tries
+OOM_START_FACTOR = 4  # the probe starts this many times above the batch the estimate fits: several real OOMs first
+RECOVER_MODEL = ("resnet18", 224)  # small and fast: the recovery loop is what is under test, not the model
+RECOVER_START = 512  # the batch the mid-fold OOM hits
+RECOVER_FITS = 64  # the ballast leaves room for this batch (twice its estimate): the loop must step down to it
+RECOVER_ROWS = 1088  # 1024 train rows (two steps at the starting batch; drop_last needs rows >= batch) + 64 val
+RECOVER_SECONDS = 300  # the recovering fold's deadline: one epoch at each batch tried takes seconds
+PLAN_WINDOW = 1800  # seconds: the window bench/throughput.py plans for (a 30-minute dog-breed budget)
+PLAN_FOLDS = 5  # as bench/throughput.py plans (the specs' default folds)
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """How much each section runs: the real check, or a CPU smoke run of the same code."""
+
+    memory_models: tuple[tuple[str, int], ...]
+    memory_batches: tuple[int, ...]
+    speed_model: tuple[str, int]
+    speed_batch: int
+    speed_warmup: int  # untimed steps: allocator, cudnn.benchmark and compile happen in the first ones
+    speed_steps: int
+    monitor_seconds: float
+    demo: dict  # write_demo options
+    demo_size: int
+    failure_images: int
+    planned_images: int
+    threads: int | None = None  # torch's CPU threads (None: its default)
+
+
+FULL = Sizes(memory_models=(("resnet18", 224), ("convnext_tiny", 224), ("efficientnet_b0", 224)),
+             memory_batches=(32, 128), speed_model=("resnet18", 224), speed_batch=128, speed_warmup=3,
+             speed_steps=30, monitor_seconds=6.0, demo={}, demo_size=224, failure_images=2048, planned_images=8192)
+SMOKE = Sizes(memory_models=(("resnet18", 64),), memory_batches=(4, 8), speed_model=("resnet18", 64),
+              speed_batch=4, speed_warmup=1, speed_steps=2, monitor_seconds=1.0,
+              demo=dict(train_per_breed=1, test_per_breed=1), demo_size=64, failure_images=32, planned_images=64,
+              threads=1)  # one thread: on a shared CPU, OpenMP threads spin at barriers for a preempted peer (40x)
+# (low precision, channels_last, torch.compile): the 2 x 2 of eager steps, then compile on the channels_last ones
+COMBOS = ((False, False, False), (False, True, False), (True, False, False), (True, True, False),
+          (False, True, True), (True, True, True))
+
+
+@dataclass
+class Check:
+    device: str  # cuda | cpu
+    sizes: Sizes
+    work: Path  # scratch folder, removed at the end
+    results: dict  # sections done so far (the OOM section compares with the fresh probe)
+
+    @property
+    def cuda(self) -> bool:
+        return self.device == "cuda"
+
+    @property
+    def low_precision(self) -> str:
+        """What the planner trains in on this device: bf16 from compute capability 8.0, else fp16."""
+        return "fp16" if self.cuda and torch.cuda.get_device_capability(0) < (8, 0) else "bf16"
+
+    @property
+    def precision(self) -> str:
+        return self.low_precision if self.cuda else "fp32"
+
+
+def mib(nbytes: float) -> float:
+    return round(nbytes / MiB, 1)
+
+
+def error_pct(estimate: float, measured: float) -> float:
+    return round(100 * (estimate - measured) / measured, 1)
+
+
+def failed(exc: BaseException) -> dict:
+    return {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:2000],
+            "traceback": traceback.format_exception(exc)[-3:]}
+
+
+def sync(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def release() -> None:
+    """Between measurements: compiled graphs dropped (dynamo counts recompiles of one forward across model
+    instances, so one section's compiles would count against the next's) and the cached memory returned."""
+    torch._dynamo.reset()
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+def image_settings(check: Check, model: str, size: int, batch: int, **changes):
+    from runner.engines.vision import ImageSettings
+
+    fields = dict(model=model, image_size=size, batch_size=batch, precision=check.precision, device=check.device,
+                  threads=torch.get_num_threads())
+    return ImageSettings(**{**fields, **changes})
+
+
+def random_batch(settings) -> tuple[torch.Tensor, torch.Tensor]:
+    """Random uint8 squares of the cached side, as the loader ships them and `_warm_peak` builds them, already on
+    the device: what the step itself costs, no loading."""
+    from runner.images import cache_side
+
+    side, batch = cache_side(settings.image_size), settings.batch_size
+    return (torch.randint(0, 255, (batch, 3, side, side), dtype=torch.uint8, device=settings.device),
+            torch.randint(0, CLASSES, (batch,), device=settings.device))
+
+
+def train_rate(settings, warmup: int, steps: int) -> dict:
+    """Training images/s of `Trainer.train_epoch` on one random batch after `warmup` untimed steps; with the
+    device's peak memory."""
+    from runner.cnn import Trainer
+
+    trainer = Trainer(settings, None, CLASSES)
+    x, y = random_batch(settings)
+    started = time.perf_counter()
+    trainer.train_epoch([(x, y)] * warmup, stop_at=float("inf"))
+    sync(settings.device)
+    warm = time.perf_counter() - started
+    started = time.perf_counter()
+    stats = trainer.train_epoch([(x, y)] * steps, stop_at=float("inf"))
+    sync(settings.device)
+    rate = stats.images / (time.perf_counter() - started)
+    out = dict(images_per_second=round(rate, 1), warmup_seconds=round(warm, 2))
+    if settings.device == "cuda":
+        out["peak_reserved_mib"] = mib(torch.cuda.max_memory_reserved())
+    return out
+
+
+def gpu_busy(samples: list[dict]) -> dict:
+    """NVML's figures over monitor samples: how many had GPU fields, the busiest GPU's utilisation (percent of
+    time a kernel ran) and the most memory in use."""
+    with_gpu = [s for s in samples if s.get("gpus")]
+    util = [max(g["util"] for g in s["gpus"]) for s in with_gpu]
+    used = [max(g["used"] / g["total"] for g in s["gpus"]) for s in with_gpu]
+    return dict(samples=len(samples), gpu_samples=len(with_gpu),
+                gpu_util_mean=round(sum(util) / len(util), 1) if util else None,
+                gpu_util_max=max(util, default=None),
+                gpu_memory_used_max=round(max(used), 3) if used else None)
+
+
+def monitored(check: Check, label: str, run) -> tuple[object, dict]:
+    """run() with the runner's monitor sampling beside it; its result and NVML's figures over that time."""
+    from runner.monitor import Monitor, read_samples
+
+    path = check.work / f"monitor-{label}.jsonl"
+    with Monitor(path, time.monotonic(), interval=NVML_INTERVAL):
+        result = run()
+    return result, gpu_busy(read_samples(path))
+
+
+# --- 1. hardware ---------------------------------------------------------------------------------------------
+
+def nvml_driver() -> str | None:
+    try:
+        import pynvml
+        pynvml.nvmlInit()
+        try:
+            driver = pynvml.nvmlSystemGetDriverVersion()
+            return driver.decode() if isinstance(driver, bytes) else driver
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:  # no driver or no library: nothing to report
+        return None
+
+
+def hardware(check: Check) -> dict:
+    from runner.hardware import probe_hardware
+
+    found = probe_hardware().to_json()
+    compilers = {name: shutil.which(name) for name in ("cc", "gcc", "clang")}
+    out = dict(hardware=found, torch=torch.__version__, torch_cuda=torch.version.cuda,
+               cuda_available=torch.cuda.is_available(), nvml_driver=nvml_driver(), compilers=compilers,
+               python_headers=Path(sysconfig.get_paths()["include"], "Python.h").is_file())
+    if check.cuda:
+        props = torch.cuda.get_device_properties(0)
+        out.update(device=props.name, compute_capability=[props.major, props.minor],
+                   device_memory_gib=round(props.total_memory / 2**30, 1), torch_devices=torch.cuda.device_count())
+        if not found["gpus"]:  # the planner would plan for a CPU on a machine whose GPU torch can use
+            out.update(ok=False, error="probe_hardware found no GPU, torch sees "
+                                       f"{torch.cuda.device_count()} (CUDA_VISIBLE_DEVICES="
+                                       f"{os.environ.get('CUDA_VISIBLE_DEVICES')!r})")
+    gpus = ", ".join(f"{g['name']} {g['memory_bytes'] / 2**30:.0f} GiB" for g in found["gpus"]) or "no GPU"
+    out["summary"] = f"{gpus}; {found['cpus']} CPUs; driver {out['nvml_driver']}; torch CUDA {torch.version.cuda}; " \
+                     f"compiler {'yes' if any(compilers.values()) else 'NONE'}, Python.h " \
+                     f"{'yes' if out['python_headers'] else 'NONE'}"
+    return out
+
+
+# --- 2. memory estimate against the warm peak ----------------------------------------------------------------
+
+def warm_peak_row(check: Check, model: str, size: int, batch: int, estimate) -> dict:
+    """The measured warm peak (with the runtime constant, as `_warm_peak` returns it) against the estimate; also
+    the allocator's own peak against the estimate without that constant."""
+    from runner.cnn import _warm_peak
+    from runner.memory import CUDA_RUNTIME_BYTES
+
+    peak = _warm_peak(image_settings(check, model, size, batch), CLASSES)(batch)
+    allocator = peak - CUDA_RUNTIME_BYTES
+    return dict(measured_mib=mib(peak), error_pct=error_pct(estimate.total(batch), peak),
+                allocator_peak_mib=mib(allocator),
+                allocator_error_pct=error_pct(estimate.on_device(0).total(batch), allocator))
+
+
+def memory(check: Check) -> dict:
+    from runner.memory import CUDA_RUNTIME_BYTES, estimate_memory
+
+    rows = []
+    for model, size in check.sizes.memory_models:
+        estimate = estimate_memory(model, size, check.precision, CLASSES).on_device(CUDA_RUNTIME_BYTES)
+        for batch in check.sizes.memory_batches:
+            row = dict(model=model, image_size=size, batch=batch, precision=check.precision,
+                       per_sample_mib=mib(estimate.per_sample_bytes), estimate_mib=mib(estimate.total(batch)))
+            try:
+                row.update(warm_peak_row(check, model, size, batch, estimate) if check.cuda else
+                           dict(measured=NEEDS_CUDA["skipped"]))
+            except Exception as exc:  # noqa: BLE001 - one model failing leaves the other rows
+                row.update(failed(exc))
+            release()
+            rows.append(row)
+    out = dict(rows=rows, runtime_constant_mib=mib(CUDA_RUNTIME_BYTES))
+    errors = [abs(r["error_pct"]) for r in rows if "error_pct" in r]
+    if check.cuda:
+        free, total = torch.cuda.mem_get_info()
+        # device memory in use that torch's allocator does not hold: this process's CUDA context and library
+        # handles (and any other process on the card), against the constant the planner adds
+        out["outside_allocator_mib"] = mib(total - free - torch.cuda.memory_reserved())
+        out["worst_error_pct"] = max(errors, default=None)
+    if any("error" in r for r in rows):
+        out["ok"] = False
+    out["summary"] = f"worst error {max(errors):.1f}% over {len(errors)} rows; outside the allocator " \
+                     f"{out['outside_allocator_mib']:.0f} MiB vs {out['runtime_constant_mib']:.0f} MiB assumed" \
+        if errors else f"{len(rows)} estimates (no measurement on {check.device})"
+    return out
+
+
+# --- 3. confirm_batch ----------------------------------------------------------------------------------------
+
+def probe_model(check: Check, slots: int = 1) -> tuple[str, int, int]:
+    """The cheapest GPU ladder rung whose estimated batch at the target share stays under half the probe's ceiling
+    (a lighter model reaches the ceiling first and cannot show the target), and that batch as the planner
+    rounds it."""
+    from runner import ladder
+    from runner.engines.vision import GPU_CANDIDATES, TARGET_MEMORY_FRACTION
+    from runner.memory import CUDA_RUNTIME_BYTES, estimate_memory
+
+    share = TARGET_MEMORY_FRACTION * torch.cuda.get_device_properties(0).total_memory / slots
+    table = ladder.known()
+    for model, size in reversed(GPU_CANDIDATES):
+        estimate = ladder.memory_of(model, size, check.precision, table) or \
+            estimate_memory(model, size, check.precision, CLASSES)
+        batch = estimate.on_device(CUDA_RUNTIME_BYTES).largest_batch(share)
+        if batch <= PROBE_CEILING // 2:
+            return model, size, max(1, batch // 8 * 8 if batch >= 32 else batch)
+    return model, size, max(1, batch)
+
+
+def probed(settings, note: str, slots: int = 1) -> dict:
+    """The confirmed batch, its warm peak's share of the device (or of this fold's part of it), and the batches
+    tried, from confirm_batch's note."""
+    from runner.engines.vision import MEMORY_TOLERANCE, TARGET_MEMORY_FRACTION
+
+    match = NOTE.search(note)
+    tried = ast.literal_eval(match.group(2)) if match else []
+    device_bytes = torch.cuda.get_device_properties(0).total_memory // slots
+    peak = dict(tried).get(settings.batch_size)
+    fraction = round(peak / device_bytes, 3) if peak else None
+    return dict(batch=settings.batch_size, fraction=fraction, tried=tried, note=note,
+                within_target=fraction is not None and abs(fraction - TARGET_MEMORY_FRACTION) <= MEMORY_TOLERANCE)
+
+
+def confirm(check: Check) -> dict:
+    from runner.cnn import confirm_batch
+
+    model, size, start = probe_model(check)
+    confirmed, note = confirm_batch(image_settings(check, model, size, start), CLASSES)
+    out = dict(model=model, image_size=size, precision=check.precision, start_batch=start,
+               **probed(confirmed, note))
+    out["ok"] = out["within_target"]
+    out["summary"] = f"{model}@{size}: batch {start} -> {out['batch']}, warm peak {out['fraction']} of the device " \
+                     f"(target 0.8 +- 0.1), tried {out['tried']}"
+    return out
+
+
+# --- 4. two folds sharing the GPU ---------------------------------------------------------------------------
+
+def shared_fold(model: str, size: int, batch: int) -> dict:
+    """One of the folds sharing the GPU, in its own process: confirm_batch with per_gpu set (which caps this
+    process's memory), then a few training steps at the confirmed batch."""
+    from runner.cnn import confirm_batch
+
+    torch.backends.cudnn.benchmark = True  # as runner.cnn.train sets it
+    check = Check("cuda", FULL, Path("."), {})
+    settings, note = confirm_batch(image_settings(check, model, size, batch, per_gpu=SHARED_FOLDS), CLASSES)
+    torch.cuda.reset_peak_memory_stats()
+    rate = train_rate(settings, 1, SHARED_STEPS)
+    total = torch.cuda.get_device_properties(0).total_memory
+    return dict(pid=os.getpid(), **probed(settings, note, SHARED_FOLDS), images_per_second=rate["images_per_second"],
+                training_peak_share=round(torch.cuda.max_memory_reserved() / total, 3),
+                cap_share=round(0.95 / SHARED_FOLDS, 3))
+
+
+def child_env() -> dict:
+    here = Path(__file__).resolve().parent
+    paths = [str(here.parent), str(here), os.environ.get("PYTHONPATH", "")]
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in paths if p))
+
+
+def fold_outcome(process: subprocess.Popen, stdout: Path, stderr: Path) -> dict:
+    """What one shared fold printed (its last JSON line), whether it finished, and any allocation failure outside
+    torch's allocator (cuBLAS/cuDNN handles, which `is_oom` does not treat as out of memory)."""
+    stdout, stderr = stdout.read_text(), stderr.read_text()
+    lines = [line for line in stdout.splitlines() if line.startswith("{")]
+    out = dict(returncode=process.returncode, alloc_failed="ALLOC_FAILED" in stderr)
+    if lines:
+        out.update(json.loads(lines[-1]))
+    if process.returncode != 0:
+        out["stderr_tail"] = stderr[-1500:]
+    return out
+
+
+def shared_gpu(check: Check) -> dict:
+    from runner.monitor import Monitor, read_samples
+
+    model, size, batch = probe_model(check, SHARED_FOLDS)
+    command = [sys.executable, str(Path(__file__).resolve()), "--shared-fold", model, str(size), str(batch)]
+    path = check.work / "monitor-shared.jsonl"
+    # output to files, not pipes: a fold blocked on a full pipe would stop sharing the GPU
+    logs = [(check.work / f"fold{i}.out", check.work / f"fold{i}.err") for i in range(SHARED_FOLDS)]
+    with Monitor(path, time.monotonic(), interval=NVML_INTERVAL):
+        children = []
+        for out_path, err_path in logs:
+            with open(out_path, "w") as out, open(err_path, "w") as err:
+                children.append(subprocess.Popen(command, stdout=out, stderr=err, env=child_env()))
+        try:
+            deadline = time.monotonic() + CHILD_TIMEOUT
+            for child in children:
+                try:
+                    child.wait(timeout=max(1.0, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:  # reported as not finished (killed), with what it printed
+                    child.kill()
+                    child.wait()
+        finally:
+            for child in children:
+                if child.poll() is None:
+                    child.kill()
+                    child.wait()
+    folds = [fold_outcome(child, *log) for child, log in zip(children, logs)]
+    busy = gpu_busy(read_samples(path))
+    finished = all(f["returncode"] == 0 for f in folds)
+    out = dict(model=model, image_size=size, start_batch=batch, folds=folds, both_finished=finished,
+               device_peak_used=busy["gpu_memory_used_max"], nvml=busy,
+               ok=finished and not any(f["alloc_failed"] for f in folds))
+    shares = ", ".join(f"batch {f.get('batch')} peak {f.get('training_peak_share')}" for f in folds)
+    out["summary"] = f"{model}@{size}: {shares} of the device (cap {0.95 / SHARED_FOLDS:.3f} each); NVML peak " \
+                     f"{busy['gpu_memory_used_max']} of the device; both finished: {finished}"
+    return out
+
+
+# --- 5. the monitor -----------------------------------------------------------------------------------------
+
+def monitor(check: Check) -> dict:
+    from runner.cnn import Trainer
+    from runner.monitor import Monitor, read_samples
+
+    model, size = check.sizes.speed_model
+    settings = image_settings(check, model, size, check.sizes.speed_batch)
+    trainer = Trainer(settings, None, CLASSES)
+    x, y = random_batch(settings)
+    path = check.work / "monitor.jsonl"
+    with Monitor(path, time.monotonic(), interval=NVML_INTERVAL) as running:
+        stats = trainer.train_epoch([(x, y)] * 100_000, stop_at=time.monotonic() + check.sizes.monitor_seconds)
+        sync(check.device)
+        kept = len(running.samples)
+    samples = read_samples(path)
+    busy = gpu_busy(samples)
+    out = dict(model=model, image_size=size, batch=settings.batch_size, images_trained=stats.images,
+               samples_in_memory=kept, **busy)
+    if check.cuda and not busy["gpu_samples"]:
+        out.update(ok=False, error="no sample had GPU fields: NVML is not answering the monitor")
+    out["summary"] = f"{busy['samples']} samples in monitor.jsonl, {busy['gpu_samples']} with GPU fields" + (
+        f"; utilisation max {busy['gpu_util_max']}%, memory used max {busy['gpu_memory_used_max']} of the device"
+        if busy["gpu_samples"] else "")
+    return out
+
+
+# --- 6. bf16, channels_last, torch.compile --------------------------------------------------------------------
+
+def precision_layout_compile(check: Check) -> dict:
+    model, size = check.sizes.speed_model
+    rows = []
+    for low, channels_last, compiled in COMBOS:
+        precision = check.low_precision if low else "fp32"
+        row = dict(model=model, image_size=size, batch=check.sizes.speed_batch, precision=precision,
+                   channels_last=channels_last, compile=compiled)
+        if compiled and not check.cuda:
+            row["skipped"] = "torch.compile on CPU: a minute to compile, too slow for a smoke run"
+        else:
+            settings = image_settings(check, model, size, check.sizes.speed_batch, precision=precision,
+                                      channels_last=channels_last, compile=compiled)
+            try:
+                row.update(train_rate(settings, check.sizes.speed_warmup, check.sizes.speed_steps))
+            except Exception as exc:  # noqa: BLE001 - compile failing (no compiler) leaves the eager rows
+                row.update(failed(exc))
+            release()
+        rows.append(row)
+    base = rows[0].get("images_per_second")
+    for row in rows:
+        if base and row.get("images_per_second"):
+            row["speedup"] = round(row["images_per_second"] / base, 2)
+    out = dict(rows=rows)
+    if any("error" in r for r in rows):
+        out["ok"] = False
+    out["summary"] = "; ".join(
+        f"{r['precision']}{' cl' if r['channels_last'] else ''}{' compile' if r['compile'] else ''} "
+        f"{r.get('images_per_second', 'failed' if 'error' in r else 'skipped')}" for r in rows) + " img/s"
+    return out
+
+
+# --- 7. out of memory -----------------------------------------------------------------------------------------
+
+def probe_from_oom(check: Check) -> dict:
+    """confirm_batch starting far above what fits: the probe's OOM back-off, against the fresh probe's batch."""
+    from runner.cnn import confirm_batch
+    from runner.memory import decay_batch_step
+
+    model, size, fits = probe_model(check)
+    start = OOM_START_FACTOR * fits
+    confirmed, note = confirm_batch(image_settings(check, model, size, start), CLASSES)
+    out = dict(model=model, image_size=size, start_batch=start, **probed(confirmed, note))
+    fresh = check.results.get("confirm_batch", {}).get("batch")
+    if fresh:
+        high, low = max(fresh, out["batch"]), min(fresh, out["batch"])
+        out.update(fresh_probe_batch=fresh, within_one_step=low >= decay_batch_step(high))
+    return out
+
+
+def recovery_fold(check: Check):
+    """A fold of random pixels in a decoded-image cache, as runner.cnn.train reads them."""
+    import numpy as np
+
+    from runner.engines import FoldData
+    from runner.images import cache_side
+    from runner.spec import load_spec
+
+    side, rng = cache_side(RECOVER_MODEL[1]), np.random.default_rng(0)
+    cache = check.work / "recover.npy"
+    pixels = np.lib.format.open_memmap(cache, mode="w+", dtype=np.uint8, shape=(RECOVER_ROWS, side, side, 3))
+    pixels[:] = rng.integers(0, 256, pixels.shape, dtype=np.uint8)
+    pixels.flush()
+    labels, train = rng.integers(0, CLASSES, RECOVER_ROWS), RECOVER_ROWS - 64
+    rows = np.arange(RECOVER_ROWS)
+    return FoldData(load_spec("dog-breed"), list(range(CLASSES)), rows[:train], labels[:train], rows[train:],
+                    labels[train:], rows[train:], str(cache))
+
+
+def recover_mid_fold(check: Check) -> dict:
+    """runner.cnn.train's own loop meeting a real OOM in its first epoch: a ballast tensor holds all but room for
+    RECOVER_FITS; the probe is bypassed so the planned batch reaches the loop."""
+    from runner.cnn import train
+    from runner.memory import estimate_memory
+
+    model, size = RECOVER_MODEL
+    data = recovery_fold(check)
+    room = 2 * estimate_memory(model, size, check.precision, CLASSES).total(RECOVER_FITS)
+    torch.cuda.init()
+    free, _ = torch.cuda.mem_get_info()
+    ballast = torch.empty(max(0, free - room), dtype=torch.uint8, device="cuda")
+    settings = image_settings(check, model, size, RECOVER_START, epochs=1, max_epochs=1)
+    out_dir = check.work / "recover"
+    out_dir.mkdir(exist_ok=True)
+    try:
+        with mock.patch("runner.cnn.confirm_batch", lambda s, classes, max_batch=None: (s, "")):
+            result = train(settings, data, out_dir, time.monotonic() + RECOVER_SECONDS)
+    finally:
+        del ballast
+        release()
+    return dict(model=model, image_size=size, start_batch=RECOVER_START, ballast_gib=round((free - room) / 2**30, 1),
+                room_mib=mib(room), batch=result.changes.get("batch_size", RECOVER_START), epochs=result.epochs,
+                message=result.message)
+
+
+def oom_backoff(check: Check) -> dict:
+    out = {}
+    for name, part in (("probe", probe_from_oom), ("training_loop", recover_mid_fold)):
+        try:
+            out[name] = {"ok": True, **part(check)}
+        except Exception as exc:  # noqa: BLE001 - the probe failing leaves the training loop's test
+            out[name] = failed(exc)
+        release()
+    out["ok"] = all(part["ok"] for part in out.values())
+    probe, loop = out["probe"], out["training_loop"]
+    out["summary"] = f"probe {probe.get('start_batch')} -> {probe.get('batch', 'failed')} " \
+                     f"(fresh probe {probe.get('fresh_probe_batch')}); training loop {RECOVER_START} -> " \
+                     f"{loop.get('batch', 'failed')}"
+    return out
+
+
+# --- 8. planned against failure configuration on the demo photos --------------------------------------------
+
+def failure_rate(paths, labels, device: str, size: int, images: int) -> float:
+    """bench/throughput.py's failure configuration on `device`: resnet18, batch 32, JPEG decode and timm's
+    training transform per step, 0 workers, fp32; the loss read every step as a training loop logging it does."""
+    import timm
+    import torch.nn.functional as F
+    from timm.data import create_transform
+    from torch.utils.data import DataLoader
+
+    from throughput import JpegFolder, images_per_second
+
+    model = timm.create_model("resnet18", num_classes=CLASSES).to(device)
+    optimizer = torch.optim.AdamW(model.parameters())
+    loader = DataLoader(JpegFolder(paths, labels, create_transform(size, is_training=True)), batch_size=32,
+                        shuffle=True, num_workers=0)
+
+    def step(x, y):
+        loss = F.cross_entropy(model(x.to(device)), y.to(device))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        loss.item()
+
+    return images_per_second(step, loader, images)
+
+
+def planned_settings(check: Check, n_train: int, size: int):
+    """What the planner picks for resnet18 at `size` on this device: candidates timed here, memory estimated."""
+    from runner.engines.vision import image_member
+    from runner.hardware import probe_hardware
+    from runner.measure import Candidate, ImageCosts, estimate, measure
+    from runner.portfolio import DataShape, PlanContext
+    from runner.spec import load_spec
+
+    precisions = (check.low_precision,) if check.cuda else ("fp32", "bf16")
+    candidates = [Candidate("resnet18", size, p, 32) for p in precisions]
+    memory_estimates, flops = estimate(candidates, CLASSES)
+    timed = measure(candidates, check.device, CLASSES, time.monotonic() + 120)
+    hardware = probe_hardware()
+    shape = DataShape(n_train, 0, classes=CLASSES, inputs=frozenset({"image"}))
+    context = PlanContext(load_spec("dog-breed"), hardware, PLAN_WINDOW, shape,
+                          ImageCosts(tuple(timed), memory_estimates, flops), PLAN_FOLDS, hardware.cpus)
+    return image_member(context, (("resnet18", size),)).settings
+
+
+def planned_rate(check: Check, settings, paths, labels, images: int) -> float:
+    """The runner's own trainer and loaders over the decoded-image cache, as a fold runs them."""
+    import numpy as np
+
+    from runner.cnn import Trainer, loaders
+    from runner.engines import FoldData
+    from runner.images import build_cache, cache_side
+    from runner.spec import load_spec
+    from throughput import images_per_second
+
+    cache = check.work / f"cache_{settings.image_size}.npy"
+    if not cache.exists():
+        build_cache(list(paths), cache_side(settings.image_size), cache, max(1, len(os.sched_getaffinity(0))))
+    rows = np.arange(len(paths))
+    data = FoldData(load_spec("dog-breed"), list(range(CLASSES)), rows, labels, rows[:1], labels[:1], [], str(cache))
+    trainer = Trainer(settings, data)
+    train_loader, _, _ = loaders(settings, data, str(cache))
+    return images_per_second(lambda x, y: trainer.train_epoch([(x, y)], float("inf")), train_loader, images)
+
+
+def described(settings) -> dict:
+    return dict(model=settings.model, image_size=settings.image_size, batch=settings.batch_size,
+                precision=settings.precision, channels_last=settings.channels_last, num_workers=settings.num_workers,
+                pin_memory=settings.pin_memory, compile=settings.compile)
+
+
+def planned_vs_failure(check: Check) -> dict:
+    import pandas as pd
+
+    from runner.cnn import confirm_batch
+    from runner.demo import write_demo
+
+    sizes = check.sizes
+    root = write_demo("dog-breed", check.work, **sizes.demo)
+    frame = pd.read_csv(root / "prepared/public/labels.csv")
+    breeds = {b: k for k, b in enumerate(sorted(frame["breed"].unique()))}
+    paths = [root / "prepared/public/train" / f"{i}.jpg" for i in frame["id"]]
+    labels = frame["breed"].map(breeds).to_numpy()
+    rate, busy = monitored(check, "failure",
+                           lambda: failure_rate(paths, labels, check.device, sizes.demo_size, sizes.failure_images))
+    rows = [dict(config="failure", model="resnet18", image_size=sizes.demo_size, batch=32, precision="fp32",
+                 channels_last=False, num_workers=0, pin_memory=False, compile=False,
+                 images_per_second=round(rate, 1), speedup=1.0, **busy)]
+    plan = planned_settings(check, len(paths), sizes.demo_size)
+    configs = [("planned", plan)]
+    if plan.compile:  # compiling needs a C compiler: the eager plan too, so one failure does not hide the other
+        configs.append(("planned, compile off", plan.model_copy(update=dict(compile=False))))
+    for label, settings in configs:
+        row = dict(config=label, **described(settings))
+        try:
+            planned, busy = monitored(check, label.replace(", ", "-").replace(" ", "-"),
+                                      lambda: planned_rate(check, settings, paths, labels, sizes.planned_images))
+            row.update(images_per_second=round(planned, 1), speedup=round(planned / rate, 2), **busy)
+        except Exception as exc:  # noqa: BLE001 - the next configuration still runs
+            row.update(failed(exc))
+        release()
+        rows.append(row)
+    out = dict(rows=rows, train_images=len(paths))
+    if check.cuda:  # what a fold would train at after its probe: the planner's cap on the batch is not passed on
+        try:
+            probed_plan, note = confirm_batch(plan.model_copy(update=dict(compile=False)), CLASSES)
+        finally:
+            torch.cuda.set_per_process_memory_fraction(1.0)  # a shared-fold plan capped this process for its probe
+        train_rows = len(paths) * (PLAN_FOLDS - 1) // PLAN_FOLDS
+        out.update(probed_batch=probed_plan.batch_size, probe_note=note, fold_train_rows=train_rows,
+                   probed_batch_leaves_no_step=probed_plan.batch_size > train_rows)
+        release()
+    if any("error" in r for r in rows):
+        out["ok"] = False
+    out["summary"] = "; ".join(f"{r['config']} {r.get('images_per_second', 'failed')} img/s" + (
+        f" (GPU busy mean {r['gpu_util_mean']}%)" if r.get("gpu_util_mean") is not None else "") for r in rows)
+    return out
+
+
+SECTIONS = (("hardware", hardware, True), ("memory", memory, True), ("confirm_batch", confirm, False),
+            ("shared_gpu", shared_gpu, False), ("monitor", monitor, True),
+            ("precision_layout_compile", precision_layout_compile, True), ("oom_backoff", oom_backoff, False),
+            ("planned_vs_failure", planned_vs_failure, True))  # (key, function, runs on a CPU)
+
+
+def run_section(check: Check, function) -> dict:
+    started = time.monotonic()
+    try:
+        out = {"ok": True, **function(check)}
+    except Exception as exc:  # noqa: BLE001 - one section failing must not lose the others
+        out = failed(exc)
+    release()
+    out["seconds"] = round(time.monotonic() - started, 1)
+    return out
+
+
+def write(results: dict, out: Path | None) -> Path:
+    """bench/results/gpu.json through _common.save, or `out` (a smoke run must not replace the GPU's figures)."""
+    # a stray numpy scalar (or anything else json cannot write) must not lose the file
+    results = json.loads(json.dumps(results, default=lambda o: o.item() if hasattr(o, "item") else str(o)))
+    rows = [dict(section=k, ok=v.get("ok"), skipped=v.get("skipped"), seconds=v.get("seconds"))
+            for k, v in results.items()]
+    if out is None:
+        return save(NAME, rows, **results)
+    with mock.patch.object(_common, "RESULTS", out.parent):
+        return save(out.stem, rows, **results)
+
+
+def run(check: Check, out: Path | None) -> int:
+    if check.sizes.threads:
+        torch.set_num_threads(check.sizes.threads)
+    if check.cuda:
+        torch.backends.cudnn.benchmark = True  # as runner.cnn.train sets it: fixed shapes, fastest kernels
+    path = None
+    for key, function, on_cpu in SECTIONS:
+        if not check.cuda and not on_cpu:
+            check.results[key] = dict(NEEDS_CUDA)
+            print(f"gpu-check: {key}: skipped (needs CUDA)", flush=True)
+        else:
+            check.results[key] = result = run_section(check, function)
+            status = "ok" if result["ok"] else f"FAILED ({result.get('error', 'see the JSON')[:300]})"
+            print(f"gpu-check: {key}: {status} in {result['seconds']:.0f} s; {result.get('summary', '')}",
+                  flush=True)
+        path = write(check.results, out)  # after each section: a crash later keeps what was measured
+    failures = [k for k, v in check.results.items() if v.get("ok") is False]
+    print(f"gpu-check: {len(failures)} section(s) failed{': ' + ', '.join(failures) if failures else ''}; "
+          f"written {path}")
+    return 1 if failures else 0
+
+
+def gpus_nvml_sees() -> int:
+    try:
+        import pynvml
+        pynvml.nvmlInit()
+        try:
+            return pynvml.nvmlDeviceGetCount()
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:  # no driver, no library
+        return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cpu-smoke", action="store_true", help="the sections that run on a CPU, at tiny sizes")
+    parser.add_argument("--out", type=Path, help="where the JSON goes (PATH.json; required with --cpu-smoke)")
+    parser.add_argument("--shared-fold", nargs=3, help=argparse.SUPPRESS)  # MODEL SIZE BATCH: one shared fold
+    args = parser.parse_args(argv)
+    if args.shared_fold:
+        model, size, batch = args.shared_fold
+        print(json.dumps(shared_fold(model, int(size), int(batch))), flush=True)
+        return 0
+    if args.out is not None and args.out.suffix != ".json":
+        parser.error("--out must name a .json file")
+    if args.cpu_smoke and args.out is None:
+        parser.error("--cpu-smoke needs --out (its figures must not replace bench/results/gpu.json)")
+    if not args.cpu_smoke and not torch.cuda.is_available():
+        seen = gpus_nvml_sees()
+        if seen:  # a GPU this torch build cannot use (a driver older than its CUDA, typically): a failure
+            print(f"gpu-check: NVML sees {seen} GPU(s) but torch.cuda.is_available() is False (torch "
+                  f"{torch.__version__}, built for CUDA {torch.version.cuda}; is the driver new enough?)")
+            return 1
+        print("gpu-check: no NVIDIA GPU visible (torch.cuda.is_available() is False): skipped")
+        return 0
+    with tempfile.TemporaryDirectory(prefix="gpu-check-") as work:
+        check = Check("cpu" if args.cpu_smoke else "cuda", SMOKE if args.cpu_smoke else FULL, Path(work), {})
+        return run(check, args.out.resolve() if args.out else None)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

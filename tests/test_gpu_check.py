@@ -1,0 +1,54 @@
+"""bench/gpu_check.py (`make gpu-check`): without a GPU it skips in one line and writes nothing; its CPU smoke run
+goes through every section that can run on a CPU, so the script's code stays exercised where no GPU is."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "bench"
+SECTIONS = ("hardware", "memory", "confirm_batch", "shared_gpu", "monitor", "precision_layout_compile",
+            "oom_backoff", "planned_vs_failure")
+CUDA_ONLY = ("confirm_batch", "shared_gpu", "oom_backoff")
+
+
+def gpu_check(*args: str) -> subprocess.CompletedProcess:
+    """The script as `make gpu-check` runs it: from bench/, with the project and bench/ on the path."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(BENCH)])}
+    return subprocess.run([sys.executable, "gpu_check.py", *args], cwd=BENCH, capture_output=True, text=True,
+                          timeout=300, env=env)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is visible: the check would run for real")
+def test_without_a_gpu_it_skips_and_writes_nothing():
+    result_file = BENCH / "results" / "gpu.json"
+    before = result_file.stat().st_mtime_ns if result_file.exists() else None
+    done = gpu_check()
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "gpu-check: no NVIDIA GPU visible (torch.cuda.is_available() is False): skipped"
+    assert (result_file.stat().st_mtime_ns if result_file.exists() else None) == before
+
+
+def test_cpu_smoke_runs_every_section_that_runs_on_a_cpu(tmp_path):
+    out = tmp_path / "gpu.json"
+    done = gpu_check("--cpu-smoke", "--out", str(out))
+    assert done.returncode == 0, done.stdout + done.stderr
+    results = json.loads(out.read_text())
+    assert set(SECTIONS) <= set(results)
+    for section in CUDA_ONLY:
+        assert results[section] == {"skipped": "needs CUDA"}
+    for section in set(SECTIONS) - set(CUDA_ONLY):
+        assert results[section]["ok"] is True, results[section]
+    assert results["hardware"]["hardware"]["cpus"] >= 1
+    assert all(row["estimate_mib"] > 0 for row in results["memory"]["rows"])
+    assert results["monitor"]["samples"] >= 1 and results["monitor"]["images_trained"] > 0
+    timed = [row for row in results["precision_layout_compile"]["rows"] if "skipped" not in row]
+    assert {row["precision"] for row in timed} == {"fp32", "bf16"}
+    assert all(row["images_per_second"] > 0 for row in timed)
+    configs = {row["config"]: row for row in results["planned_vs_failure"]["rows"]}
+    assert configs["failure"]["images_per_second"] > 0 and configs["planned"]["images_per_second"] > 0
+    assert [row["section"] for row in results["rows"]] == list(SECTIONS)
