@@ -29,7 +29,7 @@ KILL_WAITS = ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0))  # polite first: a f
 
 # glibc hands each freed block above its mmap threshold (32 MiB at most by default) back to the kernel and gets it
 # again zero-filled, page by page: a CPU training step's activations, every step. Kept in the heap, resnet18 at
-# 224 px trained 12-19% faster on this project's 2-core machine (bench/throughput.py). Tunables are read when a
+# 224 px trained 12-21% faster on this project's 2-core machine (bench/throughput.py). Tunables are read when a
 # process starts: they go to the fork server and the measuring process, and forked units inherit them.
 HEAP_TUNABLES = "glibc.malloc.mmap_threshold=4294967296:glibc.malloc.trim_threshold=4294967296"
 

@@ -31,7 +31,7 @@ from runner.control import (FIRST_CHECK_SECONDS, REPROBE_SECONDS, TIMED_EPOCH, C
 from runner.csvfiles import SAMPLED, find_sample, read_csv_file
 from runner.data import Dataset, load_dataset, nothing_to_learn, read_sample, value_columns
 from runner.engines import MEASURE_CAP, get_engine
-from runner.engines.vision import ladder_models, useful_batch
+from runner.engines.vision import pretrained_models, useful_batch
 from runner.errors import InputError, Interrupted, InvalidSubmissionError
 from runner.folds import PREPARE, FoldResult, FoldTask, assign_folds
 from runner.hardware import Hardware, busy_elsewhere, probe_hardware
@@ -46,7 +46,6 @@ from runner.spec import CompetitionSpec, load_spec
 from runner.submission import Predictions, build_submission, prior_predictions, publish, sample_baseline, write_atomic
 from runner.untrusted import inside
 from runner.watch import EpochReader, describe, utilisation
-from runner.weights import find_weights
 
 log = logging.getLogger("runner")
 
@@ -510,10 +509,6 @@ def plan_for(spec: CompetitionSpec, dataset: Dataset, hardware: Hardware, budget
                                          for n, c in costs.items()})
     return make_plan(spec, hardware, budget.training_left(), data_shape(dataset), costs, pretrained_models(),
                      engines=engines), costs
-
-
-def pretrained_models() -> frozenset[str]:
-    return frozenset(m for m in ladder_models() if find_weights(m))
 
 
 def write_given_sample(data_dir: Path, out_dir: Path) -> None:

@@ -74,3 +74,20 @@ def alive(pid: int) -> bool:
             return False
         time.sleep(0.1)
     return True
+
+
+def test_units_fork_from_a_server_started_with_the_runners_heap_tunables(monkeypatch):
+    import os
+    from multiprocessing import forkserver
+
+    from runner import processes
+
+    monkeypatch.delenv("GLIBC_TUNABLES", raising=False)
+    processes.warm_up(())
+    server = forkserver._forkserver._forkserver_pid  # glibc reads tunables at exec: the server's own environment
+    environ = open(f"/proc/{server}/environ", "rb").read().replace(b"\0", b":")  # glibc splits it in place
+    assert f"GLIBC_TUNABLES={processes.HEAP_TUNABLES}:".encode() in environ
+    assert "GLIBC_TUNABLES" not in os.environ  # the supervisor's own environment is as it was
+    assert processes.unit_environment(2, None)["GLIBC_TUNABLES"] == processes.HEAP_TUNABLES
+    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.arena_max=2")  # a user's own setting wins
+    assert processes.unit_environment(2, None)["GLIBC_TUNABLES"] == "glibc.malloc.arena_max=2"

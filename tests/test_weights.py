@@ -1,6 +1,7 @@
 """Pretrained weights in a real Hugging Face cache: ImageNet EfficientNet-Lite0 weights that install offline from
 the package index, filed into the cache with `runner weights import`, loaded by a fresh process through timm's hub
 path with HF_HUB_OFFLINE=1; a missing or corrupt cache gives a clear line and random init."""
+import os
 import subprocess
 import sys
 
@@ -103,8 +104,6 @@ def test_the_demo_files_the_installed_weights_once_and_runs_on_them(tmp_path, mo
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HF_HOME", str(tmp_path / "empty-home"))  # the user's own cache holds nothing
     demo_weights(tmp_path / "demo-cache")
-    import os
-
     assert os.environ["RUNNER_HF_CACHE"] == str(tmp_path / "demo-cache")
     found = find_weights(MODEL)
     assert found is not None and found.cache == tmp_path / "demo-cache"
@@ -113,3 +112,16 @@ def test_the_demo_files_the_installed_weights_once_and_runs_on_them(tmp_path, mo
     monkeypatch.delenv("RUNNER_HF_CACHE")
     demo_weights(tmp_path / "demo-cache")  # a second demo reuses the file instead of importing it again
     assert find_weights(MODEL).path.resolve() == blob and blob.stat().st_mtime_ns == written
+
+
+def test_the_demo_leaves_a_cache_that_holds_ladder_weights_as_the_runs_own(tmp_path, monkeypatch):
+    from runner.demo import demo_weights
+
+    for name in ("RUNNER_HF_CACHE", "HF_HUB_CACHE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "empty-home"))
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "resnet18.pth").write_bytes(b"weights a user filed for a ladder model")
+    monkeypatch.setenv("RUNNER_WEIGHTS_DIR", str(tmp_path / "mine"))
+    demo_weights(tmp_path / "demo-cache")
+    assert "RUNNER_HF_CACHE" not in os.environ and not (tmp_path / "demo-cache").exists()

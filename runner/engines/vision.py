@@ -124,6 +124,13 @@ def _cpu_speed(costs: ImageCosts, model: str, size: int) -> _Option | None:
                    best.infer_seconds_per_sample, note)
 
 
+def pretrained_models() -> frozenset[str]:
+    """The ladder's models whose weights are here (`runner weights pull`), found from file names alone."""
+    from runner.weights import find_weights
+
+    return frozenset(m for m in ladder_models() if find_weights(m))
+
+
 def ladder_models() -> tuple[str, ...]:
     """Every model the ladders may plan, once each, in ladder order (what `runner weights list` shows)."""
     return tuple(dict.fromkeys(m for m, _ in GPU_CANDIDATES + CPU_CANDIDATES))
@@ -342,11 +349,8 @@ class Timm(Engine):
         seconds = min(120.0, seconds)
         if seconds < 3.0:  # shorter budgets cannot spare even the imports: the smallest model
             return None
-        from runner.weights import find_weights
-
         device = "cuda" if hardware.gpus and here else "cpu"
-        pretrained = frozenset(m for m in ladder_models() if find_weights(m))
-        return gather_costs(image_candidates(hardware, pretrained), device, max(2, len(dataset.classes or ())),
+        return gather_costs(image_candidates(hardware, pretrained_models()), device, max(2, len(dataset.classes or ())),
                             hardware.cpus if here else available_cpus(), seconds, here or not hardware.gpus, work)
 
     def plan(self, context: PlanContext) -> list[Member]:
