@@ -44,6 +44,7 @@ MIN_EPOCHS = {"scratch": 15, "pretrained": 5}
 MAX_EPOCHS = {"scratch": 100, "pretrained": 20}  # a fold's default ceiling; a window with room for more raises it
 STARTUP_SECONDS = {"cpu": 4.0, "cuda": 12.0}  # process start, imports, CUDA context, data
 EFFECTIVE_BATCH = 64  # smaller memory-bound batches accumulate gradients up to this
+CPU_BATCH = 64  # on a CPU, or fewer where an epoch would keep less than 20 steps (a few hundred images)
 SHM_BYTES_PER_PIXEL = 3  # loaders ship uint8 RGB squares through shared memory (cropped and normalised on device)
 DECODE_PER_CORE_SECOND = 300  # images decoded and resized per core per second (platform notes: 250-500 here)
 MEASURE_SHARE = 0.05  # of the budget, for timing candidates (at most 120 s)
@@ -210,7 +211,7 @@ def _size(option: _Option, init: str, context: PlanContext, costs: ImageCosts) -
         batch, per_gpu = _batch_and_slots(gpu, memory, data, context.folds, context.cores, why)
         slots = per_gpu * len(hardware.gpus)
     else:
-        batch, per_gpu, slots, why = 64, 0, 1, []
+        batch, per_gpu, slots, why = min(CPU_BATCH, useful_batch(data.n_train)), 0, 1, []
     return _Fit(option, init, batch, per_gpu, slots, context.folds, data.n_train,
                 1.25 * data.n_test * option.infer_s, STARTUP_SECONDS["cuda" if gpu else "cpu"], tuple(why))
 
@@ -274,7 +275,8 @@ def image_member(context: PlanContext, models: tuple | None = None) -> Member:
     if not fits:
         model, size = models[-1]
         reasons.append(f"model {model} at {size} px: nothing was measured or could be estimated, so the smallest")
-        settings = ImageSettings(model=model, image_size=size, threads=context.cores, device="cpu")
+        settings = ImageSettings(model=model, image_size=size, threads=context.cores, device="cpu",
+                                 batch_size=min(CPU_BATCH, useful_batch(context.data.n_train)))
         folds = min(context.folds, 3)
         return _member(context, settings, folds, 0, context.cores, window / folds, STARTUP_SECONDS["cpu"], reasons)
     fit = _choose(fits, window, reasons)
