@@ -279,6 +279,9 @@ def test_only_rungs_a_plan_may_take_are_measured():
         GPU_CANDIDATES.index(SCRATCH_LARGEST) <= min(GPU_CANDIDATES.index(r) for r in without)
     pulled = {(c.model, c.image_size) for c in image_candidates(profile("h100-80gb"), frozenset({"convnext_base"}))}
     assert pulled - without == {("convnext_base", 384), ("convnext_base", 288)}
+    # on a CPU the models with weights are timed first, then the cheapest: a short window still times both
+    cpu = [(c.model, c.image_size) for c in image_candidates(profile("cpu"), frozenset({"efficientnet_lite0"}))]
+    assert cpu[:2] == [("efficientnet_lite0", 128)] * 2 and cpu[2] == CPU_CANDIDATES[-1]
 
 
 def test_pretrained_candidates_come_before_larger_ones_from_random_init():

@@ -37,10 +37,11 @@ PRIOR_GAIN = 0.05  # the only engine on pixels: it leads on images
 TARGET_MEMORY_FRACTION = 0.8
 MEMORY_TOLERANCE = 0.1  # the planned peak aims at 0.8 +- 0.1 of device memory
 GPU_EFFICIENCY = 0.35  # share of the spec sheet's dense bf16 FLOPS a CNN training step reaches (estimate only)
-# epochs a fold needs before it is worth planning: measured on the dog-breed demo (bench/pretrained.py,
+# epochs a fold needs before it is worth planning. Measured on the dog-breed demo (bench/pretrained.py,
 # efficientnet_lite0, one fold whose cosine spans 21-23 epochs): 90% of the fall in log loss took 5 epochs from
-# ImageNet weights and 15 from random init (4 and 13 in an earlier run)
-MIN_EPOCHS = {"scratch": 15, "pretrained": 5}
+# ImageNet weights and 15 from random init. 15 does not hold as a planning rule from random init: it let the demo
+# take resnet18 at 96 px for 17 epochs (log loss 3.38) over a smaller model for 30+ (1.72), so scratch keeps 30.
+MIN_EPOCHS = {"scratch": 30, "pretrained": 5}
 MAX_EPOCHS = {"scratch": 100, "pretrained": 20}  # a fold's default ceiling; a window with room for more raises it
 STARTUP_SECONDS = {"cpu": 4.0, "cuda": 12.0}  # process start, imports, CUDA context, data
 EFFECTIVE_BATCH = 64  # smaller memory-bound batches accumulate gradients up to this
@@ -83,8 +84,10 @@ def image_candidates(hardware: Hardware, pretrained: frozenset[str] = frozenset(
     if hardware.gpus:
         precision = "bf16" if hardware.gpus[0].bf16 else "fp16"
         return [Candidate(m, s, precision, 32) for m, s in plannable(GPU_CANDIDATES, pretrained)]
-    # cheapest first, so a short measuring window still covers the models a short budget can afford
-    return [Candidate(m, s, p, 32) for m, s in reversed(CPU_CANDIDATES) for p in ("fp32", "bf16")]
+    # those with weights first (a plan prefers them), then cheapest first, so a short measuring window still
+    # covers the models a short budget can afford
+    order = sorted(reversed(CPU_CANDIDATES), key=lambda rung: rung[0] not in pretrained)
+    return [Candidate(m, s, p, 32) for m, s in order for p in ("fp32", "bf16")]
 
 
 @dataclass(frozen=True)
