@@ -557,31 +557,6 @@ def oom_backoff(check: Check) -> dict:
 
 # --- 8. planned against failure configuration on the demo photos --------------------------------------------
 
-def failure_rate(paths, labels, device: str, size: int, images: int) -> float:
-    """bench/throughput.py's failure configuration on `device`: resnet18, batch 32, JPEG decode and timm's
-    training transform per step, 0 workers, fp32; the loss read every step as a training loop logging it does."""
-    import timm
-    import torch.nn.functional as F
-    from timm.data import create_transform
-    from torch.utils.data import DataLoader
-
-    from throughput import JpegFolder, images_per_second
-
-    model = timm.create_model("resnet18", num_classes=CLASSES).to(device)
-    optimizer = torch.optim.AdamW(model.parameters())
-    loader = DataLoader(JpegFolder(paths, labels, create_transform(size, is_training=True)), batch_size=32,
-                        shuffle=True, num_workers=0)
-
-    def step(x, y):
-        loss = F.cross_entropy(model(x.to(device)), y.to(device))
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        loss.item()
-
-    return images_per_second(step, loader, images)
-
-
 def planned_settings(check: Check, n_train: int, size: int):
     """What the planner picks for resnet18 at `size` on this device: candidates timed here, memory estimated."""
     from runner.engines.vision import image_member
@@ -628,19 +603,14 @@ def described(settings) -> dict:
 
 
 def planned_vs_failure(check: Check) -> dict:
-    import pandas as pd
-
     from runner.cnn import confirm_batch
     from runner.demo import write_demo
+    from throughput import demo_labels, failure_config
 
     sizes = check.sizes
-    root = write_demo("dog-breed", check.work, **sizes.demo)
-    frame = pd.read_csv(root / "prepared/public/labels.csv")
-    breeds = {b: k for k, b in enumerate(sorted(frame["breed"].unique()))}
-    paths = [root / "prepared/public/train" / f"{i}.jpg" for i in frame["id"]]
-    labels = frame["breed"].map(breeds).to_numpy()
-    rate, busy = monitored(check, "failure",
-                           lambda: failure_rate(paths, labels, check.device, sizes.demo_size, sizes.failure_images))
+    paths, labels, _ = demo_labels(write_demo("dog-breed", check.work, **sizes.demo))
+    rate, busy = monitored(check, "failure", lambda: failure_config(paths, labels, CLASSES, check.device,
+                                                                    sizes.demo_size, sizes.failure_images))
     rows = [dict(config="failure", model="resnet18", image_size=sizes.demo_size, batch=32, precision="fp32",
                  channels_last=False, num_workers=0, pin_memory=False, compile=False,
                  images_per_second=round(rate, 1), speedup=1.0, **busy)]

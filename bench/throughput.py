@@ -82,19 +82,23 @@ def images_per_second(step, loader, images: int) -> float:
     return done / (time.perf_counter() - started)
 
 
-def failure_config(paths, labels, classes) -> float:
-    model = timm.create_model("resnet18", num_classes=classes)
+def failure_config(paths, labels, classes, device: str = "cpu", size: int = 224,
+                   images: int = IMAGES_PER_RUN) -> float:
+    """resnet18, batch 32, JPEG decode and timm's training transform per step, 0 workers, fp32, on `device`; the
+    loss read every step, as a training loop logging it does."""
+    model = timm.create_model("resnet18", num_classes=classes).to(device)
     optimizer = torch.optim.AdamW(model.parameters())
-    transform = create_transform(224, is_training=True)
+    transform = create_transform(size, is_training=True)
     loader = DataLoader(JpegFolder(paths, labels, transform), batch_size=32, shuffle=True, num_workers=0)
 
     def step(x, y):
-        loss = F.cross_entropy(model(x), y)
+        loss = F.cross_entropy(model(x.to(device)), y.to(device))
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
+        loss.item()
 
-    return images_per_second(step, loader, IMAGES_PER_RUN)
+    return images_per_second(step, loader, images)
 
 
 def matmul_gflops(dtype: torch.dtype, n: int = 2048) -> float:
