@@ -9,9 +9,10 @@ independent evaluation). In one run, on one split, on this machine:
 - for texts, TF-IDF (word unigrams and bigrams) into a default logistic regression.
 Wall time is what each took from start to predictions, including FLAML's final refit.
 
-    python quality.py [--budgets 60 300] [--only credit hpc] [--skip-flaml]
+    python quality.py [--budgets 60 300] [--only credit hpc] [--skip-flaml] [--merge]
 
-Writes bench/results/quality.json.
+Writes bench/results/quality.json; with --merge, the rows run replace those of the same data set and budget and
+the others are kept. Every row names the commit it ran on.
 """
 from __future__ import annotations
 
@@ -229,6 +230,25 @@ def run_tfidf(source: Source, root: Path, spec: CompetitionSpec, work: Path) -> 
 
 # --- the benchmark -----------------------------------------------------------------------------------------------
 
+def commit() -> str:
+    """The commit the runner ran at (+dirty: with changes not committed)."""
+    here = Path(__file__).resolve().parent
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True, text=True)
+    dirty = subprocess.run(["git", "status", "--porcelain", "--", "../runner"], cwd=here, capture_output=True,
+                           text=True)
+    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "") if head.returncode == 0 else "unknown"
+
+
+def merged(rows: list[dict]) -> list[dict]:
+    """The rows of the last results with those just run put in place of their data set and budget."""
+    path = Path(__file__).resolve().parent / "results" / "quality.json"
+    kept = json.loads(path.read_text())["rows"] if path.exists() else []
+    fresh = {(r["dataset"], r["budget"]) for r in rows}
+    order = [s.id for s in TABLES + TEXTS]
+    every = [r for r in kept if (r["dataset"], r["budget"]) not in fresh] + rows
+    return sorted(every, key=lambda r: (r["budget"], order.index(r["dataset"]) if r["dataset"] in order else 99))
+
+
 def meets(metric: str, runner: float | None, other: float | None) -> bool:
     """The runner scored at least as well as `other` (ties count)."""
     return runner is not None and (other is None or not better(metric, other, runner))
@@ -239,7 +259,9 @@ def main() -> None:
     parser.add_argument("--budgets", type=int, nargs="+", default=[60, 300])
     parser.add_argument("--only", nargs="*", help="data set ids")
     parser.add_argument("--skip-flaml", action="store_true")
+    parser.add_argument("--merge", action="store_true", help="keep the other rows of the last results")
     args = parser.parse_args()
+    at = commit()
     sources = [s for s in TABLES + TEXTS if not args.only or s.id in args.only]
     rows = []
     with tempfile.TemporaryDirectory(prefix="quality-") as tmp:
@@ -253,7 +275,8 @@ def main() -> None:
             for budget in args.budgets:
                 work = tmp / "work" / f"{source.id}-{budget}"
                 work.mkdir(parents=True)
-                row = dict(dataset=source.id, source=f"{source.package}/{source.item}", task=source.task,
+                row = dict(dataset=source.id, source=f"{source.package}/{source.item}", task=source.task, commit=at,
+                           date=time.strftime("%Y-%m-%d"),
                            metric=source.metric, lower_is_better=LOWER_IS_BETTER[source.metric], train_rows=rows_in,
                            budget=budget, runner=run_runner(root, spec, budget, work, specs))
                 if source.task == "text":
@@ -268,6 +291,7 @@ def main() -> None:
                 rows.append(row)
                 print(json.dumps(row), flush=True)
                 shutil.rmtree(work, ignore_errors=True)
+    rows = merged(rows) if args.merge else rows
     met = sum(r["goal_met"] for r in rows)
     path = save("quality", rows, goal="runner >= FLAML and >= LightGBM defaults (tables), >= TF-IDF + logistic "
                                       "regression (texts), wall <= budget", goal_met=f"{met} of {len(rows)}")

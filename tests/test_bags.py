@@ -1,7 +1,7 @@
 """Extra members while they pay: which member is extended, how, and when a lane stops (runner.bags)."""
 import pytest
 
-from runner.bags import STALE, MemberState, cost_ratio, extra_member, incumbent, note_record, why_stop
+from runner.bags import STALE, WIDE_EVERY, MemberState, cost_ratio, extra_member, incumbent, note_record, why_stop
 from runner.engines import get_engine
 from runner.folds import FoldResult
 from runner.portfolio import Member
@@ -38,6 +38,19 @@ def test_extras_alternate_a_repeat_of_the_chosen_member_and_a_bag_next_to_its_en
     bag = extra_member("cpu", states, weights, walls("lightgbm", 2.0), split_seed=8, lower_is_better=False)
     assert bag.bag_of == "lightgbm" and bag.engine == "lightgbm" and bag.settings != states["lightgbm"].member.settings
     assert bag.fold_seconds == pytest.approx(2.0) and "next to lightgbm" in bag.reasons[0]
+
+
+def test_every_wide_every_th_bag_of_an_engine_draws_its_configuration_afresh():
+    states = {"lightgbm": done(member("lightgbm"), cv=0.80)}
+    weights = {"lightgbm": 1.0}
+    kinds = []
+    for split in range(2 * 2 * WIDE_EVERY):  # repeats and bags alternate
+        extra = extra_member("cpu", states, weights, walls("lightgbm", 2.0), split_seed=split, lower_is_better=False)
+        states[extra.name] = done(extra, cv=0.79)
+        if extra.bag_of:
+            kinds.append("drawn afresh" in extra.reasons[0])
+    assert kinds == [k % WIDE_EVERY == WIDE_EVERY - 1 for k in range(len(kinds))]
+    assert sum(kinds) >= 2
 
 
 def test_a_bag_starts_from_the_engines_best_member_by_own_cv():

@@ -135,6 +135,35 @@ def test_bags_move_one_or_two_settings_a_step_through_the_search_space():
         assert all(getattr(base, k) in v for k, v in engine.search_space.items()), name  # defaults can step
 
 
+def test_wide_bags_draw_every_setting_afresh_from_the_whole_search_space():
+    for name in ("lightgbm", "catboost", "xgboost", "linear", "knn", "tfidf"):
+        engine = get_engine(name)
+        base = engine.Settings(threads=2)
+        wide = [engine.variant(base, k, wide=True) for k in range(1, 13)]
+        assert all(w.threads == 2 and w.seed != base.seed for w in wide)
+        assert all(getattr(w, k) in v for w in wide for k, v in engine.search_space.items()), name
+        far = max(sum(getattr(w, k) != getattr(base, k) for k in engine.search_space) for w in wide)
+        assert far >= min(3, len(engine.search_space)), name  # reaches beyond a local step's one or two settings
+        assert engine.variant(base, 5, wide=True) == engine.variant(base, 5, wide=True)
+    # the far corner a small noisy table wanted (credit: L2 119, 9 leaves) is in LightGBM's space
+    space = get_engine("lightgbm").search_space
+    assert max(space["lambda_l2"]) >= 100 and min(space["num_leaves"]) <= 7
+
+
+def test_tfidf_can_read_words_alone_or_words_and_characters():
+    from runner.engines.text import TfidfSettings, tfidf_model
+
+    texts = ["the bird hit the engine on climb", "struck a gull during landing roll", "geese seen at approach",
+             "bird strike on take-off run", "impact on climb out", "hit during approach to runway"] * 3
+    labels = ["climb", "landing", "approach", "take-off", "climb", "approach"] * 3
+    words = tfidf_model(True, TfidfSettings(char_ngrams=None)).fit(texts, labels)
+    both = tfidf_model(True, TfidfSettings()).fit(texts, labels)
+    width = lambda model: model[0].transform(texts[:1]).shape[1]  # noqa: E731
+    assert width(words) < width(both)  # characters add their own n-grams
+    assert (words.predict(texts) == labels).mean() > 0.8
+    assert TfidfSettings.model_validate_json(TfidfSettings(char_ngrams=None).model_dump_json()).char_ngrams is None
+
+
 # --- boosting rounds and threads -------------------------------------------------------------------------------
 
 def test_unmeasured_small_tables_run_folds_side_by_side_and_large_ones_take_every_core():

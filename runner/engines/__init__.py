@@ -118,12 +118,18 @@ class Engine:
         """The members this engine proposes, each with settings, expected seconds and reasons. Pure."""
         raise NotImplementedError
 
-    def variant(self, settings: Settings, bag: int) -> Settings:
+    def variant(self, settings: Settings, bag: int, wide: bool = False) -> Settings:
         """The settings of the `bag`-th extra member bagged from `settings`: another seed, and a neighbouring
         configuration in `search_space`: one or two settings moved one step along their values (a value not in
-        the list is drawn from it). A local search, as FLAML's, around whatever configuration does best."""
+        the list is drawn from it). A local search, as FLAML's, around whatever configuration does best.
+        `wide`: every setting drawn anew from its values instead, a global restart (as BlendSearch pairs its local
+        search with a global one): a local search that starts at the defaults may never walk to a far corner such
+        as a heavily regularised tree that a small, noisy table wants."""
         rng = np.random.default_rng(1000 * settings.seed + bag)
         keys = list(self.search_space)
+        if wide:
+            moved = {key: values[int(rng.integers(len(values)))] for key, values in self.search_space.items()}
+            return settings.model_copy(update={**moved, "seed": settings.seed + bag})
         moved = {}
         for key in rng.choice(keys, size=min(len(keys), int(rng.integers(1, 3))), replace=False) if keys else []:
             values, current = self.search_space[key], getattr(settings, key)

@@ -64,7 +64,7 @@ class CatBoost(BoostingEngine):
     library = "CatBoost"
     preload = ("catboost", "runner.engines.catboost")
     Settings = CatBoostSettings
-    search_space = dict(depth=(4, 5, 6, 7, 8), l2_leaf_reg=(1.0, 3.0, 10.0, 30.0),
+    search_space = dict(depth=(3, 4, 5, 6, 7, 8), l2_leaf_reg=(1.0, 3.0, 10.0, 30.0, 100.0),
                         learning_rate=(0.03, 0.05, 0.08, 0.12))
     measure_share = 0.01
     prior_gain = PRIOR_GAIN

@@ -95,9 +95,9 @@ class LightGbm(BoostingEngine):
     library = "LightGBM"
     preload = ("lightgbm", "runner.engines.gbm")
     Settings = LightGbmSettings
-    search_space = dict(num_leaves=(7, 15, 31, 63, 127), min_data_in_leaf=(5, 10, 20, 40, 80),
+    search_space = dict(num_leaves=(4, 7, 15, 31, 63, 127), min_data_in_leaf=(5, 10, 20, 40, 80, 160),
                         feature_fraction=(0.5, 0.7, 0.8, 0.9, 1.0), bagging_fraction=(0.6, 0.8, 1.0),
-                        lambda_l2=(0.0, 0.1, 1.0, 5.0, 20.0), extra_trees=(False, True),
+                        lambda_l2=(0.0, 0.1, 1.0, 5.0, 20.0, 100.0, 300.0), extra_trees=(False, True),
                         learning_rate=(0.01, 0.02, 0.03, 0.05, 0.1))
     measure_share = 0.02  # of the budget: timing rounds for each split of the cores (budgets under 50 s skip it)
     min_measure_seconds = 1.0

@@ -60,8 +60,9 @@ class XGBoost(BoostingEngine):
     library = "XGBoost"
     preload = ("xgboost", "runner.engines.xgb")
     Settings = XGBoostSettings
-    search_space = dict(max_depth=(3, 4, 6, 8, 10), min_child_weight=(1.0, 3.0, 10.0), subsample=(0.6, 0.8, 1.0),
-                        colsample_bytree=(0.5, 0.7, 0.8, 0.9, 1.0), reg_lambda=(0.1, 1.0, 10.0),
+    search_space = dict(max_depth=(2, 3, 4, 6, 8, 10), min_child_weight=(1.0, 3.0, 10.0, 30.0),
+                        subsample=(0.6, 0.8, 1.0), colsample_bytree=(0.5, 0.7, 0.8, 0.9, 1.0),
+                        reg_lambda=(0.1, 1.0, 10.0, 100.0),
                         learning_rate=(0.01, 0.02, 0.03, 0.05, 0.1))
     measure_share = 0.005
     min_measure_seconds = 0.3
