@@ -70,8 +70,11 @@ def train(task: FoldTask, started: float) -> FoldResult:
     data = fold_data(dataset, engine.inputs, fold_ids, task.fold)
     startup = time.monotonic() - started
     sizes = dict(n_train=len(data.y_train), n_val=len(data.y_val), startup_seconds=round(startup, 2))
+    # started on fewer cores than its member planned (other processes took some): use only those
+    settings = member.settings if member.settings.threads <= task.threads else \
+        member.settings.model_copy(update=dict(threads=task.threads))
     try:
-        result = engine.train_fold(member.settings, data, out, task.deadline)
+        result = engine.train_fold(settings, data, out, task.deadline)
     except DeadlineReached as exc:
         return FoldResult(task.fold, "failed", member.name, message=str(exc), **sizes)
     val_pred, test_pred = (as_predictions(p, dataset.classes) for p in (result.val_pred, result.test_pred))

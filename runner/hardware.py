@@ -74,13 +74,16 @@ def available_cpus(cgroup_root: Path = Path("/sys/fs/cgroup")) -> int:
 
 
 def _tree_cpu_seconds(process: psutil.Process) -> float:
+    """CPU seconds of a process tree, counting what its ended children used: a fold that ends while the cores are
+    sampled leaves the tree, and its time moves into its parent's `children_*` times (without them, a run of
+    sub-second folds once counted itself as another process keeping a core busy)."""
     total = 0.0
     for p in [process, *process.children(recursive=True)]:
         try:
             times = p.cpu_times()
         except psutil.Error:  # ended meanwhile
             continue
-        total += times.user + times.system
+        total += times.user + times.system + times.children_user + times.children_system
     return total
 
 

@@ -80,6 +80,7 @@ class Supervisor:
         self.timed: set[str] = set()  # members whose first real step has been held against the plan
         self.probed = False  # the hardware is this machine's, sampled at the start (not a profile): sample it again
         self.reprobed_at = -math.inf
+        self.planned_lanes: dict[str, int] | None = None  # the plan's lane cores before other processes took some
         self.checked: set[str] = set()  # GPU units checked from the monitor's samples before their first epoch
         self.last_epoch: dict[str, float] = {}  # unit -> when its latest epoch line was read
         self.epochs = EpochReader()
@@ -300,21 +301,23 @@ class Supervisor:
             return
         self._adopt(member, again, step_seconds)
 
-    def _reprobe(self) -> None:
+    def _reprobe(self, when: str = "after a slow step") -> None:
         """A step far slower than planned may mean other processes took cores after the run was planned (a fold
         with more threads than free cores slows down many times over): sample again, and plan what starts next
-        for the cores that are left."""
+        for the cores that are left. While some are taken this runs again now and then (`_status`), so the run
+        grows back into cores the other processes gave back."""
         allowed = self.hardware.cpus + self.hardware.busy_cpus
         busy = busy_elsewhere()
         self.reprobed_at = time.monotonic()
         free = max(1, allowed - busy)
-        if free >= self.hardware.cpus:
-            return
+        if free == self.hardware.cpus or (free > self.hardware.cpus and self.planned_lanes is None):
+            return  # unchanged, or more than the run was planned for when nothing was taken from it
+        self.planned_lanes = self.planned_lanes or dict(self.plan.lane_cores)
         self.hardware = dataclasses.replace(self.hardware, cpus=free, busy_cpus=allowed - free)
-        lanes = {lane: min(cores, free) for lane, cores in self.plan.lane_cores.items()}
+        lanes = {lane: min(cores, free) for lane, cores in self.planned_lanes.items()}
         self.plan = self.plan.model_copy(update=dict(cpus=free, lane_cores=lanes))
         self.scheduler.plan = self.plan
-        self.on_action(f"{busy} of {allowed} cores now busy with other processes (sampled after a slow step): "
+        self.on_action(f"{busy} of {allowed} cores now busy with other processes (sampled {when}): "
                        f"what starts next plans for {free}")
 
     def _expect(self, member: Member, step_seconds: float) -> None:
@@ -467,6 +470,9 @@ class Supervisor:
 
     def _status(self, on_status, running: list[Running]) -> None:
         self.watch(running)
+        if self.planned_lanes is not None and self.hardware.busy_cpus and \
+                time.monotonic() - self.reprobed_at > REPROBE_SECONDS:
+            self._reprobe("again while cores were taken")
         on_status(self.report, running)
 
     def on_action(self, text: str) -> None:

@@ -285,7 +285,9 @@ class Scheduler:
             if unit not in self.queue or not self._ready(unit):
                 continue
             free = self.free_cores()
-            threads = min(unit.threads, free) if unit.fold == PREPARE else unit.threads  # prepare takes what is free
+            # prepare takes what is free; a fold planned for more cores than the run now has (other processes took
+            # some) runs on those it has rather than waiting for cores that may never come back
+            threads = min(unit.threads, free if unit.fold == PREPARE else self.plan.cpus)
             if threads < 1 or free < threads:
                 return  # in plan order: later members wait for this one
             if self._fits_in_time(unit, now):
@@ -309,14 +311,15 @@ class Scheduler:
     def _unstartable(self) -> None:
         """With nothing running, units that still cannot start never will (more cores or a GPU than the run has,
         a prepare step that never ran): drop them with the reason, so the run cannot spin."""
-        launchable = [u for u in self.queue if self._ready(u) and u.threads <= self.plan.cpus
-                      and (not u.on_gpu or self.free_gpu(u.member) is not None)]
+        launchable = [u for u in self.queue if self._ready(u) and (not u.on_gpu or (
+            u.threads <= self.plan.cpus and self.free_gpu(u.member) is not None))]
         if launchable:
             return
         for unit in list(self.queue):
             if unit in self.queue:
                 why = "no GPU in this run" if unit.on_gpu and not self.plan.gpus else \
-                    f"needs {unit.threads} cores, the run has {self.plan.cpus}" if unit.threads > self.plan.cpus \
+                    f"needs {unit.threads} cores, the run has {self.plan.cpus}" if unit.on_gpu and \
+                    unit.threads > self.plan.cpus \
                     else "what it needs was never prepared"
                 self.drop(unit.member.name, why)
 
@@ -339,7 +342,7 @@ class Scheduler:
                 if not result.usable:
                     for member in {u.member.name for u in self.queue if self._key(u.member) == key}:
                         self.drop(member, f"its prepare step failed: {result.message}")
-            self._record(result, item.unit, item.lane, item.started)
+            self._record(result, item.unit, item.lane, item.started, item.task.threads)
             ended.append(result)
         return ended
 
@@ -351,12 +354,13 @@ class Scheduler:
         return FoldResult(running.unit.fold, "failed", running.unit.member.name,
                           message=f"{why}: {_last_line(running.log)}")
 
-    def _record(self, result: FoldResult, unit: Unit, lane: str, started: float) -> None:
+    def _record(self, result: FoldResult, unit: Unit, lane: str, started: float, threads: int = 0) -> None:
+        """`threads`: the cores the unit held (0: it never started)."""
         now = time.monotonic()
         self.results.append(result)
         self.records.append(UnitRecord(unit.member.name, unit.fold, lane, round(started - self.budget.started, 2),
                                        round(now - self.budget.started, 2), result.status, result.score,
-                                       unit.threads))
+                                       threads))
 
     def _finish(self, result: FoldResult, unit: Unit, lane: str, started: float) -> None:
         self._record(result, unit, lane, started)

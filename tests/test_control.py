@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 from sklearn.base import BaseEstimator
 
-from runner.control import (STALL_EPOCHS, STALL_GRACE_SECONDS, TIMED_EPOCH, Change, close_enough, combine,
-                            monitor_rules, needs_replan, stalled)
+from runner.control import (REPROBE_SECONDS, STALL_EPOCHS, STALL_GRACE_SECONDS, TIMED_EPOCH, Change, close_enough,
+                            combine, monitor_rules, needs_replan, stalled)
 from runner.engines import FoldData, get_engine
 from runner.engines.boosting import RoundCost
 from runner.engines.oneshot import WARM_ROWS, train_one_shot
@@ -224,6 +224,47 @@ def test_a_slow_step_samples_the_cores_again_and_what_starts_next_plans_for_thos
     assert f"now busy with other processes (sampled after a slow step): what starts next plans for {cpus}" in first
     queued = [u.member for u in supervisor.scheduler.queue if u.member.name != "timm"]
     assert queued and all(m.threads <= cpus for m in queued)
+
+
+def test_the_run_grows_back_into_cores_the_other_processes_gave_back(dog_breed, tmp_path, monkeypatch):
+    """Cores taken after the plan are sampled again every REPROBE_SECONDS while they are taken: once they are free,
+    what starts next plans for them again (the samples themselves are given: the rule under test is what the
+    run does with them)."""
+    import runner.run
+
+    samples = iter([2, 0])
+    monkeypatch.setattr(runner.run, "busy_elsewhere", lambda: next(samples))
+    supervisor = supervisor_with_plan(dog_breed, tmp_path)
+    supervisor.probed = True
+    planned = dict(supervisor.plan.lane_cores)
+    supervisor._retime(supervisor.plan.member("timm"), supervisor.plan.member("timm").step_seconds * 5)
+    assert supervisor.hardware.cpus == supervisor.scheduler.plan.cpus == 2 and supervisor.hardware.busy_cpus == 2
+    supervisor._status(lambda report, running: None, [])  # too soon after the last sample: none taken
+    assert supervisor.hardware.cpus == 2
+    supervisor.reprobed_at -= REPROBE_SECONDS
+    supervisor._status(lambda report, running: None, [])
+    assert supervisor.hardware.cpus == supervisor.scheduler.plan.cpus == 4 and supervisor.hardware.busy_cpus == 0
+    assert supervisor.plan.lane_cores == planned
+    assert "sampled again while cores were taken): what starts next plans for 4" in \
+        supervisor.report.actions[-1]["action"]
+    supervisor.reprobed_at -= REPROBE_SECONDS
+    supervisor._status(lambda report, running: None, [])  # nothing is taken any more: no more samples (none left)
+
+
+def test_a_process_trees_cpu_time_keeps_what_its_ended_children_used():
+    """A fold that ends while the cores are sampled leaves the tree; its time must not look like another
+    process's, or a run of short folds takes itself for a busy machine and gives up a core."""
+    import subprocess
+    import sys
+
+    import psutil
+
+    from runner.hardware import _tree_cpu_seconds
+
+    before = _tree_cpu_seconds(psutil.Process())
+    subprocess.run([sys.executable, "-c", "import time\nt = time.process_time()\n"
+                    "while time.process_time() - t < 0.4: pass"], check=True)
+    assert _tree_cpu_seconds(psutil.Process()) - before >= 0.4
 
 
 def test_a_plan_for_hardware_that_is_not_this_machine_is_not_sampled_again(dog_breed, tmp_path):

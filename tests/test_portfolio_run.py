@@ -135,6 +135,19 @@ def test_threads_held_never_exceed_the_cores(scheduled):
     assert starts == sorted(starts)  # CPU members start in plan order
 
 
+def test_a_fold_planned_for_more_cores_than_are_left_runs_on_those_left_and_holds_nothing_back(scheduled, tmp_path):
+    """Other processes took a core after the plan (the run now has 1): a member planned for 2 threads per fold
+    runs on 1, rather than waiting, with the members after it, for a core that may never come back."""
+    plan = Plan(members=(toy("wide", "cpu", threads=2, sleep=0.2, folds=2), toy("narrow", "cpu", sleep=0.2)),
+                folds=2, cpus=1)
+    scheduler = scheduled(plan)
+    scheduler.run()
+    assert sorted((r.member, r.status, r.threads) for r in scheduler.records) == \
+        [("narrow", "completed", 1)] * 2 + [("wide", "completed", 1)] * 2
+    for fold in (0, 1):  # the fold itself used the one core it was given, not the two its settings planned
+        assert json.loads((tmp_path / "wide" / str(fold) / "toy.json").read_text())["threads"] == 1
+
+
 def test_a_gpu_fold_waiting_on_its_loader_holds_cpu_members_back(scheduled):
     # the GPU fold reports an epoch that spent 60% of its time waiting for data: its loader needs the cores
     plan = Plan(members=(toy("cnn", "gpu", per_gpu=1, sleep=2.0, folds=2, data_wait=0.6),

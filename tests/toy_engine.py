@@ -55,7 +55,7 @@ class Toy(Engine):
         if settings.data_wait:
             (out_dir / EPOCH_LOG).write_text(json.dumps(dict(epoch=1, data_wait=settings.data_wait)) + "\n")
         time.sleep(min(settings.sleep, max(0.0, deadline - time.monotonic())))
-        write_json(out_dir / "toy.json", dict(seed=settings.seed))
+        write_json(out_dir / "toy.json", dict(seed=settings.seed, threads=settings.threads))
         val, test = predict(data.x_val, data.classes), predict(data.x_test, data.classes)
         seconds = time.monotonic() - started
         return EngineResult(val, test, out_dir / "toy.json", epochs=1, best_epoch=1, epoch_seconds=seconds,
