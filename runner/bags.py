@@ -34,7 +34,7 @@ STALE = 5  # extra members in a row that did not improve the blend: CV is no lon
 MIN_GAIN = 1e-6  # relative fall of the pool's loss below which a member added nothing (beyond rounding)
 PRIOR_SHARE = 0.3  # before any extra member is measured, one is expected to add this share of its base's prior
 # every other bag of an engine is a global restart: on a small noisy table (credit, 3,600 rows) FLAML's best was a
-# LightGBM with L2 119 and 9 leaves, ten local steps from the defaults, which one-step bags never reached
+# LightGBM with L2 119 and 9 leaves, several settings at once away from the defaults a local search starts from
 WIDE_EVERY = 2
 
 
