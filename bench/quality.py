@@ -32,7 +32,7 @@ import pandas as pd
 import yaml
 
 from _common import save
-from runner.grade import grade
+from runner.grade import edge, grade
 from runner.metrics import LOWER_IS_BETTER, better
 from runner.spec import CompetitionSpec
 
@@ -163,7 +163,7 @@ def graded(frame: pd.DataFrame, spec: CompetitionSpec, private: Path, work: Path
     return grade(path, spec, private).score
 
 
-def run_runner(root: Path, spec: CompetitionSpec, budget: int, work: Path, specs: Path) -> dict:
+def run_runner(root: Path, spec: CompetitionSpec, budget: int, work: Path, specs: Path) -> tuple[dict, pd.DataFrame]:
     out = work / "runner"
     started = time.monotonic()
     result = subprocess.run([sys.executable, "-m", "runner.cli", "run", spec.id, "--data",
@@ -175,10 +175,11 @@ def run_runner(root: Path, spec: CompetitionSpec, budget: int, work: Path, specs
     engines = sorted({m["engine"] for m in report["members"] if m["weight"]})
     ended = report["timings"].get("training_done", 0.0)
     return dict(score=score, wall=round(wall, 1), exit_code=result.returncode, cv=report["cv_score"],
-                members=len(report["members"]), blend_engines=engines, training_ended=round(ended, 1))
+                members=len(report["members"]), blend_engines=engines, training_ended=round(ended, 1)), \
+        pd.read_csv(out / "submission.csv")
 
 
-def run_flaml(source: Source, root: Path, spec: CompetitionSpec, budget: int, work: Path) -> dict:
+def run_flaml(source: Source, root: Path, spec: CompetitionSpec, budget: int, work: Path) -> tuple[dict, pd.DataFrame]:
     from flaml import AutoML
 
     x, y, x_test, ids = features(root / "prepared" / "public", source)
@@ -193,10 +194,10 @@ def run_flaml(source: Source, root: Path, spec: CompetitionSpec, budget: int, wo
                        else automl.predict(x_test), getattr(automl, "classes_", None))
     wall = time.monotonic() - started
     return dict(score=graded(frame, spec, root / "prepared" / "private", work), wall=round(wall, 1),
-                best=automl.best_estimator)
+                best=automl.best_estimator), frame
 
 
-def run_lightgbm(source: Source, root: Path, spec: CompetitionSpec, work: Path) -> dict:
+def run_lightgbm(source: Source, root: Path, spec: CompetitionSpec, work: Path) -> tuple[dict, pd.DataFrame]:
     import lightgbm as lgb
 
     x, y, x_test, ids = features(root / "prepared" / "public", source)
@@ -208,10 +209,10 @@ def run_lightgbm(source: Source, root: Path, spec: CompetitionSpec, work: Path) 
     frame = submission(source, ids, lambda kind: model.predict_proba(x_test) if kind == "proba"
                        else model.predict(x_test), getattr(model, "classes_", None))
     return dict(score=graded(frame, spec, root / "prepared" / "private", work),
-                wall=round(time.monotonic() - started, 1))
+                wall=round(time.monotonic() - started, 1)), frame
 
 
-def run_tfidf(source: Source, root: Path, spec: CompetitionSpec, work: Path) -> dict:
+def run_tfidf(source: Source, root: Path, spec: CompetitionSpec, work: Path) -> tuple[dict, pd.DataFrame]:
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
@@ -225,7 +226,7 @@ def run_tfidf(source: Source, root: Path, spec: CompetitionSpec, work: Path) -> 
     frame = submission(source, test["id"], lambda kind: model.predict_proba(texts) if kind == "proba"
                        else model.predict(texts), model.classes_)
     return dict(score=graded(frame, spec, root / "prepared" / "private", work),
-                wall=round(time.monotonic() - started, 1))
+                wall=round(time.monotonic() - started, 1)), frame
 
 
 # --- the benchmark -----------------------------------------------------------------------------------------------
@@ -254,6 +255,18 @@ def meets(metric: str, runner: float | None, other: float | None) -> bool:
     return runner is not None and (other is None or not better(metric, other, runner))
 
 
+def judge(row: dict, spec: CompetitionSpec, frames: dict[str, pd.DataFrame], answers: pd.DataFrame) -> None:
+    """The goal's verdict on one row, and for each other contestant the runner's edge over it with its 90%
+    interval over resampled test rows; `behind_beyond_noise` names those that beat the runner by more than the
+    test rows can explain (the interval wholly below 0)."""
+    others = [k for k in frames if k != "runner"]
+    for other in others if row["runner"]["score"] is not None else ():
+        row[other]["runner_edge"] = edge(spec, frames["runner"], frames[other], answers).to_json()
+    row["goal_met"] = all(meets(spec.metric, row["runner"]["score"], row[k]["score"]) for k in others) \
+        and row["runner"]["wall"] <= row["budget"]
+    row["behind_beyond_noise"] = [k for k in others if row[k].get("runner_edge", {}).get("high", -1.0) < 0]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--budgets", type=int, nargs="+", default=[60, 300])
@@ -278,16 +291,16 @@ def main() -> None:
                 row = dict(dataset=source.id, source=f"{source.package}/{source.item}", task=source.task, commit=at,
                            date=time.strftime("%Y-%m-%d"),
                            metric=source.metric, lower_is_better=LOWER_IS_BETTER[source.metric], train_rows=rows_in,
-                           budget=budget, runner=run_runner(root, spec, budget, work, specs))
+                           budget=budget)
+                frames = {}
+                row["runner"], frames["runner"] = run_runner(root, spec, budget, work, specs)
                 if source.task == "text":
-                    row["tfidf_logistic"] = run_tfidf(source, root, spec, work)
+                    row["tfidf_logistic"], frames["tfidf_logistic"] = run_tfidf(source, root, spec, work)
                 else:
-                    row["lightgbm_defaults"] = run_lightgbm(source, root, spec, work)
+                    row["lightgbm_defaults"], frames["lightgbm_defaults"] = run_lightgbm(source, root, spec, work)
                     if not args.skip_flaml:
-                        row["flaml"] = run_flaml(source, root, spec, budget, work)
-                others = [k for k in ("flaml", "lightgbm_defaults", "tfidf_logistic") if k in row]
-                row["goal_met"] = all(meets(source.metric, row["runner"]["score"], row[k]["score"]) for k in others) \
-                    and row["runner"]["wall"] <= budget
+                        row["flaml"], frames["flaml"] = run_flaml(source, root, spec, budget, work)
+                judge(row, spec, frames, pd.read_csv(root / "prepared" / "private" / spec.answers_file))
                 rows.append(row)
                 print(json.dumps(row), flush=True)
                 shutil.rmtree(work, ignore_errors=True)

@@ -13,6 +13,9 @@ from runner import metrics
 from runner.errors import InputError, InvalidSubmissionError
 from runner.spec import CompetitionSpec
 
+BOOTSTRAP_ROUNDS = 1000  # resamples of the test rows: enough for steady 5% and 95% quantiles
+EDGE_QUANTILES = (0.05, 0.95)  # a 90% interval
+
 
 @dataclass(frozen=True)
 class GradeReport:
@@ -181,6 +184,53 @@ def grade(submission_path: Path, spec: CompetitionSpec, answers_dir: Path,
         except (InvalidSubmissionError, ValueError, pd.errors.ParserError) as exc:
             error = str(exc)
     return _report(spec, submission_path, exists, value, error, limits)
+
+
+@dataclass(frozen=True)
+class Edge:
+    """How much better one submission scores than another on the same answers, in the metric's units (positive:
+    the first is better, whichever way the metric runs), and the 90% interval of that difference when the test
+    rows are resampled with replacement (a paired bootstrap). An interval holding 0 means this test set cannot
+    tell the two apart."""
+
+    value: float
+    low: float
+    high: float
+
+    def to_json(self) -> dict:
+        return {k: round(v, 5) for k, v in dataclasses.asdict(self).items()}
+
+
+def edge(spec: CompetitionSpec, ours: pd.DataFrame, theirs: pd.DataFrame, answers: pd.DataFrame,
+         rounds: int = BOOTSTRAP_ROUNDS, seed: int = 0) -> Edge:
+    """The edge of submission `ours` over `theirs` (both valid for `answers`). Each resample scores both on the
+    same rows, so what the two get right or wrong alike cancels out of the interval."""
+    mine, answers = _aligned(ours, answers, spec)
+    other, _ = _aligned(theirs, answers, spec)
+    sign = -1.0 if spec.lower_is_better else 1.0
+
+    def difference(rows: np.ndarray) -> float:
+        frames = [_renumbered(frame.iloc[rows], spec) for frame in (mine, other, answers)]
+        return sign * (_score(spec, frames[0], frames[2]) - _score(spec, frames[1], frames[2]))
+
+    value = difference(np.arange(len(answers)))  # an invalid submission raises here, before any resample
+    rng = np.random.default_rng(seed)
+    samples = []
+    for _ in range(rounds):
+        try:
+            samples.append(difference(rng.integers(0, len(answers), len(answers))))
+        except ValueError:  # a resample with one class only has no AUC
+            continue
+    low, high = np.quantile(samples, EDGE_QUANTILES) if samples else (value, value)
+    return Edge(value=value, low=float(low), high=float(high))
+
+
+def _renumbered(frame: pd.DataFrame, spec: CompetitionSpec) -> pd.DataFrame:
+    """Rows of a resample under fresh ids (a row drawn twice would otherwise repeat its id)."""
+    frame = frame.reset_index(drop=True)
+    if spec.id_column in frame.columns:
+        frame[spec.id_column] = np.arange(len(frame))
+    return frame
 
 
 def _answers_path(spec: CompetitionSpec, answers_dir: Path) -> Path:

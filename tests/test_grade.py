@@ -1,10 +1,11 @@
 import numpy as np
 import pandas as pd
 import pytest
-from sklearn.metrics import log_loss
+from sklearn.metrics import log_loss, roc_auc_score
 
-from runner.grade import grade, medal_positions, thresholds
-from runner.spec import load_spec
+from runner.errors import InvalidSubmissionError
+from runner.grade import edge, grade, medal_positions, thresholds
+from runner.spec import CompetitionSpec, load_spec
 
 
 @pytest.mark.parametrize("teams, expected", [
@@ -85,3 +86,42 @@ def test_nomad_is_graded_by_row_position(tmp_path):
     assert grade(tmp_path / "sub.csv", spec, tmp_path / "private").score == 0.0
     answers.assign(bandgap_energy_ev=[-1.0, 2.0]).to_csv(tmp_path / "neg.csv", index=False)
     assert not grade(tmp_path / "neg.csv", spec, tmp_path / "private").valid_submission
+
+
+def _binary_case(n=400, seed=0):
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(0, 2, n)
+    spec = CompetitionSpec(id="edge-case", task="tabular", metric="roc_auc", submission="probability",
+                           id_column="id", targets=("y",))
+    answers = pd.DataFrame({"id": [f"r{i}" for i in range(n)], "y": truth})
+    return spec, answers, truth, rng
+
+
+def test_edge_separates_a_clearly_better_submission_and_not_a_near_copy():
+    spec, answers, truth, rng = _binary_case()
+    good = np.clip(truth * 0.6 + rng.random(len(truth)) * 0.4, 0, 1)
+    noise = rng.random(len(truth))
+    shuffled = answers.sample(frac=1, random_state=1)  # row order must not matter
+    ours = pd.DataFrame({"id": shuffled["id"], "y": good[shuffled.index]})
+    theirs = pd.DataFrame({"id": answers["id"], "y": noise})
+    clear = edge(spec, ours, theirs, answers, rounds=200)
+    assert clear.value == pytest.approx(roc_auc_score(truth, good) - roc_auc_score(truth, noise))
+    assert 0 < clear.low < clear.value < clear.high
+    nudged = pd.DataFrame({"id": answers["id"], "y": np.clip(good + rng.normal(0, 0.01, len(good)), 0, 1)})
+    close = edge(spec, pd.DataFrame({"id": answers["id"], "y": good}), nudged, answers, rounds=200)
+    assert close.low < 0 < close.high  # a test set this size cannot tell them apart
+    assert edge(spec, theirs, ours, answers, rounds=200).value == pytest.approx(-clear.value)
+
+
+def test_edge_is_positive_for_the_lower_error_when_lower_is_better():
+    rng = np.random.default_rng(2)
+    truth = rng.normal(size=300)
+    spec = CompetitionSpec(id="edge-rmse", task="tabular", metric="rmse", submission="regression",
+                           id_column="id", targets=("y",))
+    answers = pd.DataFrame({"id": range(300), "y": truth})
+    close = pd.DataFrame({"id": range(300), "y": truth + rng.normal(0, 0.1, 300)})
+    far = pd.DataFrame({"id": range(300), "y": truth + rng.normal(0, 1.0, 300)})
+    result = edge(spec, close, far, answers, rounds=200)
+    assert result.value > 0.5 and result.low > 0
+    with pytest.raises(InvalidSubmissionError):
+        edge(spec, close.iloc[:10], far, answers)
