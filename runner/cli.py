@@ -91,13 +91,20 @@ def _run(args) -> int:
 
 
 def _grade(args) -> int:
-    from runner.grade import grade
+    from runner.grade import compare, grade
     from runner.spec import load_spec
 
     spec = load_spec(args.competition)
     report = grade(Path(args.submission), spec, Path(args.answers), Path(args.leaderboard) if args.leaderboard
                    else None)
-    print(json.dumps(report.to_json(), indent=2))
+    out = report.to_json()
+    if args.against:
+        other = grade(Path(args.against), spec, Path(args.answers))
+        out["against"] = dict(submission=args.against, score=other.score, error=other.error)
+        if report.valid_submission and other.valid_submission:
+            out["against"]["edge"] = compare(Path(args.submission), Path(args.against), spec,
+                                             Path(args.answers)).to_json()
+    print(json.dumps(out, indent=2))
     return 0 if report.valid_submission else 1
 
 
@@ -191,6 +198,9 @@ def parser() -> argparse.ArgumentParser:
     grade.add_argument("competition")
     grade.add_argument("--answers", required=True, help="the competition's prepared/private folder")
     grade.add_argument("--leaderboard", help="a leaderboard CSV with a 'score' column, best first")
+    grade.add_argument("--against", metavar="OTHER_SUBMISSION",
+                       help="also the edge over another submission: the score difference (positive: this one is "
+                            "better) and its 90%% interval over resampled test rows")
     grade.set_defaults(func=_grade)
     plan = sub.add_parser("plan", help="print the plan a run would use")
     plan.add_argument("competition")

@@ -225,6 +225,12 @@ def edge(spec: CompetitionSpec, ours: pd.DataFrame, theirs: pd.DataFrame, answer
     return Edge(value=value, low=float(low), high=float(high))
 
 
+def compare(submission_path: Path, other_path: Path, spec: CompetitionSpec, answers_dir: Path) -> Edge:
+    """The edge of one submission file over another on the competition's answers (both must be valid)."""
+    answers = pd.read_csv(_answers_path(spec, answers_dir))
+    return edge(spec, pd.read_csv(submission_path), pd.read_csv(other_path), answers)
+
+
 def _renumbered(frame: pd.DataFrame, spec: CompetitionSpec) -> pd.DataFrame:
     """Rows of a resample under fresh ids (a row drawn twice would otherwise repeat its id)."""
     frame = frame.reset_index(drop=True)

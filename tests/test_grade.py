@@ -1,8 +1,11 @@
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
 from sklearn.metrics import log_loss, roc_auc_score
 
+from conftest import run_cli
 from runner.errors import InvalidSubmissionError
 from runner.grade import edge, grade, medal_positions, thresholds
 from runner.spec import CompetitionSpec, load_spec
@@ -125,3 +128,22 @@ def test_edge_is_positive_for_the_lower_error_when_lower_is_better():
     assert result.value > 0.5 and result.low > 0
     with pytest.raises(InvalidSubmissionError):
         edge(spec, close.iloc[:10], far, answers)
+
+
+def test_grade_against_another_submission_prints_the_edge(tmp_path):
+    spec = load_spec("dog-breed")
+    rng = np.random.default_rng(3)
+    answer_idx = rng.integers(0, 3, 300)
+    sharp = np.full((300, 3), 0.05)
+    sharp[np.arange(300), answer_idx] = 0.9
+    sub, answers = _dog_files(tmp_path, sharp, answer_idx)
+    sub.to_csv(tmp_path / "sharp.csv", index=False)
+    sub.assign(a=1 / 3, b=1 / 3, c=1 / 3).to_csv(tmp_path / "flat.csv", index=False)
+    done = run_cli("grade", str(tmp_path / "sharp.csv"), "dog-breed", "--answers", str(answers),
+                   "--against", str(tmp_path / "flat.csv"))
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["against"]["score"] == pytest.approx(np.log(3), abs=1e-4)
+    assert out["against"]["edge"]["value"] == pytest.approx(out["against"]["score"] - out["score"], abs=1e-4)
+    assert 0 < out["against"]["edge"]["low"] <= out["against"]["edge"]["high"]
+    assert spec.lower_is_better  # so a positive edge is the lower log loss
