@@ -7,7 +7,10 @@ independent evaluation). In one run, on one split, on this machine:
 - FLAML: `AutoML.fit(time_budget=B)` on the same features, every core, the same metric (RMSLE as RMSE of log1p);
 - LightGBM defaults: `LGBMClassifier()` / `LGBMRegressor()` on the same features (log1p target for RMSLE);
 - for texts, TF-IDF (word unigrams and bigrams) into a default logistic regression.
-Wall time is what each took from start to predictions, including FLAML's final refit.
+Wall time is what each took from start to predictions, including FLAML's final refit. For every other
+contestant a row also keeps the runner's edge over it (`runner.grade.edge`: the score difference, positive when the
+runner is better, with a 90% interval over paired resamples of the test rows), and `behind_beyond_noise` names
+those ahead of the runner by more than the test rows can explain.
 
     python quality.py [--budgets 60 300] [--only credit hpc] [--skip-flaml] [--merge]
 
