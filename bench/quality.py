@@ -20,6 +20,7 @@ the others are kept. Every row names the commit it ran on.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import shutil
@@ -258,11 +259,18 @@ def meets(metric: str, runner: float | None, other: float | None) -> bool:
     return runner is not None and (other is None or not better(metric, other, runner))
 
 
+def as_written(frame: pd.DataFrame) -> pd.DataFrame:
+    """A submission as its CSV file reads back: what grading sees (class names as column strings, labels as
+    text)."""
+    return pd.read_csv(io.StringIO(frame.to_csv(index=False)))
+
+
 def judge(row: dict, spec: CompetitionSpec, frames: dict[str, pd.DataFrame], answers: pd.DataFrame) -> None:
     """The goal's verdict on one row, and for each other contestant the runner's edge over it with its 90%
     interval over resampled test rows; `behind_beyond_noise` names those that beat the runner by more than the
     test rows can explain (the interval wholly below 0)."""
     others = [k for k in frames if k != "runner"]
+    frames = {k: as_written(frame) for k, frame in frames.items()}
     for other in others if row["runner"]["score"] is not None else ():
         row[other]["runner_edge"] = edge(spec, frames["runner"], frames[other], answers).to_json()
     row["goal_met"] = all(meets(spec.metric, row["runner"]["score"], row[k]["score"]) for k in others) \

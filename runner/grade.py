@@ -198,7 +198,7 @@ class Edge:
     high: float
 
     def to_json(self) -> dict:
-        return {k: round(v, 5) for k, v in dataclasses.asdict(self).items()}
+        return {k: round(v, 5) + 0.0 for k, v in dataclasses.asdict(self).items()}  # + 0.0: no "-0.0"
 
 
 def edge(spec: CompetitionSpec, ours: pd.DataFrame, theirs: pd.DataFrame, answers: pd.DataFrame,
