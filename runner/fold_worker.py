@@ -20,7 +20,8 @@ from runner import metrics
 from runner.atomic import replacing, write_json, write_npy
 from runner.budget import process_start, stop_on_sigterm
 from runner.data import rows_of
-from runner.engines import DeadlineReached, FoldData, get_engine
+from runner.engines import get_engine
+from runner.engines.base import DeadlineReached, FoldData
 from runner.folds import PREPARE, FoldResult, FoldTask, assign_folds
 
 

@@ -9,15 +9,28 @@ the competition's own input (tables: LightGBM; texts: TF-IDF; images: the CNN), 
 from __future__ import annotations
 
 import dataclasses
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from runner.engines import engine_names, get_engine
+from pydantic_core import to_jsonable_python
+
+from runner.atomic import write_json
+from runner.budget import Budget
+from runner.engines import engine_names, get_engine, pretrained_models
+from runner.engines.base import MEASURE_CAP
 from runner.hardware import Hardware
 from runner.portfolio import DataShape, Member, Plan, PlanContext
 from runner.spec import CompetitionSpec
 
+if TYPE_CHECKING:
+    from runner.data import Dataset
+
 PRIMARY_INPUT = {"tabular": "table", "text": "text", "image": "image"}
 CPU_RESERVE_SHARE = 0.25  # of the cores, kept from GPU folds' loaders when CPU members can run beside them
 FEW_FOLDS_WINDOW = 30.0  # below this many seconds of training, at most 3 folds (each fold pays its start-up)
+
+log = logging.getLogger("runner")
 
 
 def data_shape(dataset) -> DataShape:
@@ -107,3 +120,33 @@ def replan_context(spec: CompetitionSpec, hardware: Hardware, plan: Plan, member
     lane = lane_of(member.engine, hardware)
     return PlanContext(spec, hardware, window_seconds, data, costs, member.folds,
                        plan.lane_cores.get(lane, hardware.cpus), lane == "gpu", pretrained)
+
+
+def measure_costs(spec: CompetitionSpec, dataset: Dataset, hardware: Hardware, budget_seconds: float, work: Path,
+                  here: bool = True, engines: list[str] | None = None) -> dict:
+    """Each applicable engine's measurements, within its share of the budget (a failed one plans without)."""
+    costs = {}
+    for name in applicable(spec, data_shape(dataset), engines):
+        engine = get_engine(name)
+        seconds = min(MEASURE_CAP, engine.measure_share * budget_seconds)
+        if seconds <= 0:
+            continue
+        try:
+            cost = engine.measure(dataset, hardware, seconds, work, here)
+        except Exception as exc:  # planning goes on with the engine's unmeasured rule
+            log.warning("measuring %s failed, planning without: %s: %s", name, type(exc).__name__, exc)
+            continue
+        if cost is not None:
+            costs[name] = cost
+    return costs
+
+
+def plan_for(spec: CompetitionSpec, dataset: Dataset, hardware: Hardware, budget: Budget, out: Path,
+             here: bool = True, engines: list[str] | None = None) -> tuple[Plan, dict]:
+    """Measure what needs measuring, then plan the training window that is left (with `engines` only, if given);
+    the plan and the costs it was made from."""
+    costs = measure_costs(spec, dataset, hardware, budget.seconds, Path(out), here, engines)
+    write_json(Path(out) / "costs.json", {n: to_jsonable_python(c, fallback=lambda o: o.to_json())
+                                         for n, c in costs.items()})
+    return make_plan(spec, hardware, budget.training_left(), data_shape(dataset), costs, pretrained_models(),
+                     engines=engines), costs

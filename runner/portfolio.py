@@ -12,9 +12,20 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, SerializeAsAny, model_validator
 
-from runner.engines import Settings, get_engine
+from runner.engines import get_engine
 from runner.hardware import Hardware
 from runner.spec import CompetitionSpec
+
+
+class Settings(BaseModel):
+    """What one member of an engine trains with. Each engine subclasses it with its own fields."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    device: str = "cpu"  # where the fold computes: cpu | cuda
+    threads: int = 1  # compute threads of one fold
+    seed: int = 0
+    reasons: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

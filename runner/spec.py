@@ -17,13 +17,12 @@ import yaml
 
 from runner.csvfiles import find_sample, read_csv_file
 from runner.errors import InputError, SpecError
+from runner.metrics import LOWER_IS_BETTER
 
 TASKS = ("tabular", "image", "text", "unsupported")
 # what the sample submission's value columns hold: one probability per class of one label, one probability of the
 # positive class, a class label, values, or one independent probability per label column (multi-label)
 FORMATS = ("probabilities", "probability", "label", "regression", "multilabel")
-LOWER_IS_BETTER = {"log_loss": True, "rmsle": True, "rmse": True, "mae": True, "roc_auc": False,
-                   "mean_column_roc_auc": False, "accuracy": False, "qwk": False}
 BASELINES = ("noisy_pixels", "token_lookup", "file_label_prior", "species_prior")  # see runner.baselines
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".tif", ".tiff", ".bmp")
 DESCRIPTION_BYTES = 256 * 1024  # what is read of description.md: its evaluation section is near the top

@@ -134,13 +134,13 @@ def test_a_blend_whose_cv_is_worse_than_the_prior_is_not_submitted(spaceship, tm
     y, n_test = supervisor.dataset.y, supervisor.dataset.n_test
     prior = pd.read_csv(tmp_path / "submission.csv")
     wrong = np.column_stack([0.9 * y + 0.05, 0.95 - 0.9 * y])  # confidently the other class
-    supervisor.predictions = {"wrong": MemberPredictions("wrong", wrong, np.ones(len(y), bool),
+    supervisor.ensemble.predictions = {"wrong": MemberPredictions("wrong", wrong, np.ones(len(y), bool),
                                                          np.full((n_test, 2), [0.05, 0.95]))}
-    changes = supervisor._publish_blend()
+    changes = supervisor.ensemble.publish()
     assert "worse than the prior" in changes["submission_source"]
     assert pd.read_csv(tmp_path / "submission.csv").equals(prior)
     right = np.column_stack([0.8 - 0.6 * y, 0.2 + 0.6 * y])
     mixed = np.tile([[0.3, 0.7], [0.7, 0.3]], (n_test // 2 + 1, 1))[:n_test]
-    supervisor.predictions = {"right": MemberPredictions("right", right, np.ones(len(y), bool), mixed)}
-    assert supervisor._publish_blend()["submission_source"].startswith("blend")
+    supervisor.ensemble.predictions = {"right": MemberPredictions("right", right, np.ones(len(y), bool), mixed)}
+    assert supervisor.ensemble.publish()["submission_source"].startswith("blend")
     assert pd.read_csv(tmp_path / "submission.csv")["Transported"].nunique() == 2  # the prior has one label

@@ -10,12 +10,13 @@ from sklearn.base import BaseEstimator
 
 from runner.control import (REPROBE_SECONDS, STALL_EPOCHS, STALL_GRACE_SECONDS, TIMED_EPOCH, Change, close_enough,
                             combine, monitor_rules, needs_replan, stalled)
-from runner.engines import FoldData, get_engine
+from runner.engines import get_engine
+from runner.engines.base import FoldData
 from runner.engines.boosting import RoundCost
 from runner.engines.oneshot import WARM_ROWS, train_one_shot
-from runner.engines.vision import ImageSettings
+from runner.engines.vision.settings import ImageSettings
 from runner.hardware import GiB
-from runner.measure import Candidate, ImageCosts, Throughput
+from runner.engines.vision.costs import Candidate, ImageCosts, Throughput
 from runner.planner import make_plan, replan_context
 from runner.portfolio import DataShape, Member
 from runner.profiles import profile
@@ -30,7 +31,7 @@ def cnn(settings=GPU, per_gpu=1):
 
 
 def epoch(memory_share, data_wait=0.02, number=1):
-    """An epoch line as runner.cnn writes it."""
+    """An epoch line as runner.engines.vision.training writes it."""
     return dict(epoch=number, loss=2.0, score=1.5, seconds=30.0, epoch_seconds=33.0, images_per_second=400.0,
                 data_wait=data_wait, device_memory_gb=memory_share * 80, device_memory_share=memory_share)
 
@@ -143,10 +144,11 @@ def test_a_boosters_first_fold_resizes_its_rounds(factor, more_rounds):
 # --- the supervisor applying a re-plan ---------------------------------------------------------------------------
 
 def supervisor_with_plan(dog_breed, tmp_path):
-    """A supervisor on the dog-breed demo planned for the 4-CPU profile from hand-made costs, its scheduler
-    queued but not started."""
+    """A supervisor on the dog-breed demo planned for the 4-CPU profile from hand-made costs, its controller's
+    scheduler queued but not started."""
     from runner.bags import MemberState
     from runner.budget import Budget
+    from runner.controller import Controller
     from runner.planner import data_shape
     from runner.run import Supervisor
     from runner.slots import Scheduler
@@ -154,19 +156,21 @@ def supervisor_with_plan(dog_breed, tmp_path):
     budget = Budget.start(1800)
     supervisor = Supervisor(DOG, dog_breed / "prepared" / "public", tmp_path, budget)
     supervisor.load_data()
-    supervisor.hardware, supervisor.costs = profile("cpu"), {"timm": COSTS}
-    supervisor.plan = make_plan(DOG, profile("cpu"), 1500, data_shape(supervisor.dataset), supervisor.costs)
-    supervisor.states = {m.name: MemberState(m) for m in supervisor.plan.members}
-    supervisor.scheduler = Scheduler(supervisor.plan, budget, supervisor.make_task, supervisor.on_result,
-                                     on_action=supervisor.on_action)
+    costs = {"timm": COSTS}
+    supervisor.plan = make_plan(DOG, profile("cpu"), 1500, data_shape(supervisor.dataset), costs)
+    supervisor.states.update({m.name: MemberState(m) for m in supervisor.plan.members})
+    supervisor.controller = Controller(supervisor.outputs, supervisor.states, supervisor.plan, profile("cpu"), costs,
+                                       supervisor.dataset, probed=False)
+    supervisor.controller.scheduler = Scheduler(supervisor.plan, budget, supervisor.make_task, supervisor.on_result,
+                                                on_action=supervisor.outputs.action)
     return supervisor
 
 
 def test_a_first_epoch_far_slower_replaces_the_cnns_pending_folds(dog_breed, tmp_path):
     supervisor = supervisor_with_plan(dog_breed, tmp_path)
-    member = supervisor.plan.member("timm")
-    supervisor._retime(member, member.step_seconds * 20)
-    queued = {u.member.name for u in supervisor.scheduler.queue if u.fold >= 0}
+    member = supervisor.controller.plan.member("timm")
+    supervisor.controller.retime(member, member.step_seconds * 20)
+    queued = {u.member.name for u in supervisor.controller.scheduler.queue if u.fold >= 0}
     assert queued == {"timm-2"} and "timm-2" in supervisor.states
     assert supervisor.states["timm-2"].member.settings.model != member.settings.model or \
         supervisor.states["timm-2"].member.folds < member.folds
@@ -175,7 +179,7 @@ def test_a_first_epoch_far_slower_replaces_the_cnns_pending_folds(dog_breed, tmp
     assert all(r.status == "skipped" and "re-planned" in r.message for r in supervisor.results if r.member == "timm")
     # the new member's own first epoch far off again: its later folds expect it, but no re-plan of the re-plan
     again = supervisor.states["timm-2"].member
-    supervisor._retime(again, again.step_seconds * 3)
+    supervisor.controller.retime(again, again.step_seconds * 3)
     assert len(supervisor.report.actions) == 1 and set(supervisor.states) == {"timm", "timm-2"}
     assert supervisor.states["timm-2"].member.step_seconds == pytest.approx(again.step_seconds * 3, rel=1e-3)
 
@@ -186,15 +190,15 @@ def test_the_epoch_held_against_the_plan_is_the_first_after_warm_up(dog_breed, t
     from types import SimpleNamespace
 
     supervisor = supervisor_with_plan(dog_breed, tmp_path)
-    member = supervisor.plan.member("timm")
-    unit = supervisor.scheduler.queue[0]
+    member = supervisor.controller.plan.member("timm")
+    unit = supervisor.controller.scheduler.queue[0]
     running = SimpleNamespace(unit=unit, task=SimpleNamespace(member=member, gpu=None), started=time.monotonic())
     slow = dict(epoch(0.0), epoch_seconds=member.step_seconds * 1.8)
-    supervisor._on_epoch(running, slow, [])
-    assert supervisor.report.actions == () and "timm" not in supervisor.timed
-    supervisor._on_epoch(running, {**slow, "epoch": TIMED_EPOCH}, [])
+    supervisor.controller.on_epoch(running, slow, [])
+    assert supervisor.report.actions == () and "timm" not in supervisor.controller.timed
+    supervisor.controller.on_epoch(running, {**slow, "epoch": TIMED_EPOCH}, [])
     [action] = [a["action"] for a in supervisor.report.actions]
-    assert "timm" in supervisor.timed
+    assert "timm" in supervisor.controller.timed
     assert action.startswith(f"timm: a real epoch took {member.step_seconds * 1.8:.3g} s")
 
 
@@ -207,22 +211,22 @@ def test_a_slow_step_samples_the_cores_again_and_what_starts_next_plans_for_thos
     import sys
 
     supervisor = supervisor_with_plan(dog_breed, tmp_path)
-    supervisor.probed = True  # as if the 4-CPU profile were this machine, probed at the start
-    member = supervisor.plan.member("timm")
+    supervisor.controller.probed = True  # as if the 4-CPU profile were this machine, probed at the start
+    member = supervisor.controller.plan.member("timm")
     # another process, not a child: the shell exits and leaves it to init, outside this process tree
     rival = int(subprocess.run(["sh", "-c", f"{sys.executable} -c 'while True: pass' >/dev/null 2>&1 & echo $!"],
                                capture_output=True, text=True, check=True).stdout)
     try:
         time.sleep(0.5)
-        supervisor._retime(member, member.step_seconds * 5)
+        supervisor.controller.retime(member, member.step_seconds * 5)
     finally:
         os.kill(rival, signal.SIGKILL)
-    cpus = supervisor.hardware.cpus
-    assert cpus < 4 and supervisor.hardware.busy_cpus == 4 - cpus
-    assert supervisor.plan.cpus == supervisor.scheduler.plan.cpus == cpus
+    cpus = supervisor.controller.hardware.cpus
+    assert cpus < 4 and supervisor.controller.hardware.busy_cpus == 4 - cpus
+    assert supervisor.controller.plan.cpus == supervisor.controller.scheduler.plan.cpus == cpus
     first, *_ = [a["action"] for a in supervisor.report.actions]
     assert f"now busy with other processes (sampled after a slow step): what starts next plans for {cpus}" in first
-    queued = [u.member for u in supervisor.scheduler.queue if u.member.name != "timm"]
+    queued = [u.member for u in supervisor.controller.scheduler.queue if u.member.name != "timm"]
     assert queued and all(m.threads <= cpus for m in queued)
 
 
@@ -230,25 +234,25 @@ def test_the_run_grows_back_into_cores_the_other_processes_gave_back(dog_breed, 
     """Cores taken after the plan are sampled again every REPROBE_SECONDS while they are taken: once they are free,
     what starts next plans for them again (the samples themselves are given: the rule under test is what the
     run does with them)."""
-    import runner.run
+    import runner.controller
 
     samples = iter([2, 0])
-    monkeypatch.setattr(runner.run, "busy_elsewhere", lambda: next(samples))
+    monkeypatch.setattr(runner.controller, "busy_elsewhere", lambda: next(samples))
     supervisor = supervisor_with_plan(dog_breed, tmp_path)
-    supervisor.probed = True
-    planned = dict(supervisor.plan.lane_cores)
-    supervisor._retime(supervisor.plan.member("timm"), supervisor.plan.member("timm").step_seconds * 5)
-    assert supervisor.hardware.cpus == supervisor.scheduler.plan.cpus == 2 and supervisor.hardware.busy_cpus == 2
-    supervisor._status(lambda report, running: None, [])  # too soon after the last sample: none taken
-    assert supervisor.hardware.cpus == 2
-    supervisor.reprobed_at -= REPROBE_SECONDS
-    supervisor._status(lambda report, running: None, [])
-    assert supervisor.hardware.cpus == supervisor.scheduler.plan.cpus == 4 and supervisor.hardware.busy_cpus == 0
-    assert supervisor.plan.lane_cores == planned
+    supervisor.controller.probed = True
+    planned = dict(supervisor.controller.plan.lane_cores)
+    supervisor.controller.retime(supervisor.controller.plan.member("timm"), supervisor.controller.plan.member("timm").step_seconds * 5)
+    assert supervisor.controller.hardware.cpus == supervisor.controller.scheduler.plan.cpus == 2 and supervisor.controller.hardware.busy_cpus == 2
+    supervisor.controller.watch([])  # too soon after the last sample: none taken
+    assert supervisor.controller.hardware.cpus == 2
+    supervisor.controller.reprobed_at -= REPROBE_SECONDS
+    supervisor.controller.watch([])
+    assert supervisor.controller.hardware.cpus == supervisor.controller.scheduler.plan.cpus == 4 and supervisor.controller.hardware.busy_cpus == 0
+    assert supervisor.controller.plan.lane_cores == planned
     assert "sampled again while cores were taken): what starts next plans for 4" in \
         supervisor.report.actions[-1]["action"]
-    supervisor.reprobed_at -= REPROBE_SECONDS
-    supervisor._status(lambda report, running: None, [])  # nothing is taken any more: no more samples (none left)
+    supervisor.controller.reprobed_at -= REPROBE_SECONDS
+    supervisor.controller.watch([])  # nothing is taken any more: no more samples (none left)
 
 
 def test_a_process_trees_cpu_time_keeps_what_its_ended_children_used():
@@ -269,9 +273,9 @@ def test_a_process_trees_cpu_time_keeps_what_its_ended_children_used():
 
 def test_a_plan_for_hardware_that_is_not_this_machine_is_not_sampled_again(dog_breed, tmp_path):
     supervisor = supervisor_with_plan(dog_breed, tmp_path)  # the 4-CPU profile, given: nothing to sample
-    member = supervisor.plan.member("timm")
-    supervisor._retime(member, member.step_seconds * 5)
-    assert supervisor.hardware.cpus == 4 and not any("now busy" in a["action"] for a in supervisor.report.actions)
+    member = supervisor.controller.plan.member("timm")
+    supervisor.controller.retime(member, member.step_seconds * 5)
+    assert supervisor.controller.hardware.cpus == 4 and not any("now busy" in a["action"] for a in supervisor.report.actions)
 
 
 def test_a_fold_with_no_epoch_long_after_the_plan_expected_one_is_held_against_the_plan(dog_breed, tmp_path):
@@ -280,17 +284,17 @@ def test_a_fold_with_no_epoch_long_after_the_plan_expected_one_is_held_against_t
     from types import SimpleNamespace
 
     supervisor = supervisor_with_plan(dog_breed, tmp_path)
-    member = supervisor.plan.member("timm")
-    unit = next(u for u in supervisor.scheduler.queue if u.fold >= 0)  # a fold, not the image cache's unit
+    member = supervisor.controller.plan.member("timm")
+    unit = next(u for u in supervisor.controller.scheduler.queue if u.fold >= 0)  # a fold, not the image cache's unit
     task = SimpleNamespace(member=member, gpu=None, out_dir=str(tmp_path / "fold"))  # no epochs.jsonl there
     just_started = SimpleNamespace(unit=unit, task=task, started=time.monotonic())
-    supervisor.watch([just_started])
-    assert "timm" not in supervisor.timed
+    supervisor.controller.watch([just_started])
+    assert "timm" not in supervisor.controller.timed
     waited = STALL_GRACE_SECONDS + (STALL_EPOCHS + 1) * member.step_seconds
     long_ago = SimpleNamespace(unit=unit, task=task, started=time.monotonic() - waited)
-    supervisor.watch([long_ago])
+    supervisor.controller.watch([long_ago])
     [action] = [a["action"] for a in supervisor.report.actions]
-    assert "timm" in supervisor.timed and action.startswith(f"timm: a real epoch took {waited:.3g} s")
+    assert "timm" in supervisor.controller.timed and action.startswith(f"timm: a real epoch took {waited:.3g} s")
     assert stalled(member, waited) and not stalled(member, STALL_GRACE_SECONDS)
     assert not stalled(member.model_copy(update=dict(step_seconds=0.0)), 1e6)  # nothing planned: nothing late
     compiled = member.model_copy(update=dict(settings=member.settings.model_copy(update=dict(compile=True))))
@@ -299,18 +303,18 @@ def test_a_fold_with_no_epoch_long_after_the_plan_expected_one_is_held_against_t
 
 def test_a_first_epoch_a_little_off_keeps_the_plan_and_a_faster_one_revises_the_epochs(dog_breed, tmp_path):
     supervisor = supervisor_with_plan(dog_breed, tmp_path)
-    member = supervisor.plan.member("timm")
-    supervisor._retime(member, member.step_seconds * 1.05)
-    assert supervisor.report.actions == () and supervisor.scheduler.queue[-1].member == member
-    supervisor.timed.clear()
-    supervisor._retime(member, member.step_seconds * 1.2)  # no new plan, but later folds expect what was timed
-    expecting = supervisor.scheduler.queue[-1].member
+    member = supervisor.controller.plan.member("timm")
+    supervisor.controller.retime(member, member.step_seconds * 1.05)
+    assert supervisor.report.actions == () and supervisor.controller.scheduler.queue[-1].member == member
+    supervisor.controller.timed.clear()
+    supervisor.controller.retime(member, member.step_seconds * 1.2)  # no new plan, but later folds expect what was timed
+    expecting = supervisor.controller.scheduler.queue[-1].member
     assert supervisor.report.actions == () and expecting.settings == member.settings
     assert expecting.step_seconds == pytest.approx(member.step_seconds * 1.2, rel=1e-3)
-    supervisor.timed.clear()
-    supervisor._retime(member, member.step_seconds * 0.5)
+    supervisor.controller.timed.clear()
+    supervisor.controller.retime(member, member.step_seconds * 0.5)
     [action] = [a["action"] for a in supervisor.report.actions]
-    revised = supervisor.scheduler.queue[-1].member
+    revised = supervisor.controller.scheduler.queue[-1].member
     assert revised.name == "timm" and revised.settings.epochs > member.settings.epochs
     assert "later folds" in action and "epochs" in action
 

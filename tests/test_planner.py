@@ -11,12 +11,12 @@ from runner.engines import get_engine
 from runner.engines.boosting import RoundCost
 from runner.engines.gbm import measure_rounds
 from runner.engines.oneshot import FitCost
-from runner import ladder
-from runner.engines.vision import CPU_CANDIDATES, GPU_CANDIDATES, MAX_EPOCHS, MEMORY_TOLERANCE, SCRATCH_LARGEST, \
-    TARGET_MEMORY_FRACTION, image_candidates, ladder_models
+from runner.engines.vision import estimates as ladder
+from runner.engines.vision.ladder import CPU_CANDIDATES, GPU_CANDIDATES, SCRATCH_LARGEST, image_candidates, ladder_models
+from runner.engines.vision.settings import MAX_EPOCHS, MEMORY_TOLERANCE, TARGET_MEMORY_FRACTION
 from runner.errors import RunnerError
 from runner.hardware import GiB, Gpu, Hardware
-from runner.measure import Candidate, ImageCosts, Throughput
+from runner.engines.vision.costs import Candidate, ImageCosts, Throughput
 from runner.planner import make_plan
 from runner.portfolio import DataShape, Plan
 from runner.profiles import PROFILES, profile
@@ -406,7 +406,7 @@ def test_runner_plan_prints_and_writes_a_plan_for_a_profile(dog_breed, tmp_path,
 
 
 def test_a_candidate_timed_far_off_the_others_flops_per_second_is_flagged():
-    from runner.measure import outliers
+    from runner.engines.vision.measure import outliers
 
     flops = {"a@96": 1e9, "b@96": 2e9, "c@96": 4e9, "d@96": 1e9}
     # a, b, c run at the same 100 GFLOP/s; d's timing implies 10x less (a disturbed measurement)

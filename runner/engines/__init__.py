@@ -1,30 +1,18 @@
-"""The engine interface and its registry.
+"""The engine registry: engine names to their classes, loaded when first asked for.
 
-An engine owns one model family's whole life: what to `measure` before planning, its typed `Settings` (with
-the reasons for each choice), the members it proposes for a run (`plan`), what to `prepare` once for all its
-folds (an image cache, text embeddings), and `train_fold`. The supervisor, the slots and the fold worker only
-ever meet engines through this interface and the registry: adding an engine is one module and one line in
-`REGISTRY` (or a `name=module:Class` entry in $RUNNER_ENGINES, for engines that live outside this package).
-
-Engine modules import their libraries inside methods, so planning never pays for torch or catboost imports.
+The supervisor, the slots and the fold worker only ever meet engines through this registry and the interface in
+`runner.engines.base`: adding an engine is one module (or package) and one line in `REGISTRY` (or a
+`name=module:Class` entry in $RUNNER_ENGINES, for engines that live outside this package).
 """
 from __future__ import annotations
 
 import importlib
 import os
-from dataclasses import dataclass, field
 from functools import cache
-from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
-
-import numpy as np
-from pydantic import BaseModel, ConfigDict
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from runner.data import Dataset
-    from runner.hardware import Hardware
-    from runner.portfolio import Member, PlanContext
-    from runner.spec import CompetitionSpec
+    from runner.engines.base import Engine
 
 # name -> "module:Class". Order is only the order engines are asked for members; the plan orders them by value.
 REGISTRY = {
@@ -35,133 +23,9 @@ REGISTRY = {
     "knn": "runner.engines.knn:Knn",
     "tfidf": "runner.engines.text:Tfidf",
     "encoder": "runner.engines.encoder:SentenceEncoder",
-    "timm": "runner.engines.vision:Timm",
+    "timm": "runner.engines.vision.engine:Timm",
 }
-MEASURE_CAP = 30.0  # seconds any one engine may spend measuring, whatever the budget
 EXTRA_ENGINES_VARIABLE = "RUNNER_ENGINES"  # "name=module:Class,..." adds engines; fold processes inherit it
-
-
-class Settings(BaseModel):
-    """What one member of an engine trains with. Each engine subclasses it with its own fields."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    device: str = "cpu"  # where the fold computes: cpu | cuda
-    threads: int = 1  # compute threads of one fold
-    seed: int = 0
-    reasons: tuple[str, ...] = ()
-
-
-@dataclass
-class FoldData:
-    """One fold's rows, in the input kind its engine reads (see `Engine.inputs`)."""
-
-    spec: CompetitionSpec
-    classes: list | None
-    x_train: object  # DataFrame, list of texts, image cache rows, or an embedding matrix
-    y_train: np.ndarray
-    x_val: object
-    y_val: np.ndarray
-    x_test: object
-    image_cache: str | None = None
-
-    @property
-    def n_outputs(self) -> int:
-        return len(self.classes) if self.classes is not None else self.y_train.shape[1]
-
-
-@dataclass(frozen=True)
-class EngineResult:
-    val_pred: np.ndarray  # (n_val, k) probabilities or (n_val, t) values, from the best checkpoint
-    test_pred: np.ndarray
-    checkpoint: Path
-    epochs: int  # epochs or boosting rounds done
-    best_epoch: int
-    epoch_seconds: float  # mean seconds per epoch (per round for boosters, the whole fit for one-shot engines)
-    min_train_seconds: float  # the least training that still gives a usable model (one epoch, a few rounds)
-    train_seconds: float
-    predict_seconds: float
-    stopped_by_deadline: bool
-    message: str = ""
-    changes: dict = field(default_factory=dict)  # settings the member's later folds should take (a smaller batch)
-
-
-class DeadlineReached(Exception):
-    """The fold's deadline arrived before anything usable was trained."""
-
-
-class Engine:
-    """Base class: the defaults are those of an engine that measures nothing and prepares nothing."""
-
-    name: ClassVar[str]
-    inputs: ClassVar[str]  # the Dataset view it trains on: table | text | image
-    Settings: ClassVar[type[Settings]] = Settings
-    fills_window: ClassVar[bool] = False  # its folds stretch to the time they are given (epochs), not a fixed fit
-    measure_share: ClassVar[float] = 0.0  # of the budget that `measure` may take (capped at MEASURE_CAP seconds)
-    accelerated: ClassVar[bool] = False  # on a machine with GPUs its members take GPU slots
-    steps: ClassVar[str] = "epochs"  # what a fold's `epochs` counts: epochs, rounds, fits
-    preload: ClassVar[tuple[str, ...]] = ()  # modules the fold fork server imports once (runner.processes)
-    time_scaled: ClassVar[tuple[str, ...]] = ()  # settings a re-plan may change without making it another model
-    search_space: ClassVar[dict[str, tuple]] = {}  # setting -> its values in order; bags step between neighbours
-
-    def applies(self, spec: CompetitionSpec, dataset_inputs: frozenset[str]) -> bool:
-        """Whether this engine can train on a competition with these input kinds."""
-        return self.inputs in dataset_inputs
-
-    def measure(self, dataset: Dataset, hardware: Hardware, seconds: float, work: Path,
-                here: bool = True) -> object | None:
-        """Costs the planner needs, timed within `seconds` (None: nothing measured; the plan then uses the engine's
-        unmeasured rule). `here` is False when `hardware` is a named machine we are not on."""
-        return None
-
-    def plan(self, context: PlanContext) -> list[Member]:
-        """The members this engine proposes, each with settings, expected seconds and reasons. Pure."""
-        raise NotImplementedError
-
-    def variant(self, settings: Settings, bag: int, wide: bool = False) -> Settings:
-        """The settings of the `bag`-th extra member bagged from `settings`: another seed, and a neighbouring
-        configuration in `search_space`: one or two settings moved one step along their values (a value not in
-        the list is drawn from it). A local search, as FLAML's, around whatever configuration does best.
-        `wide`: every setting drawn anew from its values instead, a global restart (as BlendSearch pairs its local
-        search with a global one): a local search that starts at the defaults may never walk to a far corner such
-        as a heavily regularised tree that a small, noisy table wants."""
-        rng = np.random.default_rng(1000 * settings.seed + bag)
-        keys = list(self.search_space)
-        if wide:
-            moved = {key: values[int(rng.integers(len(values)))] for key, values in self.search_space.items()}
-            return settings.model_copy(update={**moved, "seed": settings.seed + bag})
-        moved = {}
-        for key in rng.choice(keys, size=min(len(keys), int(rng.integers(1, 3))), replace=False) if keys else []:
-            values, current = self.search_space[key], getattr(settings, key)
-            if current in values:
-                index = values.index(current) + int(rng.choice((-1, 1)))
-                moved[key] = values[min(len(values) - 1, max(0, index))]
-            else:
-                moved[key] = values[int(rng.integers(len(values)))]
-        return settings.model_copy(update={**moved, "seed": settings.seed + bag})
-
-    def step_cost(self, settings: Settings, rows: int) -> float:
-        """A step's cost under `settings` on `rows` training rows, relative to other settings of this engine: it
-        carries a step measured under one configuration to a neighbouring one (the same: nothing it searches
-        changes a step's work)."""
-        return 1.0
-
-    def replan(self, context: PlanContext, member: Member, step_seconds: float) -> Member | None:
-        """The member planned again for the window left in `context`, now that one of its epochs, rounds or fits
-        took `step_seconds` (None: nothing of it depends on how long a step takes)."""
-        return None
-
-    def prepare_key(self, settings: Settings) -> str | None:
-        """Members whose settings give the same key share one prepared dataset; None: nothing to prepare."""
-        return None
-
-    def prepare(self, settings: Settings, dataset: Dataset, work: Path, threads: int) -> Dataset:
-        """What all folds of a member share, computed once in its own process with `threads` cores (an image
-        cache, embeddings); the dataset it returns is what those folds read."""
-        return dataset
-
-    def train_fold(self, settings: Settings, data: FoldData, out_dir: Path, deadline: float) -> EngineResult:
-        raise NotImplementedError
 
 
 def _entries() -> dict[str, str]:
@@ -188,3 +52,13 @@ def get_engine(name: str) -> Engine:
     if name not in entries:
         raise KeyError(f"no engine {name!r}; registered: {', '.join(entries)}")
     return _load(name, entries[name])
+
+
+def pretrained_models() -> frozenset[str]:
+    """Every engine's models with local pretrained weights (what planning prefers)."""
+    return frozenset().union(*(get_engine(name).pretrained() for name in engine_names()))
+
+
+def weight_models() -> tuple[str, ...]:
+    """Every model some engine can start from pretrained weights, once each, in registry order."""
+    return tuple(dict.fromkeys(m for name in engine_names() for m in get_engine(name).weights()))

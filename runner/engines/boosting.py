@@ -16,8 +16,8 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from runner.budget import past
-from runner.engines import Engine, EngineResult, FoldData, Settings
-from runner.portfolio import DataShape, Member, PlanContext
+from runner.engines.base import Engine, EngineResult, FoldData
+from runner.portfolio import DataShape, Member, PlanContext, Settings
 
 MAX_ROUNDS = 5000
 LEARNING_RATE = 0.05

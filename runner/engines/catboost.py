@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from runner.atomic import replacing
-from runner.engines import FoldData
+from runner.engines.base import FoldData
 from runner.engines.boosting import BoostingEngine, BoostSettings, RoundClock, fit_targets, objective, two_columns
 
 PRIOR_GAIN = 0.04  # added to LightGBM it cut CV error by 2-8% on four of five tables (bench/gbm_choice.py)

@@ -9,9 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from runner.engines import Settings
 from runner.engines.oneshot import STARTUP_SECONDS, OneShotEngine
-from runner.portfolio import Member, PlanContext
+from runner.portfolio import Member, PlanContext, Settings
 
 PRIOR_GAIN = 0.04  # a second view of the text, close to TF-IDF's on its own; their errors differ
 LOAD_SECONDS = 12.0  # importing sentence-transformers and loading the model on this 2-core machine: ~10 s

@@ -2,10 +2,9 @@
 Local where trees and linear models are global; strong on small tables with many classes (leaf shapes)."""
 from __future__ import annotations
 
-from runner.engines import Settings
-from runner.engines.linear import table_preprocessing
+from runner.engines.tables import table_preprocessing
 from runner.engines.oneshot import OneShotEngine
-from runner.portfolio import PlanContext
+from runner.portfolio import PlanContext, Settings
 
 
 class KnnSettings(Settings):

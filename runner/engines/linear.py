@@ -5,11 +5,10 @@ leave-one-out) for values. A different inductive bias from trees: smooth and add
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
-from runner.engines import Settings
 from runner.engines.oneshot import OneShotEngine
-from runner.portfolio import Member, PlanContext
+from runner.engines.tables import table_preprocessing
+from runner.portfolio import Member, PlanContext, Settings
 
 PRIOR_GAIN = 0.01  # trees and an additive model err differently; a small, cheap complement
 MAX_CELLS = 50_000_000  # rows x columns after one-hot and splines: above this the fit is not cheap any more
@@ -19,39 +18,6 @@ RIDGE_ALPHAS = tuple(np.logspace(-3, 3, 13))
 class LinearSettings(Settings):
     C: float = 1.0  # inverse regularisation of the logistic regression
     splines: bool = True
-
-
-def categorical(x: pd.DataFrame) -> list[str]:
-    """Columns that are not numbers: categories, strings."""
-    return [c for c in x.columns if not pd.api.types.is_numeric_dtype(x[c]) and not pd.api.types.is_bool_dtype(x[c])]
-
-
-def as_strings(x: pd.DataFrame) -> pd.DataFrame:
-    """Category columns as plain strings, missing as 'missing' (the imputer and encoder want no NaN there)."""
-    x = x.copy()
-    for c in categorical(x):
-        x[c] = x[c].astype(object).where(x[c].notna(), "missing").astype(str)
-    return x
-
-
-def table_preprocessing(splines: bool):
-    """Impute, quantile-normalise (and spline-expand) numbers; one-hot encode categories (the columns of each kind
-    are found when it is fitted)."""
-    from sklearn.compose import ColumnTransformer, make_column_selector
-    from sklearn.impute import SimpleImputer
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import FunctionTransformer, OneHotEncoder, QuantileTransformer, SplineTransformer
-
-    steps = [SimpleImputer(strategy="median", add_indicator=True, keep_empty_features=True),
-             QuantileTransformer(n_quantiles=200, output_distribution="normal")]
-    if splines:
-        steps.append(SplineTransformer(n_knots=4, degree=2))
-    columns = ColumnTransformer([
-        ("numbers", make_pipeline(*steps), make_column_selector(dtype_include="number")),
-        ("categories", OneHotEncoder(handle_unknown="infrequent_if_exist", min_frequency=3, max_categories=30,
-                                     sparse_output=False), make_column_selector(dtype_exclude="number")),
-    ])
-    return make_pipeline(FunctionTransformer(as_strings), columns)
 
 
 def linear_model(classification: bool, settings: LinearSettings):

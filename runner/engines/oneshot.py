@@ -17,8 +17,8 @@ from pydantic import BaseModel, ConfigDict
 
 from runner.atomic import replacing
 from runner.data import rows_of
-from runner.engines import DeadlineReached, Engine, EngineResult, FoldData, Settings
-from runner.portfolio import Member, PlanContext
+from runner.engines.base import DeadlineReached, Engine, EngineResult, FoldData
+from runner.portfolio import Member, PlanContext, Settings
 
 STARTUP_SECONDS = 0.5  # a forked fold: ~0.1 s to start and read its data on 3000 rows here, more on larger ones
 MEASURE_ROWS = 2000

@@ -2,9 +2,8 @@
 member on text."""
 from __future__ import annotations
 
-from runner.engines import Settings
 from runner.engines.oneshot import OneShotEngine
-from runner.portfolio import PlanContext
+from runner.portfolio import PlanContext, Settings
 
 PRIOR_GAIN = 0.05  # the highest prior among text engines: it leads on text
 

@@ -7,7 +7,7 @@ import dataclasses
 from pathlib import Path
 
 from runner.atomic import replacing
-from runner.engines import FoldData
+from runner.engines.base import FoldData
 from runner.engines.boosting import BoostingEngine, BoostSettings, RoundClock, fit_targets, objective, two_columns
 
 PRIOR_GAIN = 0.015  # added to LightGBM it cut CV error by 0-3% (bench/gbm_choice.py)

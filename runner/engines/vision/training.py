@@ -20,15 +20,17 @@ import torch
 import torch.nn.functional as F
 from timm.optim import create_optimizer_v2
 from timm.scheduler import CosineLRScheduler
-from torch.utils.data import DataLoader
 
 from runner import metrics
 from runner.atomic import replacing
 from runner.budget import past
-from runner.engines import DeadlineReached, EngineResult, FoldData
-from runner.engines.vision import TARGET_MEMORY_FRACTION, ImageSettings, useful_batch
+from runner.engines.base import DeadlineReached, EngineResult, FoldData
+from runner.engines.vision.augment import DeviceAugment
+from runner.engines.vision.images import cache_side
+from runner.engines.vision.loading import loaders
+from runner.engines.vision.memory import CUDA_RUNTIME_BYTES, is_oom, probe_batch
+from runner.engines.vision.settings import TARGET_MEMORY_FRACTION, ImageSettings, useful_batch
 from runner.folds import EPOCH_LOG
-from runner.images import cache_side
 from runner.weights import find_weights
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
@@ -41,106 +43,7 @@ FINE_TUNE_LR_OTHERS = 2e-3
 LAYER_DECAY = 0.75  # fine-tuning: each block from the head down learns at this share of the rate above it
 USABLE_SHARE = 0.95  # of a GPU's memory, for the folds sharing it (contexts included)
 MIN_LR_SHARE = 0.01  # where warm-up starts and cosine ends, as a share of the peak rate
-CROP_SCALE = (0.35, 1.0)  # RandomResizedCrop's area share: a wider floor than ImageNet's 0.08 for small data
-CROP_RATIO = (3 / 4, 4 / 3)  # and its aspect ratios
-log = logging.getLogger("runner.cnn")
-
-
-class CachedImages(torch.utils.data.Dataset):
-    """Rows of the decoded-image cache with their labels, fetched a batch at a time (`__getitems__`): one read of
-    the memory map per batch, its HWC rows seen as an NCHW batch in channels_last layout without another copy.
-    Nothing is computed per image here; `DeviceAugment` crops, flips and normalises where the model trains."""
-
-    def __init__(self, cache: str, rows, labels: np.ndarray | None):
-        self.cache, self.rows, self.labels = cache, np.asarray(rows), labels
-        self._array = None  # opened lazily so each loader worker maps the file itself
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def __getitems__(self, indices: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
-        if self._array is None:
-            self._array = np.load(self.cache, mmap_mode="r")
-        images = torch.from_numpy(self._array[self.rows[indices]]).permute(0, 3, 1, 2)
-        if self.labels is None:
-            return images, torch.full((len(indices),), -1)
-        if self.labels.ndim == 2:  # multi-label: one 0/1 value per label
-            return images, torch.as_tensor(self.labels[indices], dtype=torch.float32)
-        return images, torch.as_tensor(self.labels[indices], dtype=torch.long)
-
-    def __getitem__(self, i: int):
-        images, labels = self.__getitems__([i])
-        return images[0], labels[0]
-
-
-def _as_batch(batch):
-    """The loader's collate step: `CachedImages.__getitems__` already returns the batch."""
-    return batch
-
-
-class DeviceAugment:
-    """RandomResizedCrop and a horizontal flip, then the model's normalisation, done where the model trains. On a
-    GPU the whole batch is cropped in one `grid_sample` (one affine map per image, the flip a negated x scale); on
-    a CPU each crop is resized on its own in uint8 (antialiased, torchvision's fast path), several times cheaper
-    there than a float `grid_sample`. The loader only ships uint8 squares, four times smaller than float, and its
-    workers do no per-image work (timm's prefetcher idea, taken as far as the crop)."""
-
-    def __init__(self, size: int, mean, std, interpolation: str, device: torch.device, memory_format,
-                 batched: bool | None = None):
-        self.size, self.device, self.memory_format = size, device, memory_format
-        self.batched = device.type != "cpu" if batched is None else batched
-        self.mode = "bicubic" if interpolation == "bicubic" else "bilinear"
-        self.mean = torch.tensor(mean, device=device).view(1, 3, 1, 1) * 255
-        self.std = torch.tensor(std, device=device).view(1, 3, 1, 1) * 255
-
-    def crop_boxes(self, n: int) -> torch.Tensor:
-        """Per image (width, height, centre x, centre y) as shares of the square, drawn as torchvision's
-        RandomResizedCrop draws them (area share and log aspect ratio uniform), clipped to the square."""
-        area = torch.empty(n).uniform_(*CROP_SCALE)
-        ratio = torch.exp(torch.empty(n).uniform_(*np.log(CROP_RATIO)))
-        width, height = (area * ratio).sqrt().clamp(max=1.0), (area / ratio).sqrt().clamp(max=1.0)
-        cx = (1 - width) * torch.rand(n) + width / 2
-        cy = (1 - height) * torch.rand(n) + height / 2
-        return torch.stack([width, height, cx, cy], dim=1)
-
-    def train(self, images: torch.Tensor) -> torch.Tensor:
-        # bilinear whatever the model's own: the crop's interpolation is part of the augmentation (timm's training
-        # transform draws it at random), and bicubic cost a CPU step 5% here
-        boxes, flips = self.crop_boxes(len(images)), torch.rand(len(images)) < 0.5
-        crop = self._crop_batch if self.batched else self._crop_each
-        return self._normalise(crop(images, boxes, flips))
-
-    def _crop_batch(self, images: torch.Tensor, boxes: torch.Tensor, flips: torch.Tensor) -> torch.Tensor:
-        images = images.to(self.device, non_blocking=True).float()
-        width, height, cx, cy = boxes.T
-        theta = torch.zeros(len(images), 2, 3)  # output [-1, 1] -> input [-1, 1] coordinates
-        theta[:, 0, 0], theta[:, 0, 2] = torch.where(flips, -width, width), 2 * cx - 1
-        theta[:, 1, 1], theta[:, 1, 2] = height, 2 * cy - 1
-        grid = F.affine_grid(theta.to(self.device), [len(images), 3, self.size, self.size], align_corners=False)
-        return F.grid_sample(images, grid, mode="bilinear", padding_mode="border", align_corners=False)
-
-    def _crop_each(self, images: torch.Tensor, boxes: torch.Tensor, flips: torch.Tensor) -> torch.Tensor:
-        rows, cols = images.shape[-2:]
-        out = torch.empty(len(images), 3, self.size, self.size, dtype=images.dtype,
-                          memory_format=torch.channels_last)
-        for i, (width, height, cx, cy) in enumerate(boxes.tolist()):
-            w, h = max(1, round(width * cols)), max(1, round(height * rows))
-            x0, y0 = min(cols - w, max(0, round(cx * cols - w / 2))), min(rows - h, max(0, round(cy * rows - h / 2)))
-            resized = F.interpolate(images[i:i + 1, :, y0:y0 + h, x0:x0 + w], size=(self.size, self.size),
-                                    mode="bilinear", antialias=True, align_corners=False)[0]
-            out[i] = resized.flip(-1) if flips[i] else resized
-        return out.to(self.device).float()
-
-    def eval(self, images: torch.Tensor) -> torch.Tensor:
-        images = images.to(self.device, non_blocking=True).float()
-        if images.shape[-1] != self.size:
-            images = F.interpolate(images, size=(self.size, self.size), mode=self.mode, antialias=True,
-                                   align_corners=False)
-        return self._normalise(images)
-
-    def _normalise(self, images: torch.Tensor) -> torch.Tensor:
-        """In place on the float batch just made: no temporaries the size of the batch."""
-        return images.sub_(self.mean).div_(self.std).contiguous(memory_format=self.memory_format)
+log = logging.getLogger("runner.vision")
 
 
 def fine_tune_lr(model: str) -> float:
@@ -166,19 +69,6 @@ def create_model(settings: ImageSettings, classes: int) -> tuple[torch.nn.Module
                     weights.label, type(exc).__name__, str(exc)[:200])
         return timm.create_model(settings.model, num_classes=classes), "random init (weights unreadable)"
     return model, f"pretrained: {weights.label}"
-
-
-def loaders(settings: ImageSettings, data: FoldData, cache: str):
-    """Train, validation and test loaders over the decoded cache (whole squares; `DeviceAugment` crops them)."""
-    common = dict(batch_size=settings.batch_size, num_workers=settings.num_workers, pin_memory=settings.pin_memory,
-                  collate_fn=_as_batch,
-                  persistent_workers=settings.num_workers > 0, prefetch_factor=settings.prefetch_factor)
-    # a ragged last batch is dropped (one of a few images skews BatchNorm), unless no full batch exists at all
-    full = len(data.x_train) >= settings.batch_size
-    train = DataLoader(CachedImages(cache, data.x_train, data.y_train), shuffle=True, drop_last=full, **common)
-    val = DataLoader(CachedImages(cache, data.x_val, data.y_val), shuffle=False, **common)
-    test = DataLoader(CachedImages(cache, data.x_test, None), shuffle=False, **common)
-    return train, val, test
 
 
 @dataclass
@@ -308,8 +198,6 @@ def log_epoch(path: Path, epoch: int, stats: EpochStats, score: float, device: t
 def _warm_peak(settings: ImageSettings, classes: int):
     """warm_peak(batch): bytes a fresh model holds on the GPU in training steps 3-4 at that batch (the first steps
     of cudnn.benchmark and compile peak far higher), plus the CUDA runtime the allocator never sees."""
-    from runner.memory import CUDA_RUNTIME_BYTES
-
     def warm_peak(batch: int) -> int:
         gc.collect()  # what an attempt that ran out of memory left cached must not count against this one
         torch.cuda.empty_cache()
@@ -335,8 +223,6 @@ def _warm_peak(settings: ImageSettings, classes: int):
 def shared_fraction(slots: int, total_bytes: int) -> float:
     """Each of `slots` folds' cap on the GPU's memory: together 95% of it, less their CUDA contexts, which live
     outside the caching allocator that the cap limits."""
-    from runner.memory import CUDA_RUNTIME_BYTES
-
     return (USABLE_SHARE * total_bytes - slots * CUDA_RUNTIME_BYTES) / (slots * total_bytes)
 
 
@@ -345,8 +231,6 @@ def confirm_batch(settings: ImageSettings, classes: int, max_batch: int = 1024) 
     never above `max_batch` (the largest batch the fold's rows make useful)."""
     if settings.device != "cuda":
         return settings, ""
-    from runner.memory import probe_batch
-
     slots = max(1, settings.per_gpu)
     total = torch.cuda.get_device_properties(0).total_memory
     if slots > 1:  # free memory seen by one process is not reserved for it
@@ -442,8 +326,6 @@ def smaller_batch(exc: BaseException, batch: int) -> int:
     """The next batch after running out of memory (timm's power-of-two decay); re-raises anything else, an
     illegal memory access (the CUDA context is gone), or a batch of 1 that did not fit."""
     from timm.utils import check_batch_size_retry, decay_batch_step
-
-    from runner.memory import is_oom
 
     smaller = decay_batch_step(batch)
     if not is_oom(exc) or not check_batch_size_retry(str(exc)) or smaller < 1:

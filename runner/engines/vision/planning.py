@@ -1,93 +1,38 @@
-"""A timm CNN on images: the member that takes the GPU slots (or, without a GPU, every core).
+"""Sizing the CNN member for a run: a pure function of the hardware, the window, the data's shape and the measured
+costs.
 
-Planning is a pure function of the hardware, the window, the data's shape and the measured costs. The candidate
-ladder is listed best first (ImageNet top-1 of the model at that resolution as the quality proxy), from a large
-ViT at 448 px down to resnet18 at 128 px; candidates with local pretrained weights come before any from random
-init (no practitioner trains a fine-grained task from scratch when weights exist). The first whose folds (down
-to 2) each fit their minimum epochs wins, and its epochs fill the window: a longer budget or a faster card moves
-up the ladder rather than leaving the window idle. Its batch and the folds sharing each GPU fill the target share
-of device memory. Its folds stretch to the time they are given (`fills_window`): each fits its epochs to its
-first timed one. Training lives in `runner.cnn` (torch is imported only in fold processes).
+The ladder (`runner.engines.vision.ladder`) is listed best first; candidates with local pretrained weights come
+before any from random init. The first whose folds (down to 2) each fit their minimum epochs wins, and its epochs
+fill the window: a longer budget or a faster card moves up the ladder rather than leaving the window idle. Its
+batch and the folds sharing each GPU fill the target share of device memory.
 """
 from __future__ import annotations
 
 import dataclasses
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
-from runner.engines import Engine, FoldData, Settings
+from runner.engines.vision.costs import ImageCosts
+from runner.engines.vision.images import cache_side
+from runner.engines.vision.ladder import CPU_CANDIDATES, GPU_CANDIDATES, SCRATCH_LARGEST, plannable
+from runner.engines.vision.memory import CUDA_RUNTIME_BYTES, MemoryEstimate
+from runner.engines.vision.settings import (MAX_EPOCHS, MEMORY_TOLERANCE, TARGET_MEMORY_FRACTION, ImageSettings,
+                                            useful_batch)
 from runner.hardware import GiB, Gpu, Hardware
-from runner.images import cache_side
-from runner.measure import Candidate, ImageCosts
-from runner.memory import CUDA_RUNTIME_BYTES, MemoryEstimate
 from runner.portfolio import DataShape, Member, PlanContext
 
-# best expected quality first: (model, image size)
-GPU_CANDIDATES = (("eva02_large_patch14_448", 448), ("convnext_large", 384), ("convnext_base", 384),
-                  ("tf_efficientnetv2_m", 384), ("convnext_base", 288), ("convnext_small", 288),
-                  ("convnext_small", 224), ("convnext_tiny", 224), ("efficientnet_b0", 224), ("resnet18", 224),
-                  ("resnet18", 128))
-# from random init, rungs above this one do not pay on competition-sized data (thousands to tens of thousands of
-# images): the ladder's top is for pretrained weights
-SCRATCH_LARGEST = ("convnext_small", 224)
-CPU_CANDIDATES = (("efficientnet_lite0", 128), ("resnet18", 96), ("mobilenetv3_small_100", 96),
-                  ("mobilenetv3_small_100", 64))
 PRIOR_GAIN = 0.05  # the only engine on pixels: it leads on images
-TARGET_MEMORY_FRACTION = 0.8
-MEMORY_TOLERANCE = 0.1  # the planned peak aims at 0.8 +- 0.1 of device memory
 GPU_EFFICIENCY = 0.35  # share of the spec sheet's dense bf16 FLOPS a CNN training step reaches (estimate only)
 # epochs a fold needs before it is worth planning. Measured on the dog-breed demo (bench/pretrained.py,
 # efficientnet_lite0, one fold whose cosine spans 21-23 epochs): 90% of the fall in log loss took 5 epochs from
 # ImageNet weights and 15 from random init. 15 does not hold as a planning rule from random init: it let the demo
 # take resnet18 at 96 px for 17 epochs (log loss 3.38) over a smaller model for 30+ (1.72), so scratch keeps 30.
 MIN_EPOCHS = {"scratch": 30, "pretrained": 5}
-MAX_EPOCHS = {"scratch": 100, "pretrained": 20}  # a fold's default ceiling; a window with room for more raises it
 STARTUP_SECONDS = {"cpu": 4.0, "cuda": 12.0}  # process start, imports, CUDA context, data
 EFFECTIVE_BATCH = 64  # smaller memory-bound batches accumulate gradients up to this
 CPU_BATCH = 64  # on a CPU, or fewer where an epoch would keep less than 20 steps (a few hundred images)
 SHM_BYTES_PER_PIXEL = 3  # loaders ship uint8 RGB squares through shared memory (cropped and normalised on device)
 DECODE_PER_CORE_SECOND = 300  # images decoded and resized per core per second (platform notes: 250-500 here)
-MEASURE_SHARE = 0.05  # of the budget, for timing candidates (at most 120 s)
-
-
-class ImageSettings(Settings):
-    model: str
-    image_size: int
-    init: str = "scratch"  # scratch | pretrained (local weights found)
-    batch_size: int = 32
-    accumulation: int = 1
-    precision: str = "fp32"  # fp32 | bf16 | fp16
-    channels_last: bool = True
-    compile: bool = False
-    num_workers: int = 0
-    prefetch_factor: int | None = None
-    pin_memory: bool = False
-    epochs: int = 1  # estimated epochs per fold (each fold refits this to its first timed epoch)
-    max_epochs: int = MAX_EPOCHS["scratch"]
-    patience: int = 10  # epochs without improvement before a fold stops
-    per_gpu: int = 0  # folds sharing one GPU (each caps itself at its share of the memory)
-    fold_memory_bytes: int = 0  # estimated peak of one fold on its device
-    gpu_memory_fraction: float = 0.0  # planned peak of the folds sharing a GPU / its memory
-    epoch_seconds: float = 0.0  # estimated
-
-
-def plannable(models: tuple, pretrained: frozenset[str]) -> list[tuple[str, int]]:
-    """The rungs a plan may choose: those above SCRATCH_LARGEST only with local weights for their model."""
-    too_large = set(models[:models.index(SCRATCH_LARGEST)]) if SCRATCH_LARGEST in models else set()
-    return [(m, s) for m, s in models if m in pretrained or (m, s) not in too_large]
-
-
-def image_candidates(hardware: Hardware, pretrained: frozenset[str] = frozenset()) -> list[Candidate]:
-    """What to measure or estimate for this hardware: each model a plan may choose (see `plannable`) at each
-    precision worth trying. Timing a rung no plan can take would only eat the measuring window."""
-    if hardware.gpus:
-        precision = "bf16" if hardware.gpus[0].bf16 else "fp16"
-        return [Candidate(m, s, precision, 32) for m, s in plannable(GPU_CANDIDATES, pretrained)]
-    # those with weights first (a plan prefers them), then cheapest first, so a short measuring window still
-    # covers the models a short budget can afford
-    order = sorted(reversed(CPU_CANDIDATES), key=lambda rung: rung[0] not in pretrained)
-    return [Candidate(m, s, p, 32) for m, s in order for p in ("fp32", "bf16")]
 
 
 @dataclass(frozen=True)
@@ -126,23 +71,6 @@ def _cpu_speed(costs: ImageCosts, model: str, size: int) -> _Option | None:
                 f"({other[0].candidate.precision})"
     return _Option(model, size, best.candidate.precision, best.train_seconds_per_sample,
                    best.infer_seconds_per_sample, note)
-
-
-def pretrained_models() -> frozenset[str]:
-    """The ladder's models whose weights are here (`runner weights pull`), found from file names alone."""
-    from runner.weights import find_weights
-
-    return frozenset(m for m in ladder_models() if find_weights(m))
-
-
-def ladder_models() -> tuple[str, ...]:
-    """Every model the ladders may plan, once each, in ladder order (what `runner weights list` shows)."""
-    return tuple(dict.fromkeys(m for m, _ in GPU_CANDIDATES + CPU_CANDIDATES))
-
-
-def useful_batch(rows: int) -> int:
-    """The largest batch the data makes useful: an epoch of `rows` keeps at least 20 steps."""
-    return max(16, min(512, (rows // 20) // 8 * 8))
 
 
 def _batch_and_slots(gpu: Gpu, memory: MemoryEstimate, data: DataShape, folds: int, cpus: int,
@@ -334,57 +262,3 @@ def image_member(context: PlanContext, models: tuple | None = None) -> Member:
         epoch_seconds=round(fit.epoch_seconds, 2))
     held = 1 + workers if gpu else threads  # a GPU fold's main thread and its loaders; a CPU fold computes on all
     return _member(context, settings, fit.folds, fit.per_gpu, held, fold_time, fit.fold_seconds(1), reasons)
-
-
-class Timm(Engine):
-    name = "timm"
-    inputs = "image"
-    accelerated = True
-    Settings = ImageSettings
-    fills_window = True
-    measure_share = MEASURE_SHARE
-    time_scaled = ("epochs", "epoch_seconds", "max_epochs")
-
-    def measure(self, dataset, hardware, seconds, work, here=True):
-        """Image models timed for a few real steps each on this machine (in a measuring process: no torch in the
-        supervisor); for a GPU we are not on, their memory and FLOPs are estimated instead."""
-        from runner.hardware import available_cpus
-        from runner.measure import gather_costs
-
-        seconds = min(120.0, seconds)
-        if seconds < 3.0:  # shorter budgets cannot spare even the imports: the smallest model
-            return None
-        device = "cuda" if hardware.gpus and here else "cpu"
-        return gather_costs(image_candidates(hardware, pretrained_models()), device, max(2, len(dataset.classes or ())),
-                            hardware.cpus if here else available_cpus(), seconds, here or not hardware.gpus, work)
-
-    def plan(self, context: PlanContext) -> list[Member]:
-        return [image_member(context)]
-
-    def replan(self, context: PlanContext, member: Member, step_seconds: float) -> Member | None:
-        """The CNN planned again for the window left, its candidates' speed corrected by the first real epoch;
-        the same model or another, more or fewer folds and epochs."""
-        costs = context.costs if isinstance(context.costs, ImageCosts) else ImageCosts()
-        slowdown = step_seconds / member.step_seconds if member.step_seconds > 0 else 1.0
-        costs = dataclasses.replace(costs, slowdown=costs.slowdown * slowdown)
-        again = image_member(dataclasses.replace(context, costs=costs, folds=context.spec.folds))
-        reason = (f"re-planned after a real epoch of {step_seconds:.1f} s where {member.step_seconds:.1f} s was "
-                  f"expected ({slowdown:.2f}x), for the {context.window:.0f} s left")
-        return again.model_copy(update=dict(reasons=(reason, *again.reasons),
-                                            settings=again.settings.model_copy(
-                                                update=dict(reasons=(reason, *again.settings.reasons)))))
-
-    def prepare_key(self, settings: ImageSettings) -> str:
-        from runner.images import cache_side
-
-        return f"images-{cache_side(settings.image_size)}"
-
-    def prepare(self, settings: ImageSettings, dataset, work: Path, threads: int):
-        from runner.images import prepare_images
-
-        return prepare_images(dataset, settings.image_size, work, threads)
-
-    def train_fold(self, settings: ImageSettings, data: FoldData, out_dir: Path, deadline: float):
-        from runner.cnn import train
-
-        return train(settings, data, out_dir, deadline)

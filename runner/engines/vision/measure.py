@@ -1,7 +1,7 @@
 """Measured cost of training candidates on the device a run will use: seconds per sample for a training step and
 for inference, from a few real steps, plus FLOPs per sample for estimating devices we are not on.
 
-Runs in its own process (`python -m runner.measure REQUEST.json OUT.json`) so CUDA state and memory never stay
+Runs in its own process (`python -m runner.engines.vision.measure REQUEST.json OUT.json`) so CUDA state and memory never stay
 in the supervisor, and stops measuring at its time limit, returning what it has.
 """
 from __future__ import annotations
@@ -12,41 +12,17 @@ import os
 import statistics
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from runner.budget import process_start
+from runner.engines.vision.costs import Candidate, ImageCosts, Throughput
+from runner.engines.vision.estimates import estimate, forward_flops
 
 WARMUP_STEPS = 2  # untimed: the allocator and oneDNN/cuDNN kernel selection happen in the first steps
 MIN_STEPS = 3
 MAX_STEPS = 20
 MIN_TIMED_SECONDS = 0.5  # timed steps add up to at least this, so a fast model is not timed on noise
 OUTLIER = 3.0  # FLOPs per second this many times off the other candidates': timed again, else left out
-from runner.memory import MemoryEstimate, estimate_memory
-
-
-@dataclass(frozen=True)
-class Candidate:
-    model: str
-    image_size: int
-    precision: str  # fp32 | bf16 | fp16
-    batch: int
-    channels_last: bool = True
-
-
-@dataclass(frozen=True)
-class Throughput:
-    candidate: Candidate
-    device: str
-    train_seconds_per_sample: float
-    infer_seconds_per_sample: float
-
-    def to_json(self) -> dict:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_json(cls, data: dict) -> "Throughput":
-        return cls(**{**data, "candidate": Candidate(**data["candidate"])})
 
 
 def time_candidate(candidate: Candidate, device: str, classes: int) -> Throughput:
@@ -97,76 +73,11 @@ def time_candidate(candidate: Candidate, device: str, classes: int) -> Throughpu
     return Throughput(candidate, device, train, infer)
 
 
-@dataclass(frozen=True)
-class ImageCosts:
-    """What the image planner knows about its candidates: measured throughput on this device (may be empty), and
-    device-independent memory estimates and forward FLOPs per sample, keyed by 'model@size'."""
-
-    throughput: tuple[Throughput, ...] = ()
-    memory: tuple[MemoryEstimate, ...] = ()
-    flops: dict = dataclasses.field(default_factory=dict)  # 'model@size' -> forward FLOPs per sample
-    slowdown: float = 1.0  # real epochs took this many times what was measured or estimated (learnt in a run)
-
-    def speed(self, model: str, size: int, precision: str) -> Throughput | None:
-        """The candidate's throughput, corrected by what the run has learnt."""
-        found = next((t for t in self.throughput if (t.candidate.model, t.candidate.image_size,
-                                                     t.candidate.precision) == (model, size, precision)), None)
-        if found is None or self.slowdown == 1.0:
-            return found
-        return dataclasses.replace(found, train_seconds_per_sample=found.train_seconds_per_sample * self.slowdown,
-                                   infer_seconds_per_sample=found.infer_seconds_per_sample * self.slowdown)
-
-    def memory_of(self, model: str, size: int, precision: str) -> MemoryEstimate | None:
-        return next((m for m in self.memory if (m.model, m.image_size, m.precision) == (model, size, precision)),
-                    None)
-
-    def to_json(self) -> dict:
-        return dict(throughput=[t.to_json() for t in self.throughput], memory=[m.to_json() for m in self.memory],
-                    flops=self.flops, slowdown=self.slowdown)
-
-    @classmethod
-    def from_json(cls, data: dict) -> "ImageCosts":
-        return cls(tuple(Throughput.from_json(t) for t in data.get("throughput", ())),
-                   tuple(MemoryEstimate(**m) for m in data.get("memory", ())), dict(data.get("flops", {})),
-                   data.get("slowdown", 1.0))
-
-
-def forward_flops(model_name: str, image_size: int, classes: int) -> int:
-    """FLOPs of one sample's forward pass, counted by torch's FlopCounterMode on CPU."""
-    import timm
-    import torch
-    from torch.utils.flop_counter import FlopCounterMode
-
-    model = timm.create_model(model_name, num_classes=classes).eval()
-    counter = FlopCounterMode(display=False)
-    with counter, torch.no_grad():
-        model(torch.randn(1, 3, image_size, image_size))
-    return int(counter.get_total_flops())
-
-
-def estimate(candidates: list[Candidate], classes: int) -> tuple[tuple[MemoryEstimate, ...], dict]:
-    """Memory estimates and FLOPs for each distinct candidate (CPU work, no GPU needed); the ladder's own come
-    from the estimates kept with the code (`runner.ladder`)."""
-    from runner import ladder
-
-    memory, flops, kept = {}, {}, ladder.known()
-    for c in candidates:
-        key = (c.model, c.image_size, c.precision)
-        if key not in memory:
-            memory[key] = ladder.memory_of(c.model, c.image_size, c.precision, kept) if c.channels_last else None
-            memory[key] = memory[key] or estimate_memory(c.model, c.image_size, c.precision, classes,
-                                                         c.channels_last)
-        if f"{c.model}@{c.image_size}" not in flops:
-            flops[f"{c.model}@{c.image_size}"] = ladder.flops_of(c.model, c.image_size, kept) or \
-                forward_flops(c.model, c.image_size, classes)
-    return tuple(memory.values()), flops
-
-
 def measure(candidates: list[Candidate], device: str, classes: int, deadline: float) -> list[Throughput]:
     """Time candidates in order until the deadline (time.monotonic()) is near; an OOM skips a candidate. Then
     cross-check them (`outliers`): one far off the others' FLOPs per second is timed again, and left out when it
     still is."""
-    from runner.memory import is_oom
+    from runner.engines.vision.memory import is_oom
 
     results, spent = [], []
     for candidate in candidates:
@@ -225,7 +136,7 @@ def gather_costs(candidates: list[Candidate], device: str, classes: int, threads
     try:
         from runner.processes import tunables
 
-        subprocess.run([sys.executable, "-m", "runner.measure", str(request), str(out)], check=True,
+        subprocess.run([sys.executable, "-m", "runner.engines.vision.measure", str(request), str(out)], check=True,
                        timeout=2 * seconds + 5, capture_output=True, text=True, start_new_session=True,
                        env={**os.environ, "GLIBC_TUNABLES": tunables(dict(os.environ))})  # as units will run
         return ImageCosts.from_json(json.loads(out.read_text()))

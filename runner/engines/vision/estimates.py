@@ -1,9 +1,9 @@
 """The GPU candidate ladder's device-independent costs, estimated once and kept with the code.
 
-Estimating a model's memory and FLOPs runs it forward on the CPU (`runner.memory.estimate_memory`,
-`runner.measure.forward_flops`): 8 s for convnext_base at 384 px and 34 s for a large ViT at 448 px on a 2-core
+Estimating a model's memory and FLOPs runs it forward on the CPU (`memory.estimate_memory`, `forward_flops`
+here): 8 s for convnext_base at 384 px and 34 s for a large ViT at 448 px on a 2-core
 machine, over two minutes for the whole ladder, which a short measuring window cannot spare. `python -m
-runner.ladder` runs the same estimators for every ladder candidate and writes `ladder_costs.json` beside this
+runner.engines.vision.estimates` runs the same estimators for every ladder candidate and writes `ladder_costs.json` beside this
 file; measuring reads it instead of estimating again. The figures depend on the model, the image size and the
 precision, not on the device; the classifier head is sized for `CLASSES` outputs, a difference below 1% of the
 parameters of every ladder model at any class count up to a few thousand.
@@ -14,7 +14,8 @@ import json
 import sys
 from pathlib import Path
 
-from runner.memory import MemoryEstimate
+from runner.engines.vision.costs import Candidate
+from runner.engines.vision.memory import MemoryEstimate, estimate_memory
 
 COSTS = Path(__file__).with_name("ladder_costs.json")
 CLASSES = 100
@@ -42,10 +43,37 @@ def flops_of(model: str, size: int, table: dict | None = None) -> int | None:
     return entry["flops"] if entry else None
 
 
+def forward_flops(model_name: str, image_size: int, classes: int) -> int:
+    """FLOPs of one sample's forward pass, counted by torch's FlopCounterMode on CPU."""
+    import timm
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    model = timm.create_model(model_name, num_classes=classes).eval()
+    counter = FlopCounterMode(display=False)
+    with counter, torch.no_grad():
+        model(torch.randn(1, 3, image_size, image_size))
+    return int(counter.get_total_flops())
+
+
+def estimate(candidates: list[Candidate], classes: int) -> tuple[tuple[MemoryEstimate, ...], dict]:
+    """Memory estimates and FLOPs for each distinct candidate (CPU work, no GPU needed); the ladder's own come
+    from the estimates kept with the code (`ladder_costs.json`)."""
+    memory, flops, kept = {}, {}, known()
+    for c in candidates:
+        key = (c.model, c.image_size, c.precision)
+        if key not in memory:
+            memory[key] = memory_of(c.model, c.image_size, c.precision, kept) if c.channels_last else None
+            memory[key] = memory[key] or estimate_memory(c.model, c.image_size, c.precision, classes,
+                                                         c.channels_last)
+        if f"{c.model}@{c.image_size}" not in flops:
+            flops[f"{c.model}@{c.image_size}"] = flops_of(c.model, c.image_size, kept) or \
+                forward_flops(c.model, c.image_size, classes)
+    return tuple(memory.values()), flops
+
+
 def main() -> int:
-    from runner.engines.vision import GPU_CANDIDATES
-    from runner.measure import forward_flops
-    from runner.memory import estimate_memory
+    from runner.engines.vision.ladder import GPU_CANDIDATES
 
     table = known()
     for model, size in GPU_CANDIDATES:

@@ -1,0 +1,66 @@
+"""The typed costs the image planner reads: candidates, their measured throughput on a device, and the
+device-independent memory and FLOPs estimates, saved as JSON between the measuring process and the supervisor."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from runner.engines.vision.memory import MemoryEstimate
+
+
+@dataclass(frozen=True)
+class Candidate:
+    model: str
+    image_size: int
+    precision: str  # fp32 | bf16 | fp16
+    batch: int
+    channels_last: bool = True
+
+
+@dataclass(frozen=True)
+class Throughput:
+    candidate: Candidate
+    device: str
+    train_seconds_per_sample: float
+    infer_seconds_per_sample: float
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Throughput":
+        return cls(**{**data, "candidate": Candidate(**data["candidate"])})
+
+
+@dataclass(frozen=True)
+class ImageCosts:
+    """What the image planner knows about its candidates: measured throughput on this device (may be empty), and
+    device-independent memory estimates and forward FLOPs per sample, keyed by 'model@size'."""
+
+    throughput: tuple[Throughput, ...] = ()
+    memory: tuple[MemoryEstimate, ...] = ()
+    flops: dict = dataclasses.field(default_factory=dict)  # 'model@size' -> forward FLOPs per sample
+    slowdown: float = 1.0  # real epochs took this many times what was measured or estimated (learnt in a run)
+
+    def speed(self, model: str, size: int, precision: str) -> Throughput | None:
+        """The candidate's throughput, corrected by what the run has learnt."""
+        found = next((t for t in self.throughput if (t.candidate.model, t.candidate.image_size,
+                                                     t.candidate.precision) == (model, size, precision)), None)
+        if found is None or self.slowdown == 1.0:
+            return found
+        return dataclasses.replace(found, train_seconds_per_sample=found.train_seconds_per_sample * self.slowdown,
+                                   infer_seconds_per_sample=found.infer_seconds_per_sample * self.slowdown)
+
+    def memory_of(self, model: str, size: int, precision: str) -> MemoryEstimate | None:
+        return next((m for m in self.memory if (m.model, m.image_size, m.precision) == (model, size, precision)),
+                    None)
+
+    def to_json(self) -> dict:
+        return dict(throughput=[t.to_json() for t in self.throughput], memory=[m.to_json() for m in self.memory],
+                    flops=self.flops, slowdown=self.slowdown)
+
+    @classmethod
+    def from_json(cls, data: dict) -> "ImageCosts":
+        return cls(tuple(Throughput.from_json(t) for t in data.get("throughput", ())),
+                   tuple(MemoryEstimate(**m) for m in data.get("memory", ())), dict(data.get("flops", {})),
+                   data.get("slowdown", 1.0))

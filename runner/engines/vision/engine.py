@@ -1,0 +1,79 @@
+"""A timm CNN on images: the member that takes the GPU slots (or, without a GPU, every core).
+
+Planning lives in `planning` (pure), the candidates in `ladder`, their measured and estimated costs in `measure`
+and `estimates`; training in `training` (torch is imported only in fold and measuring processes). Its folds stretch
+to the time they are given (`fills_window`): each fits its epochs to its first timed one.
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from runner.engines.base import Engine, FoldData
+from runner.engines.vision.costs import ImageCosts
+from runner.engines.vision.ladder import image_candidates, ladder_models
+from runner.engines.vision.planning import image_member
+from runner.engines.vision.settings import ImageSettings, useful_batch
+from runner.portfolio import Member, PlanContext
+
+MEASURE_SHARE = 0.05  # of the budget, for timing candidates (at most 120 s)
+
+
+class Timm(Engine):
+    name = "timm"
+    inputs = "image"
+    accelerated = True
+    Settings = ImageSettings
+    fills_window = True
+    measure_share = MEASURE_SHARE
+    time_scaled = ("epochs", "epoch_seconds", "max_epochs")
+
+    def measure(self, dataset, hardware, seconds, work, here=True):
+        """Image models timed for a few real steps each on this machine (in a measuring process: no torch in the
+        supervisor); for a GPU we are not on, their memory and FLOPs are estimated instead."""
+        from runner.engines.vision.measure import gather_costs
+        from runner.hardware import available_cpus
+
+        seconds = min(120.0, seconds)
+        if seconds < 3.0:  # shorter budgets cannot spare even the imports: the smallest model
+            return None
+        device = "cuda" if hardware.gpus and here else "cpu"
+        return gather_costs(image_candidates(hardware, self.pretrained()), device, max(2, len(dataset.classes or ())),
+                            hardware.cpus if here else available_cpus(), seconds, here or not hardware.gpus, work)
+
+    def plan(self, context: PlanContext) -> list[Member]:
+        return [image_member(context)]
+
+    def weights(self) -> tuple[str, ...]:
+        return ladder_models()
+
+    def useful_batch(self, rows: int) -> int:
+        return useful_batch(rows)
+
+    def replan(self, context: PlanContext, member: Member, step_seconds: float) -> Member | None:
+        """The CNN planned again for the window left, its candidates' speed corrected by the first real epoch;
+        the same model or another, more or fewer folds and epochs."""
+        costs = context.costs if isinstance(context.costs, ImageCosts) else ImageCosts()
+        slowdown = step_seconds / member.step_seconds if member.step_seconds > 0 else 1.0
+        costs = dataclasses.replace(costs, slowdown=costs.slowdown * slowdown)
+        again = image_member(dataclasses.replace(context, costs=costs, folds=context.spec.folds))
+        reason = (f"re-planned after a real epoch of {step_seconds:.1f} s where {member.step_seconds:.1f} s was "
+                  f"expected ({slowdown:.2f}x), for the {context.window:.0f} s left")
+        return again.model_copy(update=dict(reasons=(reason, *again.reasons),
+                                            settings=again.settings.model_copy(
+                                                update=dict(reasons=(reason, *again.settings.reasons)))))
+
+    def prepare_key(self, settings: ImageSettings) -> str:
+        from runner.engines.vision.images import cache_side
+
+        return f"images-{cache_side(settings.image_size)}"
+
+    def prepare(self, settings: ImageSettings, dataset, work: Path, threads: int):
+        from runner.engines.vision.images import prepare_images
+
+        return prepare_images(dataset, settings.image_size, work, threads)
+
+    def train_fold(self, settings: ImageSettings, data: FoldData, out_dir: Path, deadline: float):
+        from runner.engines.vision.training import train
+
+        return train(settings, data, out_dir, deadline)

@@ -1,0 +1,91 @@
+"""The run's folder as a user reads it: `report.json`, rewritten at every change, and `submission.csv` and
+`baseline.csv`, each replaced atomically and only by a valid submission."""
+from __future__ import annotations
+
+import dataclasses
+import logging
+from pathlib import Path
+
+from runner.baselines import make_baseline
+from runner.budget import Budget
+from runner.data import Dataset, read_sample, value_columns
+from runner.errors import InvalidSubmissionError
+from runner.report import RunReport
+from runner.spec import CompetitionSpec
+from runner.submission import Predictions, build_submission, prior_predictions, publish, sample_baseline
+
+log = logging.getLogger("runner")
+
+
+class RunOutputs:
+    """The report and the submission files of one run."""
+
+    def __init__(self, spec: CompetitionSpec, data_dir: Path, out_dir: Path, budget: Budget):
+        self.spec, self.out, self.budget = spec, Path(out_dir), budget
+        self.submission = self.out / "submission.csv"
+        found: list[str] = []
+        self.sample = read_sample(spec, Path(data_dir), found)
+        self.columns = value_columns(spec, self.sample)
+        self.report = RunReport(spec.id, "running", spec.metric, spec.lower_is_better, budget.seconds, 0.0,
+                                str(self.submission), "none", spec=spec.to_json(), warnings=tuple(found))
+
+    def update(self, **changes) -> None:
+        timings = {**self.report.timings, **changes.pop("timings", {})}
+        self.report = dataclasses.replace(self.report, wall_seconds=round(self.budget.elapsed(), 2),
+                                          timings=timings, **changes)
+        self.report.save(self.out / "report.json")
+
+    def mark(self, event: str) -> dict:
+        return {event: round(self.budget.elapsed(), 2)}
+
+    def action(self, text: str) -> None:
+        """An action taken while training, logged and kept in the report with when it was taken."""
+        log.info("action: %s", text)
+        self.update(actions=(*self.report.actions, dict(t=round(self.budget.elapsed(), 2), action=text)))
+
+    def warn(self, warnings: list[str] | tuple[str, ...]) -> None:
+        """Warnings not said before: logged, and kept in the report."""
+        new = [w for w in warnings if w and w not in self.report.warnings]
+        for warning in new:
+            log.warning(warning)
+        if new:
+            self.update(warnings=(*self.report.warnings, *new))
+
+    def publish(self, predictions: Predictions, baseline: bool = False) -> None:
+        """The submission from `predictions` (InvalidSubmissionError leaves the last valid one in place); with
+        `baseline`, also the run's baseline.csv."""
+        frame = build_submission(self.sample, self.spec, self.columns, predictions)
+        publish(frame, self.sample, self.spec, self.columns, self.submission)
+        if baseline:
+            publish(frame, self.sample, self.spec, self.columns, self.out / "baseline.csv")
+
+    def write_sample_baseline(self) -> None:
+        try:
+            publish(sample_baseline(self.sample, self.spec, self.columns), self.sample, self.spec, self.columns,
+                    self.submission)
+        except InvalidSubmissionError as exc:  # labels no sample gives: the class prior will be the first
+            log.warning("the sample alone makes no valid submission (%s): the first is the class prior", exc)
+            return
+        self.update(submission_source="baseline: sample submission", timings=self.mark("baseline_written"))
+
+    def write_rule_baseline(self, data_dir: Path, work: Path) -> None:
+        """The spec's own rule for a task no engine trains (runner.baselines): the submission and its baseline."""
+        made = make_baseline(self.spec, data_dir, self.sample, self.columns, work)
+        frame = self.sample.copy()
+        frame[self.columns] = made.values[self.columns].to_numpy()
+        publish(frame, self.sample, self.spec, self.columns, self.submission)
+        publish(frame, self.sample, self.spec, self.columns, self.out / "baseline.csv")
+        log.info("baseline: %s", made.note)
+        self.update(status="baseline", error=None, submission_source=f"baseline: {made.note}", cv_score=made.cv,
+                    stop_reason=f"no engine trains a {self.spec.id} ({self.spec.note or 'unsupported task'}): "
+                                f"{made.note}", timings=self.mark("data_loaded"))
+
+    def write_prior(self, dataset: Dataset) -> Predictions:
+        """The class prior (or mean) once labels are read: the submission and the baseline every blend must beat."""
+        prior = prior_predictions(dataset.y, dataset.classes, len(self.sample))
+        self.publish(prior, baseline=True)
+        for warning in dataset.warnings:
+            log.warning(warning)
+        self.update(submission_source=prior.source, warnings=(*self.report.warnings, *dataset.warnings),
+                    timings=self.mark("data_loaded"))
+        return prior
