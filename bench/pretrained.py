@@ -31,7 +31,8 @@ from runner.data import load_dataset
 from runner.demo import write_demo
 from runner.engines.vision.settings import ImageSettings
 from runner.fold_worker import fold_data
-from runner.folds import EPOCH_LOG, assign_folds
+from runner.engines.base import EPOCH_LOG
+from runner.folds import assign_folds
 from runner.engines.vision.images import prepare_images
 from runner.spec import load_spec
 from runner.weights import import_file

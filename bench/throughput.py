@@ -7,7 +7,7 @@ precision, memory format and loader the planner picks from measurements on this 
 runner's decoded-image cache. A second planned row shows the image size the planner picks for a 30-minute
 dog-breed budget on this machine, and a third the planned same-size configuration with torch.compile (which the
 planner leaves off on CPU). Each configuration runs in a fresh process: the planned ones with the heap tunables
-the runner starts its fold units with (`runner.processes.HEAP_TUNABLES`), the failure one with glibc's defaults, as
+the runner starts its fold units with (`runner.heap.HEAP_TUNABLES`), the failure one with glibc's defaults, as
 a plain script gets; one row each shows the other heap, so the gain of each part stands apart.
 
 At the same model and size the only lever left on a CPU is the arithmetic itself, so the benchmark also measures
@@ -46,7 +46,7 @@ from runner.engines.vision.images import build_cache, cache_side
 from runner.engines.vision.costs import Candidate, ImageCosts
 from runner.engines.vision.estimates import forward_flops
 from runner.engines.vision.measure import measure
-from runner.processes import tunables
+from runner.heap import tunables
 from runner.portfolio import DataShape, PlanContext
 from runner.spec import load_spec
 

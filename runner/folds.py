@@ -13,7 +13,6 @@ from runner.portfolio import Member
 
 USABLE = ("completed", "stopped")  # statuses whose predictions go into the ensemble
 PREPARE = -1  # the fold number of a member's prepare step
-EPOCH_LOG = "epochs.jsonl"  # per-epoch lines a running fold may write into its folder, read by the supervisor
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,8 @@ import sys
 import time
 from pathlib import Path
 
+from runner.heap import tunables
+
 ALLOWED = {"PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TERM", "PYTHONPATH",
            "PYTHONHASHSEED", "PYTHONDONTWRITEBYTECODE", "VIRTUAL_ENV", "LD_LIBRARY_PATH", "HF_HOME", "HF_HUB_OFFLINE",
            "HF_HUB_CACHE", "TORCH_HOME", "XDG_CACHE_HOME", "MPLCONFIGDIR", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE"}
@@ -25,18 +27,6 @@ ALLOWED_PREFIXES = ("LC_", "RUNNER_", "OMP_", "MKL_", "OPENBLAS_", "CUDA_", "NVI
                     "MALLOC_")
 BASE_PRELOAD = ("numpy", "pandas", "sklearn.model_selection", "sklearn.metrics", "runner.fold_worker")
 KILL_WAITS = ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0))  # polite first: a fold ends its epoch and writes
-
-
-# glibc hands each freed block above its mmap threshold (32 MiB at most by default) back to the kernel and gets it
-# again zero-filled, page by page: a CPU training step's activations, every step. Kept in the heap, resnet18 at
-# 224 px trained 12-21% faster on this project's 2-core machine (bench/throughput.py). Tunables are read when a
-# process starts: they go to the fork server and the measuring process, and forked units inherit them.
-HEAP_TUNABLES = "glibc.malloc.mmap_threshold=4294967296:glibc.malloc.trim_threshold=4294967296"
-
-
-def tunables(environ: dict[str, str]) -> str:
-    """GLIBC_TUNABLES for the processes a run starts: the user's own when set, else HEAP_TUNABLES."""
-    return environ.get("GLIBC_TUNABLES", HEAP_TUNABLES)
 
 
 @contextlib.contextmanager

@@ -24,7 +24,8 @@ from typing import Callable
 from runner import processes
 from runner.budget import Budget
 from runner.engines import get_engine
-from runner.folds import EPOCH_LOG, PREPARE, FoldResult, FoldTask
+from runner.engines.base import EPOCH_LOG
+from runner.folds import PREPARE, FoldResult, FoldTask
 from runner.portfolio import Member, Plan
 
 GRACE_SECONDS = 5.0  # past its deadline a unit gets this long to write its manifest before it is killed

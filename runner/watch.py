@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from runner.folds import EPOCH_LOG
+from runner.engines.base import EPOCH_LOG
 
 
 class EpochReader:

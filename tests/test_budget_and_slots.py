@@ -7,6 +7,7 @@ import pytest
 from runner.budget import Budget, parse_duration
 from runner.errors import RunnerError
 from runner.folds import FoldResult, assign_folds
+from runner.heap import HEAP_TUNABLES
 from runner.processes import kill
 from runner.slots import fold_deadline, least_seconds
 
@@ -86,8 +87,8 @@ def test_units_fork_from_a_server_started_with_the_runners_heap_tunables(monkeyp
     processes.warm_up(())
     server = forkserver._forkserver._forkserver_pid  # glibc reads tunables at exec: the server's own environment
     environ = open(f"/proc/{server}/environ", "rb").read().replace(b"\0", b":")  # glibc splits it in place
-    assert f"GLIBC_TUNABLES={processes.HEAP_TUNABLES}:".encode() in environ
+    assert f"GLIBC_TUNABLES={HEAP_TUNABLES}:".encode() in environ
     assert "GLIBC_TUNABLES" not in os.environ  # the supervisor's own environment is as it was
-    assert processes.unit_environment(2, None)["GLIBC_TUNABLES"] == processes.HEAP_TUNABLES
+    assert processes.unit_environment(2, None)["GLIBC_TUNABLES"] == HEAP_TUNABLES
     monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.arena_max=2")  # a user's own setting wins
     assert processes.unit_environment(2, None)["GLIBC_TUNABLES"] == "glibc.malloc.arena_max=2"

@@ -17,9 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from runner.atomic import write_json
-from runner.engines.base import Engine, EngineResult
+from runner.engines.base import EPOCH_LOG, Engine, EngineResult
 from runner.portfolio import Settings
-from runner.folds import EPOCH_LOG
 from runner.portfolio import Member
 
 

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from runner.hardware import Hardware
 
 MEASURE_CAP = 30.0  # seconds any one engine may spend measuring, whatever the budget
+EPOCH_LOG = "epochs.jsonl"  # per-epoch lines a running fold may write into its folder, read by the supervisor
 
 
 @dataclass

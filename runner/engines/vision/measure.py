@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from runner.budget import process_start
+from runner.heap import tunables
 from runner.engines.vision.costs import Candidate, ImageCosts, Throughput
 from runner.engines.vision.estimates import estimate, forward_flops
 
@@ -134,8 +135,6 @@ def gather_costs(candidates: list[Candidate], device: str, classes: int, threads
                                        classes=classes, threads=threads, seconds=seconds,
                                        estimate=device != "cpu" or not time_them, time=time_them)))
     try:
-        from runner.processes import tunables
-
         subprocess.run([sys.executable, "-m", "runner.engines.vision.measure", str(request), str(out)], check=True,
                        timeout=2 * seconds + 5, capture_output=True, text=True, start_new_session=True,
                        env={**os.environ, "GLIBC_TUNABLES": tunables(dict(os.environ))})  # as units will run

@@ -24,13 +24,12 @@ from timm.scheduler import CosineLRScheduler
 from runner import metrics
 from runner.atomic import replacing
 from runner.budget import past
-from runner.engines.base import DeadlineReached, EngineResult, FoldData
+from runner.engines.base import EPOCH_LOG, DeadlineReached, EngineResult, FoldData
 from runner.engines.vision.augment import DeviceAugment
 from runner.engines.vision.images import cache_side
 from runner.engines.vision.loading import loaders
 from runner.engines.vision.memory import CUDA_RUNTIME_BYTES, is_oom, probe_batch
 from runner.engines.vision.settings import TARGET_MEMORY_FRACTION, ImageSettings, useful_batch
-from runner.folds import EPOCH_LOG
 from runner.weights import find_weights
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}

@@ -1,0 +1,174 @@
+"""The import rules of docs/architecture.md, read from the code (ast; `if TYPE_CHECKING:` blocks left out, since
+they run only for type checkers): no circles, no module importing a later stage, shared modules importing no
+stage, no engine reaching into another engine, nothing outside the vision package importing it, and the
+supervisor meeting engines through the registry alone."""
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+RUNNER = ROOT / "runner"
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+
+# the pipeline's layers, earliest first: a module may import its own layer and earlier ones
+LAYERS = (
+    ("shared", {"runner", "runner.errors", "runner.atomic", "runner.budget", "runner.csvfiles", "runner.untrusted",
+                "runner.metrics", "runner.monitor", "runner.weights", "runner.heap"}),
+    ("spec", {"runner.spec", "runner.mlebench"}),
+    ("data", {"runner.data"}),
+    ("hardware", {"runner.hardware", "runner.profiles"}),
+    ("plan vocabulary", {"runner.portfolio", "runner.engines", "runner.engines.base"}),
+    ("engines", {"runner.engines.*"}),
+    ("plan", {"runner.planner"}),
+    ("units", {"runner.folds", "runner.processes", "runner.fold_worker", "runner.slots", "runner.watch",
+               "runner.control"}),
+    ("predictions", {"runner.predict", "runner.blend", "runner.resume", "runner.bags"}),
+    ("submission", {"runner.submission", "runner.baselines"}),
+    ("grade", {"runner.grade"}),
+    ("supervisor", {"runner.report", "runner.outputs", "runner.ensemble", "runner.controller", "runner.extras",
+                    "runner.run"}),
+    ("front", {"runner.cli", "runner.console", "runner.plot", "runner.launch", "runner.demo", "runner.demo.*"}),
+)
+ENGINE_HELPERS = {"base", "boosting", "oneshot", "tables"}  # what engines share: not an engine of their own
+SUPERVISOR = {"runner.run", "runner.outputs", "runner.ensemble", "runner.controller", "runner.extras"}
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for path in RUNNER.rglob("*.py"):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        found[".".join(parts[:-1] if path.name == "__init__.py" else parts)] = path
+    return found
+
+
+MODULES = modules()
+
+
+def _owner(name: str) -> str | None:
+    """The longest runner module a dotted name starts with (`runner.spec.load_spec` -> `runner.spec`)."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def imports_of(module: str) -> set[str]:
+    path = MODULES[module]
+    tree = ast.parse(path.read_text())
+    type_only = {id(node) for test in ast.walk(tree) if isinstance(test, ast.If) and "TYPE_CHECKING" in
+                 ast.unparse(test.test) for stmt in test.body for node in ast.walk(stmt)}
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(tree):
+        if id(node) in type_only:
+            continue
+        if isinstance(node, ast.Import):
+            found |= {_owner(alias.name) for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(up + ([base] if base else []))
+            found |= {_owner(f"{base}.{alias.name}") for alias in node.names} | {_owner(base)}
+    return found - {None, module}
+
+
+GRAPH = {module: imports_of(module) for module in MODULES}
+
+
+def layer_of(module: str) -> int:
+    for rank, (_, members) in enumerate(LAYERS):
+        if module in members:
+            return rank
+    for rank, (_, members) in enumerate(LAYERS):
+        if any(m.endswith(".*") and module.startswith(m[:-1]) for m in members):
+            return rank
+    raise AssertionError(f"{module} is in no layer: place it in LAYERS and in docs/architecture.md")
+
+
+def engine_of(module: str) -> str | None:
+    """The engine a module belongs to (runner.engines.vision.training -> vision), None for the helpers."""
+    parts = module.split(".")
+    if len(parts) < 3 or parts[:2] != ["runner", "engines"] or parts[2] in ENGINE_HELPERS:
+        return None
+    return parts[2]
+
+
+def test_every_module_has_a_layer_and_a_line_in_the_architecture_page():
+    page = ARCHITECTURE.read_text()
+    missing = [m for m in MODULES if not m.startswith("runner.demo.") and f"`{m}`" not in page]
+    assert not missing, f"docs/architecture.md names no line for {missing}"
+    for module in MODULES:
+        layer_of(module)
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on, found = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v), on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while (w := stack.pop()) != v:
+                on.discard(w), component.append(w)
+            on.discard(v)
+            if component:
+                found.append(sorted([v, *component]))
+
+    for module in graph:
+        if module not in index:
+            visit(module)
+    return found
+
+
+def arrows_back(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(f"{m} ({LAYERS[layer_of(m)][0]}) imports {i} ({LAYERS[layer_of(i)][0]})"
+                  for m, found in graph.items() for i in found if layer_of(i) > layer_of(m))
+
+
+def test_no_import_circles():
+    assert not circles(GRAPH), f"import circles: {circles(GRAPH)}"
+
+
+def test_no_module_imports_a_later_stage():
+    assert not arrows_back(GRAPH), "arrows back:\n" + "\n".join(arrows_back(GRAPH))
+
+
+def test_shared_modules_import_only_shared_modules():
+    shared = LAYERS[0][1]
+    assert not {m: found - shared for m, found in GRAPH.items() if m in shared and found - shared}
+
+
+def test_no_engine_imports_another_engines_modules():
+    crossing = [(m, i) for m, found in GRAPH.items() for i in found
+                if engine_of(m) and engine_of(i) and engine_of(m) != engine_of(i)]
+    assert not crossing
+
+
+def test_nothing_outside_the_vision_package_imports_it():
+    inside = "runner.engines.vision"
+    reaching = [(m, i) for m, found in GRAPH.items() for i in found
+                if i.startswith(inside) and not m.startswith(inside)]
+    assert not reaching
+
+
+@pytest.mark.parametrize("module", sorted(SUPERVISOR))
+def test_the_supervisor_meets_engines_through_the_registry_alone(module):
+    assert {i for i in GRAPH[module] if i.startswith("runner.engines")} <= {"runner.engines"}
+
+
+def test_the_checks_find_what_they_look_for():
+    """On a made-up graph: the spec importing the planner is an arrow back, and a circle through it is found."""
+    graph = {"runner.spec": {"runner.planner", "runner.metrics"}, "runner.planner": {"runner.spec"},
+             "runner.metrics": set()}
+    assert arrows_back(graph) == ["runner.spec (spec) imports runner.planner (plan)"]
+    assert circles(graph) == [["runner.planner", "runner.spec"]]
+    assert arrows_back({"runner.spec": {"runner.metrics"}}) == []
