@@ -27,7 +27,7 @@ SPACESHIP = load_spec("spaceship")
 DOG_DATA = DataShape(n_train=9199, n_test=1023, classes=120, inputs=frozenset({"image"}))
 TABLE = DataShape(10_000, 1000, 14, classes=2)  # folds train on 8000 rows: no scaling of the timed rows
 def gpu_costs(precision="bf16"):
-    """The ladder's memory and FLOPs as the real estimators gave them (runner/ladder_costs.json), as measuring
+    """The ladder's memory and FLOPs as the real estimators gave them (runner/engines/vision/ladder_costs.json), as measuring
     reports them for a GPU we are not on."""
     return ImageCosts(memory=tuple(ladder.memory_of(m, s, precision) for m, s in GPU_CANDIDATES),
                       flops={f"{m}@{s}": ladder.flops_of(m, s) for m, s in GPU_CANDIDATES})
