@@ -8,7 +8,8 @@ from runner.bags import MemberState, extra_member, why_stop
 from runner.ensemble import Ensemble
 from runner.folds import FoldResult
 from runner.portfolio import Member
-from runner.slots import EVERY_MEMBER_FINISHED, MIN_FOLD_SECONDS, WINDOW_CLOSED, Scheduler
+from runner.deadlines import MIN_FOLD_SECONDS
+from runner.slots import EVERY_MEMBER_FINISHED, WINDOW_CLOSED, Scheduler
 
 log = logging.getLogger("runner")
 

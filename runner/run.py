@@ -38,9 +38,10 @@ from runner.portfolio import Member, Plan
 from runner.predict import unit_dir
 from runner.report import RunReport
 from runner.resume import Reused, code_fingerprint, data_fingerprint, reusable, unit_fingerprint
-from runner.slots import Running, Scheduler, Unit
+from runner.slots import Running, Scheduler
 from runner.spec import CompetitionSpec, load_spec
 from runner.submission import write_atomic
+from runner.units import Unit
 from runner.untrusted import inside
 
 log = logging.getLogger("runner")

@@ -9,7 +9,7 @@ from runner.errors import RunnerError
 from runner.folds import FoldResult, assign_folds
 from runner.heap import HEAP_TUNABLES
 from runner.processes import kill
-from runner.slots import fold_deadline, least_seconds
+from runner.deadlines import fold_deadline, least_seconds
 
 
 @pytest.mark.parametrize("text, seconds", [("2h", 7200), ("30m", 1800), ("1h30m", 5400), ("90s", 90), ("45", 45),
