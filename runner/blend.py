@@ -46,7 +46,8 @@ class Blend:
     covered: np.ndarray = field(repr=False)  # the rows it is scored on: the start member's
     oof: np.ndarray = field(repr=False)  # its out-of-fold predictions on those rows (zeros elsewhere)
 
-    def to_json(self) -> dict:
+    def summary(self) -> dict:
+        """What the report keeps of it (the arrays stay with the run)."""
         return dict(weights=self.weights, cv=self.cv, rows=self.rows, start=self.start, member_cv=self.member_cv)
 
 

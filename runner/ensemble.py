@@ -69,7 +69,7 @@ class Ensemble:
             return {}
         self.blend = blend
         return dict(submission_source=chosen.source, cv_score=blend.cv, baseline_cv_score=round(base, 6),
-                    blend={**blend.to_json(), **({"grade_thresholds": cuts} if cuts else {})})
+                    blend={**blend.summary(), **({"grade_thresholds": cuts} if cuts else {})})
 
     def grade_thresholds(self, blend: Blend) -> tuple[float, ...] | None:
         """For kappa: cuts of the expected grade tuned on the blend's out-of-fold predictions (their kappa there

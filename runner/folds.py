@@ -10,13 +10,14 @@ import numpy as np
 from sklearn.model_selection import KFold, StratifiedKFold
 
 from runner.portfolio import Member
+from runner.saved import Saved
 
 USABLE = ("completed", "stopped")  # statuses whose predictions go into the ensemble
 PREPARE = -1  # the fold number of a member's prepare step
 
 
 @dataclass(frozen=True)
-class FoldTask:
+class FoldTask(Saved):
     """One unit of work in its own process: a fold of a member, or (fold PREPARE) the member's prepare step."""
 
     member: Member
@@ -29,16 +30,10 @@ class FoldTask:
     prepared: str | None = None  # a prepare step writes the Dataset its member's folds read here
     fingerprint: str = ""  # what produced it (runner.resume): a later run reuses the result only if it matches
 
-    def to_json(self) -> dict:
-        return {**dataclasses.asdict(self), "member": self.member.model_dump(mode="json")}
-
-    @classmethod
-    def from_json(cls, data: dict) -> "FoldTask":
-        return cls(**{**data, "member": Member.model_validate(data["member"])})
 
 
 @dataclass(frozen=True)
-class FoldResult:
+class FoldResult(Saved):
     fold: int
     status: str  # completed | stopped (cut at its deadline, best checkpoint kept) | failed | skipped
     member: str = ""
@@ -69,13 +64,6 @@ class FoldResult:
         (process start, imports, model, test prediction) plus the least training."""
         overhead = max(self.wall_seconds - self.train_seconds, self.startup_seconds + self.predict_seconds)
         return overhead + self.min_train_seconds
-
-    def to_json(self) -> dict:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_json(cls, data: dict) -> "FoldResult":
-        return cls(**data)
 
     @classmethod
     def load(cls, path: Path) -> "FoldResult":

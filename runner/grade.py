@@ -1,16 +1,18 @@
 """Grading a submission against the private answers, with MLE-bench's report fields and medal positions."""
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
 import numpy as np
 import pandas as pd
+from pydantic import PlainSerializer
 
 from runner import metrics
 from runner.errors import InputError, InvalidSubmissionError
+from runner.saved import Saved
 from runner.spec import CompetitionSpec
 
 BOOTSTRAP_ROUNDS = 1000  # resamples of the test rows: enough for steady 5% and 95% quantiles
@@ -18,7 +20,7 @@ EDGE_QUANTILES = (0.05, 0.95)  # a 90% interval
 
 
 @dataclass(frozen=True)
-class GradeReport:
+class GradeReport(Saved):
     """MLE-bench's CompetitionReport fields, plus the metric and why a submission was invalid."""
 
     competition_id: str
@@ -40,12 +42,6 @@ class GradeReport:
     metric: str = ""
     error: str | None = None
 
-    def to_json(self) -> dict:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_json(cls, data: dict) -> "GradeReport":
-        return cls(**data)
 
 
 @dataclass(frozen=True)
@@ -186,19 +182,21 @@ def grade(submission_path: Path, spec: CompetitionSpec, answers_dir: Path,
     return _report(spec, submission_path, exists, value, error, limits)
 
 
+# saved to 5 decimals, as the grader's scores are; + 0.0 turns a rounded -0.0 into 0.0
+Rounded = Annotated[float, PlainSerializer(lambda v: round(v, 5) + 0.0)]
+
+
 @dataclass(frozen=True)
-class Edge:
+class Edge(Saved):
     """How much better one submission scores than another on the same answers, in the metric's units (positive:
     the first is better, whichever way the metric runs), and the 90% interval of that difference when the test
     rows are resampled with replacement (a paired bootstrap). An interval holding 0 means this test set cannot
     tell the two apart."""
 
-    value: float
-    low: float
-    high: float
+    value: Rounded
+    low: Rounded
+    high: Rounded
 
-    def to_json(self) -> dict:
-        return {k: round(v, 5) + 0.0 for k, v in dataclasses.asdict(self).items()}  # + 0.0: no "-0.0"
 
 
 def edge(spec: CompetitionSpec, ours: pd.DataFrame, theirs: pd.DataFrame, answers: pd.DataFrame,

@@ -4,7 +4,6 @@
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
 import shutil
@@ -13,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
+
+from runner.saved import Saved
 
 GiB = 1024**3
 BUSY_SAMPLE_SECONDS = 0.5  # long enough to see a core another process keeps busy, short next to any budget
@@ -34,7 +35,7 @@ class Gpu:
 
 
 @dataclass(frozen=True)
-class Hardware:
+class Hardware(Saved):
     gpus: tuple[Gpu, ...]
     cpus: int
     ram_bytes: int
@@ -42,15 +43,6 @@ class Hardware:
     disk_free_bytes: int
     busy_cpus: int = 0  # cores other processes kept busy when probed, already left out of `cpus`
 
-    def to_json(self) -> dict:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_json(cls, data: dict) -> "Hardware":
-        gpus = tuple(Gpu(g["name"], g["memory_bytes"], g["free_bytes"], tuple(g["compute_capability"]),
-                         g.get("bf16_tflops", 0.0)) for g in data["gpus"])
-        return cls(gpus, data["cpus"], data["ram_bytes"], data["shm_bytes"], data["disk_free_bytes"],
-                   data.get("busy_cpus", 0))
 
 
 def cgroup_cpu_quota(cgroup_root: Path = Path("/sys/fs/cgroup")) -> float | None:

@@ -25,6 +25,7 @@ from typing import Callable
 
 from runner.errors import RunnerError
 from runner.processes import child_environment
+from runner.saved import Saved
 from runner.spec import competitions_dir
 
 LABEL = "competition-runner"
@@ -38,7 +39,7 @@ WORK_MB_MAX = 16 * 1024  # the work area (image cache, extracted zips, fold hand
 
 
 @dataclass(frozen=True)
-class Launch:
+class Launch(Saved):
     competition: str
     data_dir: str  # the competition's prepared/public folder on the host
     out_dir: str  # where submission.csv and report.json land on the host
@@ -64,12 +65,10 @@ class Launch:
         return self.kill_after_seconds if self.kill_after_seconds is not None else \
             self.budget_seconds + GRACE_SECONDS
 
-    def to_json(self) -> dict:
-        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True)
-class LaunchResult:
+class LaunchResult(Saved):
     backend: str
     exit_code: int | None
     killed_at_deadline: bool
@@ -77,8 +76,6 @@ class LaunchResult:
     container: str | None = None
     collected: dict = dataclasses.field(default_factory=dict)  # output -> "copied", or why the host refused it
 
-    def to_json(self) -> dict:
-        return dataclasses.asdict(self)
 
 
 def fresh_out_dir(launch: "Launch", container: bool = False) -> Path:

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, SerializeAsAny, model_validator
 
 from runner.engines import get_engine
 from runner.hardware import Hardware
+from runner.saved import Saved
 from runner.spec import CompetitionSpec
 
 
@@ -82,7 +83,7 @@ class Member(BaseModel):
         return self.expected_gain / self.core_seconds
 
 
-class Plan(BaseModel):
+class Plan(Saved, BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     members: tuple[Member, ...]
@@ -96,13 +97,6 @@ class Plan(BaseModel):
 
     def member(self, name: str) -> Member:
         return next(m for m in self.members if m.name == name)
-
-    def to_json(self) -> dict:
-        return self.model_dump(mode="json")
-
-    @classmethod
-    def from_json(cls, data: dict) -> "Plan":
-        return cls.model_validate(data)
 
     def save(self, path: Path) -> None:
         from runner.atomic import write_json

@@ -1,16 +1,16 @@
 """report.json: what a run did, written after every change so a killed run still leaves one."""
 from __future__ import annotations
 
-import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from runner.atomic import write_json
+from runner.saved import Saved
 
 
 @dataclass(frozen=True)
-class RunReport:
+class RunReport(Saved):
     competition: str
     status: str  # running | trained | baseline (nothing trained) | error | interrupted | stopped (by the watchdog)
     metric: str
@@ -35,14 +35,6 @@ class RunReport:
     resumed: dict | None = None  # folds_reused, members: what an earlier run in this folder had finished
     warnings: tuple[str, ...] = ()
     error: str | None = None
-
-    def to_json(self) -> dict:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_json(cls, data: dict) -> "RunReport":
-        tuples = ("folds", "members", "units", "actions", "epochs", "warnings")
-        return cls(**{**data, **{k: tuple(data.get(k, ())) for k in tuples}})
 
     @classmethod
     def load(cls, path: Path) -> "RunReport":

@@ -25,6 +25,7 @@ from runner.engines import get_engine
 from runner.engines.base import EPOCH_LOG
 from runner.folds import PREPARE, FoldResult, FoldTask
 from runner.portfolio import Member, Plan
+from runner.saved import Saved
 from runner.units import Unit, UnitQueue
 
 GRACE_SECONDS = 5.0  # past its deadline a unit gets this long to write its manifest before it is killed
@@ -47,7 +48,7 @@ class Running:
 
 
 @dataclass(frozen=True)
-class UnitRecord:
+class UnitRecord(Saved):
     """When and where a unit ran, for the report and the plot."""
 
     member: str
@@ -59,8 +60,6 @@ class UnitRecord:
     score: float | None
     threads: int
 
-    def to_json(self) -> dict:
-        return self.__dict__.copy()
 
 
 def _last_line(log: Path) -> str:

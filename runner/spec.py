@@ -14,10 +14,12 @@ from pathlib import Path
 
 import pandas as pd
 import yaml
+from pydantic import ValidationError
 
 from runner.csvfiles import find_sample, read_csv_file
 from runner.errors import InputError, SpecError
 from runner.metrics import LOWER_IS_BETTER
+from runner.saved import Saved
 
 TASKS = ("tabular", "image", "text", "unsupported")
 # what the sample submission's value columns hold: one probability per class of one label, one probability of the
@@ -38,7 +40,7 @@ class ColumnSplit:
 
 
 @dataclass(frozen=True)
-class CompetitionSpec:
+class CompetitionSpec(Saved):
     id: str
     task: str  # one of TASKS
     metric: str  # a key of LOWER_IS_BETTER
@@ -86,22 +88,17 @@ class CompetitionSpec:
         """One label per row, learned as classes; multi-label columns are learned as 0/1 values."""
         return self.submission not in ("regression", "multilabel")
 
-    def to_json(self) -> dict:
-        return dataclasses.asdict(self)
-
     @classmethod
     def from_json(cls, data: dict) -> "CompetitionSpec":
-        data = dict(data)
-        data["split_columns"] = tuple(
-            ColumnSplit(s["column"], s["sep"], tuple(s["into"])) for s in data.get("split_columns", ())
-        )
-        for key in ("targets", "aliases", "drop_columns", "scored_columns", "evidence"):
-            data[key] = tuple(data.get(key, ()))
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = set(data) - names
+        """Read back with pydantic (runner.saved); a field no spec has is named rather than ignored."""
+        unknown = set(data) - {f.name for f in dataclasses.fields(cls)}
         if unknown:
             raise SpecError(f"spec {data.get('id', '?')}: unknown field(s) {sorted(unknown)}")
-        return cls(**data)
+        try:
+            return super().from_json(data)
+        except ValidationError as exc:  # a missing or mistyped field, named
+            fields = ", ".join(".".join(map(str, e["loc"])) + f" ({e['msg']})" for e in exc.errors())
+            raise SpecError(f"spec {data.get('id', '?')}: {fields}") from exc
 
 
 def competitions_dir() -> Path:

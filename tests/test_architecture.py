@@ -14,7 +14,7 @@ ARCHITECTURE = ROOT / "docs" / "architecture.md"
 # the pipeline's layers, earliest first: a module may import its own layer and earlier ones
 LAYERS = (
     ("shared", {"runner", "runner.errors", "runner.atomic", "runner.budget", "runner.csvfiles", "runner.untrusted",
-                "runner.metrics", "runner.monitor", "runner.weights", "runner.heap"}),
+                "runner.metrics", "runner.monitor", "runner.weights", "runner.heap", "runner.saved"}),
     ("spec", {"runner.spec", "runner.mlebench"}),
     ("data", {"runner.data"}),
     ("hardware", {"runner.hardware", "runner.profiles"}),

@@ -22,7 +22,7 @@ def public(spaceship, tmp_path):
     return target
 
 
-def run(public, tmp_path, budget="20s", competition="spaceship"):
+def run(public, tmp_path, budget="8s", competition="spaceship"):
     out = tmp_path / "out"
     result = run_cli("run", competition, "--data", str(public), "--budget", budget, "--out", str(out))
     return result, out

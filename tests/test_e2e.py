@@ -9,6 +9,9 @@ from conftest import run_cli, write_nomad, write_spooky
 from runner.grade import grade
 from runner.spec import load_spec
 
+# seconds: a run fills whatever window it gets, so each budget is the least its assertions need
+SPACESHIP_BUDGET = 15  # five LightGBM folds take about a second here; the rest goes to other members
+
 
 def run_and_grade(competition, root, out, budget_seconds):
     started = time.monotonic()
@@ -28,13 +31,13 @@ def better_by(spec, score, baseline, margin):
 
 
 def test_spaceship_beats_the_baseline_within_budget(spaceship, tmp_path):
-    report, graded, baseline, elapsed = run_and_grade("spaceship", spaceship, tmp_path / "out", 45)
+    report, graded, baseline, elapsed = run_and_grade("spaceship", spaceship, tmp_path / "out", SPACESHIP_BUDGET)
     assert graded.valid_submission and baseline.valid_submission
     assert graded.score > baseline.score + 0.15  # accuracy: ~0.85 against a ~0.5 majority class
     assert report["cv_score"] > report["baseline_cv_score"] + 0.15
     lightgbm = [f for f in report["folds"] if f["member"] == "lightgbm"]
     assert report["status"] == "trained" and [f["status"] for f in lightgbm] == ["completed"] * 5
-    assert report["wall_seconds"] <= 45 and elapsed < 45 + 2
+    assert report["wall_seconds"] <= SPACESHIP_BUDGET and elapsed < SPACESHIP_BUDGET + 2
     assert len((tmp_path / "out" / "monitor.jsonl").read_text().splitlines()) >= 1
     for fold in lightgbm:  # best checkpoint and manifest per fold
         assert (tmp_path / "out" / "members" / "lightgbm" / str(fold["fold"]) / "model.txt").is_file()
@@ -67,14 +70,14 @@ def test_dog_breed_trains_a_cnn_skips_corrupt_images_and_beats_the_baseline(dog_
 
 def test_text_competition_trains_tfidf(tmp_path):
     root = write_spooky(tmp_path / "spooky")
-    report, graded, baseline, _ = run_and_grade("spooky", root, tmp_path / "out", 40)
+    report, graded, baseline, _ = run_and_grade("spooky", root, tmp_path / "out", 12)
     assert graded.valid_submission and report["plan"]["members"][0]["engine"] == "tfidf"
     assert graded.score < baseline.score - 0.3
 
 
 def test_regression_with_two_targets_and_rmsle(tmp_path):
     root = write_nomad(tmp_path / "nomad")
-    report, graded, baseline, _ = run_and_grade("nomad2018", root, tmp_path / "out", 40)
+    report, graded, baseline, _ = run_and_grade("nomad2018", root, tmp_path / "out", 12)
     assert graded.valid_submission and report["plan"]["members"][0]["engine"] == "lightgbm"
     assert graded.score < baseline.score * 0.6, (graded.score, baseline.score)
 

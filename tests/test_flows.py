@@ -14,7 +14,7 @@ from flows.sweep import result_of, sweep
 
 
 def test_compete_runs_grades_and_publishes_artifacts(prefect_server, spaceship, demo_root, tmp_path):
-    state = compete(competition="spaceship", budget="20s", data_root=str(demo_root), out_root=str(tmp_path),
+    state = compete(competition="spaceship", budget="8s", data_root=str(demo_root), out_root=str(tmp_path),
                     return_state=True)
     summary = state.result()
     assert summary["grade"]["valid_submission"] and summary["grade"]["score"] > 0.7
@@ -34,7 +34,7 @@ def test_compete_runs_grades_and_publishes_artifacts(prefect_server, spaceship, 
 
 def test_a_strict_slot_that_does_not_exist_stops_the_run(prefect_server, spaceship, demo_root, tmp_path):
     with pytest.raises(Exception, match="no-such-slot"):
-        compete(competition="spaceship", budget="10s", data_root=str(demo_root), out_root=str(tmp_path),
+        compete(competition="spaceship", budget="8s", data_root=str(demo_root), out_root=str(tmp_path),
                 slot="no-such-slot")
     assert not (tmp_path / "spaceship-titanic" / "submission.csv").exists()
 
@@ -45,7 +45,7 @@ def test_a_slot_limit_is_held_for_the_launch(prefect_server, spaceship, demo_roo
             await client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(name="test-slot", limit=1))
 
     asyncio.run(create())
-    summary = compete(competition="spaceship", budget="15s", data_root=str(demo_root), out_root=str(tmp_path),
+    summary = compete(competition="spaceship", budget="8s", data_root=str(demo_root), out_root=str(tmp_path),
                       slot="test-slot")
     assert summary["grade"]["valid_submission"]
 
@@ -53,7 +53,7 @@ def test_a_slot_limit_is_held_for_the_launch(prefect_server, spaceship, demo_roo
 def test_local_sweep_writes_a_table_and_grading_jsonl(prefect_server, spaceship, tmp_path):
     data_root = tmp_path / "data"  # holds only spaceship-titanic: dog-breed is reported missing
     shutil.copytree(spaceship, data_root / "spaceship-titanic")
-    result = sweep(split="demo", budget="15s", data_root=str(data_root), out_root=str(tmp_path / "out"))
+    result = sweep(split="demo", budget="8s", data_root=str(data_root), out_root=str(tmp_path / "out"))
     assert [r["competition_id"] for r in result["rows"]] == ["spaceship-titanic"]
     assert result["missing"] == ["dog-breed-identification"]
     lines = [json.loads(line) for line in open(result["jsonl"])]

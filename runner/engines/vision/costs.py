@@ -6,6 +6,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from runner.engines.vision.memory import MemoryEstimate
+from runner.saved import Saved
 
 
 @dataclass(frozen=True)
@@ -18,22 +19,16 @@ class Candidate:
 
 
 @dataclass(frozen=True)
-class Throughput:
+class Throughput(Saved):
     candidate: Candidate
     device: str
     train_seconds_per_sample: float
     infer_seconds_per_sample: float
 
-    def to_json(self) -> dict:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_json(cls, data: dict) -> "Throughput":
-        return cls(**{**data, "candidate": Candidate(**data["candidate"])})
 
 
 @dataclass(frozen=True)
-class ImageCosts:
+class ImageCosts(Saved):
     """What the image planner knows about its candidates: measured throughput on this device (may be empty), and
     device-independent memory estimates and forward FLOPs per sample, keyed by 'model@size'."""
 
@@ -54,13 +49,3 @@ class ImageCosts:
     def memory_of(self, model: str, size: int, precision: str) -> MemoryEstimate | None:
         return next((m for m in self.memory if (m.model, m.image_size, m.precision) == (model, size, precision)),
                     None)
-
-    def to_json(self) -> dict:
-        return dict(throughput=[t.to_json() for t in self.throughput], memory=[m.to_json() for m in self.memory],
-                    flops=self.flops, slowdown=self.slowdown)
-
-    @classmethod
-    def from_json(cls, data: dict) -> "ImageCosts":
-        return cls(tuple(Throughput.from_json(t) for t in data.get("throughput", ())),
-                   tuple(MemoryEstimate(**m) for m in data.get("memory", ())), dict(data.get("flops", {})),
-                   data.get("slowdown", 1.0))

@@ -17,12 +17,14 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Callable
 
+from runner.saved import Saved
+
 CUDA_RUNTIME_BYTES = 600 * 1024**2  # CUDA context + cuBLAS/cuDNN handles: outside torch's allocator
 BYTES_PER_PARAMETER = 16  # fp32 weight, fp32 gradient, two fp32 AdamW moments
 
 
 @dataclass(frozen=True)
-class MemoryEstimate:
+class MemoryEstimate(Saved):
     model: str
     image_size: int
     precision: str
@@ -42,9 +44,6 @@ class MemoryEstimate:
 
     def on_device(self, runtime_bytes: int) -> "MemoryEstimate":
         return dataclasses.replace(self, runtime_bytes=runtime_bytes)
-
-    def to_json(self) -> dict:
-        return dataclasses.asdict(self)
 
 
 def backward_peak_bytes(saved: list[tuple[int, int]]) -> int:
