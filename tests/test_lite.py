@@ -25,9 +25,10 @@ LITE = (Path(__file__).resolve().parent.parent / "competitions" / "splits" / "ml
 BASELINE_ONLY = {"denoising-dirty-documents", "mlsp-2013-birds", "text-normalization-challenge-english-language",
                  "text-normalization-challenge-russian-language", "the-icml-2013-whale-challenge-right-whale-redux"}
 SMALL = {"dog-breed-identification": dict(train_per_breed=4, test_per_breed=1)}  # the demo's own size is minutes
-# seconds each replica runs for in the end-to-end test: images need a few epochs of a small CNN on 2 cores, and
+# seconds each replica runs for in the end-to-end test: images need a few epochs of a small CNN on 2 cores (at 22 s
+# dogs-vs-cats kept its prior), and
 # dog-breed's 120 classes from 4 photos each 35 s
-BUDGET = {"image": 22, "text": 8, "tabular": 8, "unsupported": 5, "dog-breed-identification": 35}
+BUDGET = {"image": 30, "text": 8, "tabular": 8, "unsupported": 5, "dog-breed-identification": 35}
 
 
 @pytest.fixture(scope="module")
