@@ -1,8 +1,9 @@
 """Whether a change made the runner worse on the quality bench: two results files of bench/quality.py, row by row.
 
-For each data set and budget in both, the runner's score before and after, and its edge over LightGBM defaults
-after (the same deterministic contestant in both runs, graded on the same test rows) with that edge's 90%
-interval over paired resamples of those rows. The runner's score moved by (after - before), which is also how far
+For each data set and budget in both, the runner's score before and after, and its edge over the simple
+baseline after (LightGBM defaults for tables, TF-IDF + logistic regression for texts: the same deterministic
+contestant in both runs, graded on the same test rows) with that edge's 90% interval over paired resamples of
+those rows. The runner's score moved by (after - before), which is also how far
 its edge over that contestant moved; a row is worse beyond noise when the edge fell by more than the interval's
 half-width, i.e. by more than the test rows' noise on a difference of two such submissions.
 
@@ -24,7 +25,8 @@ def rows_of(path: Path) -> dict[tuple[str, int], dict]:
 def compare(before: dict, after: dict) -> dict:
     """One row's verdict (see the module's docstring)."""
     sign = -1 if after["lower_is_better"] else 1
-    edge = after["lightgbm_defaults"]["runner_edge"]
+    simple = "lightgbm_defaults" if "lightgbm_defaults" in after else "tfidf_logistic"
+    edge = after[simple]["runner_edge"]
     moved = sign * (after["runner"]["score"] - before["runner"]["score"])  # positive: better after
     noise = (edge["high"] - edge["low"]) / 2
     return dict(dataset=after["dataset"], budget=after["budget"], metric=after["metric"],

@@ -210,7 +210,6 @@ class Scheduler:
     def running(self) -> list[Running]:
         return self.slots.running
 
-
     def add(self, member: Member) -> None:
         self.pending.add(member)
 
@@ -224,7 +223,6 @@ class Scheduler:
         """Skip the member's units that have not started."""
         for unit in self.pending.drop(member, why):
             self._finish(FoldResult(unit.fold, "skipped", member, message=why), unit, "-", time.monotonic())
-
 
     def free_cores(self) -> int:
         return self.plan.cpus - self.slots.cores_held()
@@ -241,7 +239,6 @@ class Scheduler:
         self.held_back = why is not None
         return self.held_back
 
-
     def capacity_of(self, lane: str) -> int:
         """Folds that can run at once in a lane, for its planned members (the most of any)."""
         return max([capacity(m, self.plan) for m in self.plan.members if m.slot == lane] or [1])
@@ -253,7 +250,6 @@ class Scheduler:
             return prepare_deadline(member, end)
         done = [r for r in self.results if r.member == member.name and r.fold != PREPARE]
         return fold_window(member, now, end, done, self.pending.pending(member.name), capacity(member, self.plan))
-
 
     def _start(self, unit: Unit, now: float, gpu: int | None, threads: int, lane: str) -> None:
         deadline, _ = self._deadline(unit, now)

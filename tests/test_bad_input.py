@@ -11,6 +11,8 @@ from runner.spec import load_spec
 from runner.submission import validate_submission
 from runner.data import value_columns
 
+pytestmark = pytest.mark.slow  # whole runs through processes, containers or Prefect: the fast subset leaves them out
+
 SPACESHIP = load_spec("spaceship")
 
 

@@ -11,6 +11,8 @@ import pytest
 
 from flows.prefect_yaml import render
 
+pytestmark = pytest.mark.slow  # whole runs through processes, containers or Prefect: the fast subset leaves them out
+
 REPO = Path(__file__).resolve().parent.parent
 
 

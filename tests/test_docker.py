@@ -10,6 +10,8 @@ import pytest
 from runner.errors import RunnerError
 from runner.launch import LABEL, Launch, container_config, docker_client, leftover_containers, run_docker
 
+pytestmark = pytest.mark.slow  # whole runs through processes, containers or Prefect: the fast subset leaves them out
+
 DOCKER = Path(__file__).resolve().parent.parent / "docker"
 IMAGE = "competition-runner-local"
 
@@ -111,6 +113,7 @@ def test_the_compete_flow_runs_the_competition_in_a_container(engine, prefect_se
 ALLOCATE = "x = bytearray(1024 ** 3); print('allocated', len(x))"
 ESCALATE = r"""
 import json, os, subprocess
+
 def writes(path):
     try:
         open(path, "w").close()

@@ -12,6 +12,8 @@ from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
 from flows.compete import compete
 from flows.sweep import result_of, sweep
 
+pytestmark = pytest.mark.slow  # whole runs through processes, containers or Prefect: the fast subset leaves them out
+
 
 def test_compete_runs_grades_and_publishes_artifacts(prefect_server, spaceship, demo_root, tmp_path):
     state = compete(competition="spaceship", budget="8s", data_root=str(demo_root), out_root=str(tmp_path),

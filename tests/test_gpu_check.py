@@ -33,6 +33,7 @@ def test_without_a_gpu_it_skips_and_writes_nothing():
     assert (result_file.stat().st_mtime_ns if result_file.exists() else None) == before
 
 
+@pytest.mark.slow
 def test_cpu_smoke_runs_every_section_that_runs_on_a_cpu(tmp_path):
     out = tmp_path / "gpu.json"
     done = gpu_check("--cpu-smoke", "--out", str(out))

@@ -130,6 +130,7 @@ def test_edge_is_positive_for_the_lower_error_when_lower_is_better():
         edge(spec, close.iloc[:10], far, answers)
 
 
+@pytest.mark.slow
 def test_grade_against_another_submission_prints_the_edge(tmp_path):
     spec = load_spec("dog-breed")
     rng = np.random.default_rng(3)

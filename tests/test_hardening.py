@@ -28,6 +28,7 @@ def spaceship_copy(spaceship, tmp_path) -> Path:
 
 # --- the container's output ---------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_submission_linked_to_the_answers_is_not_what_gets_graded(spaceship, tmp_path):
     answers = spaceship / "prepared" / "private" / "test.csv"
     launch = Launch("spaceship", str(spaceship / "prepared" / "public"), str(tmp_path / "out"), 30)
@@ -161,6 +162,7 @@ def test_a_pixel_bomb_is_refused_before_it_is_decoded(tmp_path):
     assert time.monotonic() - started < 1
 
 
+@pytest.mark.slow
 def test_a_one_line_megabyte_description_does_not_delay_the_baseline(spaceship, tmp_path):
     root = spaceship_copy(spaceship, tmp_path)
     (root / "prepared" / "public" / "description.md").write_text("column wise " * 100_000)  # 1.2 MB, one line
@@ -171,6 +173,7 @@ def test_a_one_line_megabyte_description_does_not_delay_the_baseline(spaceship, 
     assert report["timings"]["baseline_written"] < 3
 
 
+@pytest.mark.slow
 def test_a_sample_with_only_ids_still_gives_a_valid_submission(spaceship, tmp_path):
     root = spaceship_copy(spaceship, tmp_path)
     sample = root / "prepared" / "public" / "sample_submission.csv"
@@ -183,6 +186,7 @@ def test_a_sample_with_only_ids_still_gives_a_valid_submission(spaceship, tmp_pa
                  root / "prepared" / "private").valid_submission
 
 
+@pytest.mark.slow
 def test_a_run_stuck_in_any_stage_ends_before_its_budget(spaceship, tmp_path):
     env = {**TOY_ENGINE, "TOY_PLAN_SECONDS": "60"}  # planning that would outlast the budget
     started = time.monotonic()

@@ -1,7 +1,10 @@
 """The local backend: `runner run` as a process group, with the hard deadline enforced from outside."""
 import pandas as pd
+import pytest
 
 from runner.launch import Launch, blocked_folders, run_local
+
+pytestmark = pytest.mark.slow  # whole runs through processes, containers or Prefect: the fast subset leaves them out
 
 
 def test_local_launch_streams_the_log_and_ends_cleanly(spaceship, tmp_path):

@@ -28,7 +28,10 @@ SMALL = {"dog-breed-identification": dict(train_per_breed=4, test_per_breed=1)} 
 # seconds each replica runs for in the end-to-end test: images need a few epochs of a small CNN on 2 cores (at 22 s
 # dogs-vs-cats kept its prior), and
 # dog-breed's 120 classes from 4 photos each 35 s
-BUDGET = {"image": 30, "text": 8, "tabular": 8, "unsupported": 5, "dog-breed-identification": 35}
+BUDGET = {"image": 30, "text": 8, "tabular": 8, "unsupported": 5, "dog-breed-identification": 35,
+          # from random init the CNN on this replica's cats and dogs stayed at the prior's 0.693 in 30 s on a quiet
+          # 2-core machine (the run rightly kept the prior); 45 s gave 0.60 and 0.61
+          "dogs-vs-cats-redux-kernels-edition": 45}
 
 
 @pytest.fixture(scope="module")

@@ -388,6 +388,7 @@ def test_image_costs_round_trip_through_json():
     assert ImageCosts.from_json(json.loads(json.dumps(costs.to_json()))) == costs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("hardware, device", [("a100-40gb", "cuda"), ("cpu", "cpu")])
 def test_runner_plan_prints_and_writes_a_plan_for_a_profile(dog_breed, tmp_path, hardware, device):
     from conftest import run_cli

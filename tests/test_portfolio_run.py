@@ -32,6 +32,7 @@ def training_share(report) -> float:
     return (ended - planned) / (0.85 * report["budget_seconds"] - planned)
 
 
+@pytest.mark.slow
 def test_an_engine_from_outside_the_package_runs_through_the_supervisor_and_ends_when_nothing_improves(
         spaceship, tmp_path):
     out = tmp_path / "out"
@@ -47,6 +48,7 @@ def test_an_engine_from_outside_the_package_runs_through_the_supervisor_and_ends
     assert "toy" in result.stderr  # the member table
 
 
+@pytest.mark.slow
 def test_a_table_uses_its_window_with_several_engines_blended(spaceship, tmp_path):
     report, graded, result = run("spaceship", spaceship, tmp_path / "out", 30)
     assert graded.valid_submission and graded.score > 0.75

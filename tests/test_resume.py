@@ -8,9 +8,13 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from runner.grade import grade
 from runner.slots import TOO_LATE
 from runner.spec import load_spec
+
+pytestmark = pytest.mark.slow  # whole runs through processes, containers or Prefect: the fast subset leaves them out
 
 
 def start(root: Path, out: Path, budget: int) -> subprocess.Popen:

