@@ -190,8 +190,10 @@ def gpu_busy(samples: list[dict]) -> dict:
     """NVML's figures over monitor samples: how many had GPU fields, the busiest GPU's utilisation (percent of
     time a kernel ran) and the most memory in use."""
     with_gpu = [s for s in samples if s.get("gpus")]
-    util = [max(g["util"] for g in s["gpus"]) for s in with_gpu]
-    used = [max(g["used"] / g["total"] for g in s["gpus"]) for s in with_gpu]
+    util = [max(g["util"] for g in s["gpus"] if g.get("util") is not None) for s in with_gpu
+            if any(g.get("util") is not None for g in s["gpus"])]
+    used = [max(g["used"] / g["total"] for g in s["gpus"] if g.get("used") is not None) for s in with_gpu
+            if any(g.get("used") is not None for g in s["gpus"])]
     return dict(samples=len(samples), gpu_samples=len(with_gpu),
                 gpu_util_mean=round(sum(util) / len(util), 1) if util else None,
                 gpu_util_max=max(util, default=None),

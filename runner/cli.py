@@ -81,7 +81,7 @@ def _run(args) -> int:
     with run_progress(budget) as status:
         report = run_competition(args.competition, Path(args.data), budget, out,
                                  on_plan=lambda plan: console.print(plan_table(plan)), on_status=status,
-                                 engines=_engines(args.engines))
+                                 engines=_engines(args.engines), gpus=args.gpus)
     console.print(summary_table(report))
     if report.error:  # plain lines: the message must survive any terminal width
         print(f"runner: error: {report.error}", file=sys.stderr)
@@ -191,6 +191,8 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--out", required=True, help="output folder")
     run.add_argument("--cut", type=float, default=0.85, help="fraction of the budget after which training stops")
     run.add_argument("--engines", help="comma-separated engines to use (default: every one that applies)")
+    run.add_argument("--gpus", help="the GPUs this run may use: indices as nvidia-smi numbers them (2,5), UUIDs "
+                                    "(GPU-…, MIG-…) or 'none' (default: CUDA_VISIBLE_DEVICES, else all)")
     run.add_argument("-v", "--verbose", action="store_true")
     run.set_defaults(func=_run)
     grade = sub.add_parser("grade", help="score a submission with MLE-bench's rules")

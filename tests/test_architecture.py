@@ -17,7 +17,7 @@ LAYERS = (
                 "runner.metrics", "runner.monitor", "runner.weights", "runner.heap", "runner.saved"}),
     ("spec", {"runner.spec", "runner.mlebench"}),
     ("data", {"runner.data"}),
-    ("hardware", {"runner.hardware", "runner.profiles"}),
+    ("hardware", {"runner.hardware", "runner.devices", "runner.profiles"}),
     ("plan vocabulary", {"runner.portfolio", "runner.engines", "runner.engines.base"}),
     ("engines", {"runner.engines.*"}),
     ("plan", {"runner.planner"}),
