@@ -113,3 +113,15 @@ def test_a_gpu_list_that_cannot_be_used_is_said_and_the_baseline_kept(spaceship,
     assert report["status"] == "error" and report["error"].startswith(named)
     sample = pd.read_csv(public / "sample_submission.csv")
     assert pd.read_csv(out / "submission.csv")["PassengerId"].tolist() == sample["PassengerId"].tolist()
+
+
+def test_a_gpu_plan_with_nothing_measured_still_trains_on_the_gpu_with_loaders():
+    """A probed card whose measuring failed: the smallest model, but on the card in its precision, not a CPU-class
+    plan with one thread feeding an H100."""
+    plan = make_plan(load_spec("dog-breed"), profile("h100-80gb"), 600,
+                     DataShape(9199, 1023, classes=120, inputs=frozenset({"image"})))
+    member = plan.member("timm")
+    s = member.settings
+    assert member.slot == "gpu" and s.device == "cuda" and s.precision == "bf16"
+    assert s.num_workers >= 1 and s.pin_memory and member.per_gpu == 1
+    assert member.threads == 1 + s.num_workers <= plan.cpus

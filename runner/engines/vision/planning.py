@@ -189,6 +189,23 @@ def _member(context: PlanContext, settings: ImageSettings, folds: int, per_gpu: 
                   prepare_seconds=_prepare_seconds(context), expected_gain=PRIOR_GAIN, reasons=tuple(reasons))
 
 
+def _unmeasured_on_gpu(context: PlanContext, gpu: Gpu, model: str, size: int, reasons: list[str]) -> Member:
+    """The smallest model on the GPU when nothing could be timed or estimated: still the card's precision, loader
+    workers and pinned memory (one CPU thread decoding for a GPU would leave it waiting), one fold per card at a
+    time, each probing its own batch."""
+    workers = max(1, context.cores - 1)
+    precision = "bf16" if gpu.bf16 else "fp16"
+    reasons.append(f"on the GPU all the same: {precision}, {workers} loader workers, pinned memory, one fold per "
+                   "card; each fold probes its batch towards its share of memory")
+    settings = ImageSettings(model=model, image_size=size, device="cuda", precision=precision, threads=1,
+                             num_workers=workers, prefetch_factor=2, pin_memory=True, per_gpu=1,
+                             batch_size=min(CPU_BATCH, useful_batch(context.data.n_train)),
+                             memory_target=round(gpu.memory_target(TARGET_MEMORY_FRACTION), 3))
+    folds = min(context.folds, 3)
+    return _member(context, settings, folds, 1, 1 + workers, context.window / folds, STARTUP_SECONDS["cuda"],
+                   reasons)
+
+
 def image_member(context: PlanContext, models: tuple | None = None) -> Member:
     """The CNN member for this hardware, window and data (`models` replaces the candidate list, best first)."""
     hardware, window = context.hardware, context.window
@@ -206,6 +223,8 @@ def image_member(context: PlanContext, models: tuple | None = None) -> Member:
     if not fits:
         model, size = models[-1]
         reasons.append(f"model {model} at {size} px: nothing was measured or could be estimated, so the smallest")
+        if gpu:
+            return _unmeasured_on_gpu(context, gpu, model, size, reasons)
         settings = ImageSettings(model=model, image_size=size, threads=context.cores, device="cpu",
                                  batch_size=min(CPU_BATCH, useful_batch(context.data.n_train)))
         folds = min(context.folds, 3)
