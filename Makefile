@@ -7,7 +7,7 @@ BENCH_STAMP := $(VENV)/.installed-bench
 DEMO_DIR := runs/demo
 DEMO_BUDGET ?=  # empty: each demo competition's own budget (dog-breed 3m, spaceship 1m)
 
-.PHONY: install demo test bench gpu-check up down clean
+.PHONY: install demo test bench gpu-check gpu-wheels gpu-check-offline up down clean
 
 install: $(STAMP)
 
@@ -53,6 +53,24 @@ bench: $(BENCH_STAMP)
 # vs failure throughput) into bench/results/gpu.json, a few minutes; without one it says so and exits 0
 gpu-check: $(BENCH_STAMP)
 	cd bench && PYTHONPATH=..:. ../$(PY) gpu_check.py
+
+# A GPU machine without a package index, whose Python has torch, timm, numpy, pandas, scikit-learn and NVML's
+# bindings: `make gpu-wheels` here (with the index) puts the project's other pure-Python needs in gpu-wheels/
+# (about 6 MiB, for the GPU machine's Python: GPU_PY); carry the checkout with it, and there
+# `make gpu-check-offline PYTHON=python3`.
+GPU_PY ?= 3.12
+GPU_WHEELS = pydantic==2.14.3 pydantic_core==2.50.4 annotated-types==0.8.0 typing-inspection==0.4.5 psutil==7.2.2 \
+	rich==15.0.0 markdown-it-py==4.3.0 mdurl==0.1.2 Pygments==2.21.0 threadpoolctl==3.8.0 PyYAML==6.0.3 \
+	nvidia-ml-py==13.615.71
+gpu-wheels:
+	rm -rf gpu-wheels
+	$(PYTHON) -m pip download --quiet --no-deps --only-binary=:all: --python-version $(GPU_PY) --implementation cp \
+		--platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+		-d gpu-wheels $(GPU_WHEELS)
+
+gpu-check-offline:
+	$(PYTHON) -m pip install --quiet --no-index --no-deps --upgrade --target .gpu-site gpu-wheels/*.whl
+	cd bench && PYTHONPATH=..:.:../.gpu-site $(PYTHON) gpu_check.py
 
 clean:
 	rm -rf $(DEMO_DIR) .pytest_cache

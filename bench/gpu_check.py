@@ -17,9 +17,14 @@ Sections, each recorded on its own (one failing keeps its error and leaves the o
 - planned_vs_failure: bench/throughput.py's comparison on the GPU: the dog-breed demo's photos trained with the
   planned configuration against the failure one (batch 32, 0 workers, fp32, PIL decode per step), with NVML's
   GPU busy % during each.
+- fork_safety: a whole `runner run` of the dog-breed demo (the CNN alone) under tests/cuda_guard, which records and
+  refuses any CUDA start in the supervisor or the fork server; its folds must train (on the GPU, when there is one).
+- leased_gpus: that run was given `--gpus` with the last card's UUID: its fold processes must appear on that card
+  alone in NVML's compute processes, and a card the machine lacks must be refused naming `--gpus`.
 
-The JSON is rewritten after each section; the exit status is 1 when any section failed. Without a GPU it says
-so in one line, writes nothing and exits 0 (1 when NVML sees a GPU that torch cannot use: a driver too old for
+Each section prints one PASS, FAIL or SKIP line (SKIP with its reason), and the last line counts the PASS lines.
+The JSON is rewritten after each section; the exit status is 1 when any section failed. Without a GPU every
+section is a SKIP line saying so, nothing is written and it exits 0 (1 when NVML sees a GPU that torch cannot use: a driver too old for
 the wheel's CUDA). `--cpu-smoke --out PATH.json` runs the sections that can run on a CPU at tiny sizes (the others
 are marked skipped), so the code paths stay tested on machines without one.
 
@@ -67,6 +72,9 @@ RECOVER_ROWS = 1088  # 1024 train rows (two steps at the starting batch; drop_la
 RECOVER_SECONDS = 300  # the recovering fold's deadline: one epoch at each batch tried takes seconds
 PLAN_WINDOW = 1800  # seconds: the window bench/throughput.py plans for (a 30-minute dog-breed budget)
 PLAN_FOLDS = 5  # as bench/throughput.py plans (the specs' default folds)
+REPO = Path(__file__).resolve().parent.parent
+GUARD = REPO / "tests" / "cuda_guard"  # sitecustomize that refuses CUDA in the supervisor and the fork server
+NO_SUCH_CARD = "GPU-00000000-0000-0000-0000-000000000000"
 
 
 @dataclass(frozen=True)
@@ -84,16 +92,18 @@ class Sizes:
     demo_size: int
     failure_images: int
     planned_images: int
+    run_seconds: int  # the guarded whole run's budget
     threads: int | None = None  # torch's CPU threads (None: its default)
 
 
 FULL = Sizes(memory_models=(("resnet18", 224), ("convnext_tiny", 224), ("efficientnet_b0", 224)),
              memory_batches=(32, 128), speed_model=("resnet18", 224), speed_batch=128, speed_warmup=3,
-             speed_steps=30, monitor_seconds=6.0, demo={}, demo_size=224, failure_images=2048, planned_images=8192)
+             speed_steps=30, monitor_seconds=6.0, demo={}, demo_size=224, failure_images=2048, planned_images=8192,
+             run_seconds=90)
 SMOKE = Sizes(memory_models=(("resnet18", 64),), memory_batches=(4, 8), speed_model=("resnet18", 64),
               speed_batch=4, speed_warmup=1, speed_steps=2, monitor_seconds=1.0,
               demo=dict(train_per_breed=1, test_per_breed=1), demo_size=64, failure_images=32, planned_images=64,
-              threads=1)  # one thread: on a shared CPU, OpenMP threads spin at barriers for a preempted peer (40x)
+              run_seconds=20, threads=1)  # one thread: on a shared CPU, OpenMP threads spin at barriers for a preempted peer (40x)
 # (low precision, channels_last, torch.compile): the 2 x 2 of eager steps, then compile on the channels_last ones
 COMBOS = ((False, False, False), (False, True, False), (True, False, False), (True, True, False),
           (False, True, True), (True, True, True))
@@ -190,8 +200,10 @@ def gpu_busy(samples: list[dict]) -> dict:
     """NVML's figures over monitor samples: how many had GPU fields, the busiest GPU's utilisation (percent of
     time a kernel ran) and the most memory in use."""
     with_gpu = [s for s in samples if s.get("gpus")]
-    util = [max(g["util"] for g in s["gpus"]) for s in with_gpu]
-    used = [max(g["used"] / g["total"] for g in s["gpus"]) for s in with_gpu]
+    util = [max(g["util"] for g in s["gpus"] if g.get("util") is not None) for s in with_gpu
+            if any(g.get("util") is not None for g in s["gpus"])]
+    used = [max(g["used"] / g["total"] for g in s["gpus"] if g.get("used") is not None) for s in with_gpu
+            if any(g.get("used") is not None for g in s["gpus"])]
     return dict(samples=len(samples), gpu_samples=len(with_gpu),
                 gpu_util_mean=round(sum(util) / len(util), 1) if util else None,
                 gpu_util_max=max(util, default=None),
@@ -649,10 +661,97 @@ def planned_vs_failure(check: Check) -> dict:
     return out
 
 
+# --- 9. fork safety and a leased card, in one guarded whole run ------------------------------------------------
+
+def card_uuids() -> list[str]:
+    import pynvml
+
+    pynvml.nvmlInit()
+    try:
+        return [pynvml.nvmlDeviceGetUUID(pynvml.nvmlDeviceGetHandleByIndex(i))
+                for i in range(pynvml.nvmlDeviceGetCount())]
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def compute_pids() -> dict[str, set[int]]:
+    """The processes NVML sees computing on each card, by UUID."""
+    import pynvml
+
+    pynvml.nvmlInit()
+    try:
+        found = {}
+        for i in range(pynvml.nvmlDeviceGetCount()):
+            handle = pynvml.nvmlDeviceGetHandleByIndex(i)
+            found[pynvml.nvmlDeviceGetUUID(handle)] = {p.pid for p in pynvml.nvmlDeviceGetComputeRunningProcesses(handle)}
+        return found
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def guarded_run(check: Check, public: Path, gpus: str, log: Path) -> tuple[subprocess.Popen, dict, Path]:
+    """`runner run` under the guard, NVML's compute processes sampled (on CUDA) while it runs."""
+    import psutil
+
+    out = check.work / "guarded-run"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(GUARD), str(REPO)]), "RUNNER_CUDA_GUARD_LOG": str(log)}
+    process = subprocess.Popen([sys.executable, "-m", "runner.cli", "run", "dog-breed", "--data", str(public),
+                                "--budget", f"{check.sizes.run_seconds}s", "--out", str(out), "--engines", "timm",
+                                "--gpus", gpus], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True)
+    seen: dict[str, set[int]] = {}
+    while process.poll() is None:
+        if check.cuda:
+            ours = {p.pid for p in psutil.Process(process.pid).children(recursive=True)} | {process.pid}
+            for card, pids in compute_pids().items():
+                seen.setdefault(card, set()).update(pids & ours)
+        time.sleep(0.5)
+    return process, seen, out
+
+
+def fork_safety(check: Check) -> dict:
+    from runner.demo import write_demo
+
+    public = write_demo("dog-breed", check.work / "guarded-data", **check.sizes.demo) / "prepared" / "public"
+    log = check.work / "cuda-guard.log"
+    leased = card_uuids()[-1] if check.cuda else "none"
+    started = time.monotonic()
+    process, seen, out = guarded_run(check, public, leased, log)
+    report = json.loads((out / "report.json").read_text()) if (out / "report.json").is_file() else {}
+    member = next((m for m in report.get("members", []) if m["name"].startswith("timm")), {})
+    device = (report.get("plan") or {}).get("members", [{}])[0].get("settings", {}).get("device")
+    result = dict(returncode=process.returncode, wall_seconds=round(time.monotonic() - started, 1),
+                  leased=leased, folds_done=member.get("folds_done", 0), cv=member.get("cv"), device=device,
+                  cuda_started_in_parent=log.read_text()[:3000] if log.exists() else None,
+                  fold_pids_by_card={k: sorted(v) for k, v in seen.items() if v}, output=process.stdout.read()[-2000:])
+    trained_where = device == ("cuda" if check.cuda else "cpu")
+    result["ok"] = process.returncode == 0 and not log.exists() and result["folds_done"] >= 1 and trained_where
+    result["summary"] = f"{result['folds_done']} fold(s) of the CNN on {device}, CV {result['cv']}; CUDA started " \
+                        f"in a parent: {'YES' if log.exists() else 'never'}"
+    return result
+
+
+def leased_gpus(check: Check) -> dict:
+    run = check.results.get("fork_safety", {})
+    cards = run.get("fold_pids_by_card", {})
+    refused = subprocess.run([sys.executable, "-m", "runner.cli", "run", "dog-breed", "--data", str(check.work),
+                              "--budget", "5s", "--out", str(check.work / "refused"), "--gpus", NO_SUCH_CARD],
+                             cwd=REPO, capture_output=True, text=True)
+    said = refused.returncode == 2 and "--gpus" in refused.stderr
+    on_lease = set(cards) <= {run.get("leased")} and bool(cards)
+    out = dict(leased=run.get("leased"), cards_with_fold_processes=sorted(cards), unknown_card_refused=said,
+               refusal=refused.stderr.strip().splitlines()[-2:])
+    out["ok"] = said and on_lease
+    out["summary"] = f"fold processes on {sorted(cards) or 'no card NVML showed'} (leased {run.get('leased')}); " \
+                     f"a card the machine lacks {'refused naming --gpus' if said else 'NOT refused'}"
+    return out
+
+
 SECTIONS = (("hardware", hardware, True), ("memory", memory, True), ("confirm_batch", confirm, False),
             ("shared_gpu", shared_gpu, False), ("monitor", monitor, True),
             ("precision_layout_compile", precision_layout_compile, True), ("oom_backoff", oom_backoff, False),
-            ("planned_vs_failure", planned_vs_failure, True))  # (key, function, runs on a CPU)
+            ("planned_vs_failure", planned_vs_failure, True), ("fork_safety", fork_safety, True),
+            ("leased_gpus", leased_gpus, False))  # (key, function, runs on a CPU)
 
 
 def run_section(check: Check, function) -> dict:
@@ -687,17 +786,25 @@ def run(check: Check, out: Path | None) -> int:
     for key, function, on_cpu in SECTIONS:
         if not check.cuda and not on_cpu:
             check.results[key] = dict(NEEDS_CUDA)
-            print(f"gpu-check: {key}: skipped (needs CUDA)", flush=True)
+            print(f"SKIP {key}: needs CUDA", flush=True)
         else:
             check.results[key] = result = run_section(check, function)
-            status = "ok" if result["ok"] else f"FAILED ({result.get('error', 'see the JSON')[:300]})"
-            print(f"gpu-check: {key}: {status} in {result['seconds']:.0f} s; {result.get('summary', '')}",
-                  flush=True)
+            status = "PASS" if result["ok"] else "FAIL"
+            why = "" if result["ok"] else f" ({result.get('error', 'see the JSON')[:300]})"
+            print(f"{status} {key}{why} in {result['seconds']:.0f} s: {result.get('summary', '')}", flush=True)
         path = write(check.results, out)  # after each section: a crash later keeps what was measured
     failures = [k for k, v in check.results.items() if v.get("ok") is False]
-    print(f"gpu-check: {len(failures)} section(s) failed{': ' + ', '.join(failures) if failures else ''}; "
-          f"written {path}")
+    passed = sum(v.get("ok") is True for v in check.results.values())
+    print(f"gpu-check: {passed} of {len(SECTIONS)} PASS, {len(failures)} FAIL"
+          f"{' (' + ', '.join(failures) + ')' if failures else ''}; written {path}")
     return 1 if failures else 0
+
+
+def skip_all(reason: str) -> None:
+    """Without a GPU: every section named, none run."""
+    for key, _, _ in SECTIONS:
+        print(f"SKIP {key}: {reason}")
+    print(f"gpu-check: 0 of {len(SECTIONS)} PASS, 0 FAIL; nothing written")
 
 
 def gpus_nvml_sees() -> int:
@@ -732,7 +839,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"gpu-check: NVML sees {seen} GPU(s) but torch.cuda.is_available() is False (torch "
                   f"{torch.__version__}, built for CUDA {torch.version.cuda}; is the driver new enough?)")
             return 1
-        print("gpu-check: no NVIDIA GPU visible (torch.cuda.is_available() is False): skipped")
+        skip_all("no NVIDIA GPU visible (torch.cuda.is_available() is False)")
         return 0
     with tempfile.TemporaryDirectory(prefix="gpu-check-") as work:
         check = Check("cpu" if args.cpu_smoke else "cuda", SMOKE if args.cpu_smoke else FULL, Path(work), {})

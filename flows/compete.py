@@ -22,6 +22,7 @@ from runner.budget import parse_duration
 from runner.errors import RunnerError
 from runner.grade import grade
 from runner.launch import Launch, launch_competition
+from runner.leases import Lease, leased
 from runner.mlebench import competition_dirs
 from runner.monitor import read_samples
 from runner.plot import fold_timeline
@@ -109,8 +110,9 @@ def compete(competition: str, budget: str = "10m", data_root: str = "runs/demo/d
     spec = load_spec(competition)
     public, private = locate(competition, data_root)
     out_dir = str(confined(out_root) / spec.id)
-    settings = Launch(spec.id, public, out_dir, parse_duration(budget), image=image, gpus=gpus,
-                      host_python=host_python, weights_cache=weights_cache)
+    settings = leased(Launch(spec.id, public, out_dir, parse_duration(budget), image=image, gpus=gpus,
+                             host_python=host_python, weights_cache=weights_cache),
+                      Lease.from_environment(dict(os.environ)))  # the worker's cards, cores and memory, if it holds any
     launched = launch(settings, backend, slot)
     report = collect(out_dir, launched)
     submission = Path(out_dir, "submission.csv").resolve()  # the report names it as the run saw it (container)

@@ -6,12 +6,17 @@ from pathlib import Path
 
 import yaml
 
+from runner.leases import CPU_QUEUE, GPU_QUEUE
 from runner.spec import known_specs
+
+SWEEP_QUEUE = "sweep"  # flows that only wait on others: served by a worker holding no lease
+ON_A_CARD = {"image", "text"}  # tasks whose runs want a GPU (a CNN, a sentence encoder): the gpu queue
 
 HEADER = """\
 # Deployments: `compete/<alias>` per competition spec, the `sweep/mle-bench-lite` nightly sweep (its schedule is
 # created inactive: resume it in the UI or with `prefect deployment schedule resume`), and `sweep/demo`.
 # `make up` deploys them all to a local server; workers run flows from $RUNNER_REPO (set by `make up`).
+# Queues: gpu (image and text competitions), cpu (tables and rule baselines), sweep (flows that wait on others).
 # Generated from competitions/*.yaml by `python -m flows.prefect_yaml`: edit that, not this.
 """
 
@@ -23,24 +28,30 @@ def deployments() -> list[dict]:
                       "entrypoint": "flows/compete.py:compete",
                       "description": f"{spec.id}: {spec.task}, {spec.metric}",
                       "parameters": {"competition": spec.id, "budget": "10m"},
-                      "work_pool": {"name": "runner-process"}})
+                      "work_pool": {"name": "runner-process", "work_queue_name": queue(spec.task)}})
     found.append({"name": "dog-breed-gpu", "entrypoint": "flows/compete.py:compete",
                   "description": "dog-breed trained in its own GPU container (the docker backend); the flow, with "
                                  "the worker's credentials and network, stays outside it",
                   "parameters": {"competition": "dog-breed-identification", "budget": "2h", "backend": "docker",
                                  "image": "competition-runner:latest", "gpus": "all"},
-                  "work_pool": {"name": "runner-process"}})
+                  "work_pool": {"name": "runner-process", "work_queue_name": GPU_QUEUE}})
     found.append({"name": "mle-bench-lite", "entrypoint": "flows/sweep.py:sweep",
                   "description": "every MLE-bench Lite competition with prepared data, one compete run each",
                   "parameters": {"split": "mle-bench-lite", "budget": "2h", "data_root": "~/.cache/mle-bench/data",
                                  "via_deployments": True, "slot": "runner-slot"},
-                  "work_pool": {"name": "runner-process"},
+                  "work_pool": {"name": "runner-process", "work_queue_name": SWEEP_QUEUE},
                   "schedules": [{"cron": "0 1 * * *", "timezone": "UTC", "active": False}]})
     found.append({"name": "demo", "entrypoint": "flows/sweep.py:sweep",
                   "description": "the demo competitions, one after another in this flow run",
                   "parameters": {"split": "demo", "budget": "2m"},
-                  "work_pool": {"name": "runner-process"}})
+                  "work_pool": {"name": "runner-process", "work_queue_name": SWEEP_QUEUE}})
     return found
+
+
+def queue(task: str) -> str:
+    """The work queue a competition's runs go to: on a GPU node, the workers holding a card serve the gpu queue
+    and those holding only cores the cpu queue; elsewhere every worker serves every queue."""
+    return GPU_QUEUE if task in ON_A_CARD else CPU_QUEUE
 
 
 def render() -> str:

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# `flows/stack.sh up|down|status`: a local Prefect stack for the runner (server, process workers, deployments),
+# `flows/stack.sh up|down|status|workers`: a local Prefect stack for the runner (server, process workers, deployments),
 # with all state under .prefect-stack/ in the project. `make up` / `make down` call this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STATE=${RUNNER_STACK_DIR:-$PWD/.prefect-stack}
 PORT=${PREFECT_PORT:-4200}
+POOL=${RUNNER_POOL:-runner-process}  # the work pool `workers` serve (the deployments name runner-process)
 WORKERS=${RUNNER_WORKERS:-2}  # process workers in the one pool: flow runs spread over them as over GPU boxes
 BIN=${VENV_BIN:-$PWD/.venv/bin}
 export PREFECT_HOME=$STATE/home PREFECT_API_URL=http://127.0.0.1:$PORT/api
@@ -38,21 +39,48 @@ up() {
         healthy || { echo "Prefect server did not start; see $STATE/server.log" >&2; exit 1; }
     fi
     "$BIN/prefect" work-pool create runner-process --type process >/dev/null 2>&1 || true
-    "$BIN/prefect" gcl create runner-slot --limit 1 >/dev/null 2>&1 || true
+    LEASES=${RUNNER_LEASES-$("$BIN/runner" leases --shell --cpu-leases "${RUNNER_CPU_LEASES:-1}")}
+    # launches at once: one per lease on a GPU node (the leases keep them apart), else one (each plans for all)
+    SLOTS=$([ -n "$LEASES" ] && echo "$LEASES" | wc -l || echo 1)
+    "$BIN/prefect" gcl create runner-slot --limit "$SLOTS" >/dev/null 2>&1 \
+        || "$BIN/prefect" gcl update runner-slot --limit "$SLOTS" >/dev/null 2>&1 || true
     # what the deployments' default data_root points at: the two demos and a replica of every Lite competition
     for demo in spaceship $(cat competitions/splits/mle-bench-lite.txt); do
         "$BIN/runner" demo-data "$demo" --out "${RUNNER_DEMO_DATA:-runs/demo/data}" >/dev/null
     done
     RUNNER_REPO=$PWD "$BIN/prefect" --no-prompt deploy --all >"$STATE/deploy.log" 2>&1 \
         || { echo "prefect deploy failed; see $STATE/deploy.log" >&2; exit 1; }
-    for n in $(seq 1 "$WORKERS"); do
-        if [ ! -f "$STATE/worker-$n.pid" ] || ! kill -0 "$(cat "$STATE/worker-$n.pid")" 2>/dev/null; then
-            start "worker-$n" "$BIN/prefect" worker start --pool runner-process --type process --name "worker-$n"
-        fi
-    done
+    workers
+
     echo "Prefect stack up on $PREFECT_API_URL (state in $STATE). In a shell:"
     echo "  export PREFECT_API_URL=$PREFECT_API_URL PREFECT_API_AUTH_STRING=\$(cat $STATE/auth)"
     echo "  prefect deployment run 'compete/dog-breed' --watch"
+}
+
+running() { [ -f "$STATE/$1.pid" ] && kill -0 "$(cat "$STATE/$1.pid")" 2>/dev/null; }
+
+# `workers`: this machine's workers for the pool (a second GPU host joins a stack with just this, its
+# PREFECT_API_URL and PREFECT_API_AUTH_STRING pointing at the first). On a GPU node one worker per lease
+# (`runner leases`): its cards, cores and memory in its environment and `--limit 1`, so the work pool's own
+# concurrency is the lease; plus one that holds nothing for the sweep flows, which only wait. Elsewhere
+# $RUNNER_WORKERS workers, each serving every queue, as on a laptop.
+workers() {
+    mkdir -p "$STATE"
+    local pool="--pool $POOL --type process" name queue vars
+    # $RUNNER_LEASES (lines as `runner leases --shell` prints them) replaces this machine's own cut
+    LEASES=${RUNNER_LEASES-${LEASES-$("$BIN/runner" leases --shell --cpu-leases "${RUNNER_CPU_LEASES:-1}")}}
+    if [ -z "$LEASES" ]; then
+        for n in $(seq 1 "$WORKERS"); do
+            running "worker-$n" || start "worker-$n" "$BIN/prefect" worker start $pool --name "worker-$n"
+        done
+        return
+    fi
+    while read -r name queue vars; do
+        running "worker-$name" || start "worker-$name" env $vars "$BIN/prefect" worker start $pool \
+            --work-queue "$queue" --limit 1 --name "$(hostname)-$name"
+    done <<<"$LEASES"
+    running worker-sweep || start worker-sweep "$BIN/prefect" worker start $pool --work-queue sweep \
+        --name "$(hostname)-sweep"
 }
 
 down() {

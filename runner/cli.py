@@ -81,7 +81,7 @@ def _run(args) -> int:
     with run_progress(budget) as status:
         report = run_competition(args.competition, Path(args.data), budget, out,
                                  on_plan=lambda plan: console.print(plan_table(plan)), on_status=status,
-                                 engines=_engines(args.engines))
+                                 engines=_engines(args.engines), gpus=args.gpus)
     console.print(summary_table(report))
     if report.error:  # plain lines: the message must survive any terminal width
         print(f"runner: error: {report.error}", file=sys.stderr)
@@ -181,6 +181,22 @@ def _weights(args) -> int:
     return 0
 
 
+def _leases(args) -> int:
+    """This node cut into leases for `make up`'s workers: a line each (name, queue, environment) with --shell."""
+    from runner.leases import cpuset_text, this_node
+
+    leases = this_node(args.cpu_leases, args.gpus_per_lease)
+    for lease in leases:
+        if args.shell:
+            print(lease.name, lease.queue, *(f"{k}={v}" for k, v in lease.environment().items()))
+        else:
+            print(f"{lease.name:8s} queue {lease.queue}: GPUs {', '.join(lease.gpus) or 'none'}; cores "
+                  f"{cpuset_text(lease.cpus)}; {lease.memory_gb:g} GiB")
+    if not leases and not args.shell:
+        print("no GPU on this machine: workers hold no lease (each run plans for the whole machine)")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="runner", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -191,6 +207,8 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--out", required=True, help="output folder")
     run.add_argument("--cut", type=float, default=0.85, help="fraction of the budget after which training stops")
     run.add_argument("--engines", help="comma-separated engines to use (default: every one that applies)")
+    run.add_argument("--gpus", help="the GPUs this run may use: indices as nvidia-smi numbers them (2,5), UUIDs "
+                                    "(GPU-…, MIG-…) or 'none' (default: CUDA_VISIBLE_DEVICES, else all)")
     run.add_argument("-v", "--verbose", action="store_true")
     run.set_defaults(func=_run)
     grade = sub.add_parser("grade", help="score a submission with MLE-bench's rules")
@@ -235,6 +253,11 @@ def parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=_demo)
     specs = sub.add_parser("specs", help="list the competitions with a spec")
     specs.set_defaults(func=_specs)
+    leases = sub.add_parser("leases", help="this node's GPUs, cores and memory cut into one lease per worker")
+    leases.add_argument("--cpu-leases", type=int, default=1, help="leases without a GPU, for table competitions")
+    leases.add_argument("--gpus-per-lease", type=int, default=1)
+    leases.add_argument("--shell", action="store_true", help="one line per lease: name, queue, VAR=value ...")
+    leases.set_defaults(func=_leases)
     return p
 
 

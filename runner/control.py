@@ -93,8 +93,10 @@ def monitor_rules(member: Member, epoch: dict | None, samples: list[dict], gpu: 
     planned = getattr(settings, "gpu_memory_fraction", 0.0) / max(1, member.per_gpu)  # one fold's share
     device = [s["gpus"][gpu] for s in samples if len(s["gpus"]) > gpu]
     used = epoch["device_memory_share"] if epoch and epoch.get("device_memory_share") else \
-        max((d["used"] / d["total"] for d in device), default=0.0) / max(1, member.per_gpu)
-    busy = sum(d["util"] for d in device) / len(device) if device else 100.0
+        max((d["used"] / d["total"] for d in device if d.get("used") is not None), default=0.0) / \
+        max(1, member.per_gpu)
+    util = [d["util"] for d in device if d.get("util") is not None]  # none under MIG: read as busy
+    busy = sum(util) / len(util) if util else 100.0
     memory_low = planned > 0 and used < MEMORY_UNDER * planned
     if memory_low and settings.batch_size < useful_batch:
         batch = int(min(useful_batch, settings.batch_size * min(BATCH_GROWTH, planned / max(used, 1e-6)))) // 8 * 8

@@ -26,7 +26,7 @@ class FoldTask(Saved):
     out_dir: str
     deadline: float  # time.monotonic() by which training AND test prediction are done
     threads: int = 1  # cores this unit holds
-    gpu: int | None = None  # index of the GPU this fold runs on (CUDA_VISIBLE_DEVICES)
+    gpu: int | None = None  # the GPU slot this fold runs on (its card is the plan's `devices[gpu]`)
     prepared: str | None = None  # a prepare step writes the Dataset its member's folds read here
     fingerprint: str = ""  # what produced it (runner.resume): a later run reuses the result only if it matches
 

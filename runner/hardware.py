@@ -13,12 +13,24 @@ from pathlib import Path
 
 import psutil
 
+from runner.devices import visible
 from runner.saved import Saved
 
 GiB = 1024**3
 BUSY_SAMPLE_SECONDS = 0.5  # long enough to see a core another process keeps busy, short next to any budget
 BUSY_CORE = 0.7  # of a core's time used by other processes, from which it counts as theirs: OpenMP threads of ours
 # sharing it spin at barriers for a peer that is not running, and a 2-thread fold trained 30x slower on 1 free core
+IDLE_USED_BYTES = 1 * GiB  # what a driver itself holds on an idle card: more in use than this is someone else's
+# dense bf16 tensor TFLOPS from the vendors' spec sheets, by a part of the name NVML gives (longest match wins):
+# the planner's estimate of step time for a model no measurement timed on the card
+SPEC_SHEET_TFLOPS = {"H200": 989.0, "H100": 989.0, "H100 PCIe": 756.0, "H100 NVL": 835.0, "A100": 312.0,
+                     "A10": 125.0, "A10G": 70.0, "L4": 121.0, "L40": 181.0, "L40S": 362.0, "A40": 150.0,
+                     "RTX A6000": 155.0, "V100": 0.0, "T4": 0.0}  # V100, T4: no bf16
+
+
+def spec_sheet_tflops(name: str) -> float:
+    found = [k for k in SPEC_SHEET_TFLOPS if k.lower() in name.lower()]
+    return SPEC_SHEET_TFLOPS[max(found, key=len)] if found else 0.0
 
 
 @dataclass(frozen=True)
@@ -28,10 +40,21 @@ class Gpu:
     free_bytes: int
     compute_capability: tuple[int, int]
     bf16_tflops: float = 0.0  # dense bf16 tensor throughput from the spec sheet (0: unknown)
+    device: str = ""  # its UUID, what a fold process gets as CUDA_VISIBLE_DEVICES ("" in a named profile)
 
     @property
     def bf16(self) -> bool:
         return self.compute_capability >= (8, 0)
+
+    @property
+    def others_bytes(self) -> int:
+        """Memory other processes held on the card when it was probed (this run holds none then)."""
+        used = self.memory_bytes - self.free_bytes
+        return used if used > IDLE_USED_BYTES else 0
+
+    def memory_target(self, fraction: float) -> float:
+        """The share of the card this run may plan for: `fraction` of it, less what others hold."""
+        return max(0.0, fraction - self.others_bytes / self.memory_bytes)
 
 
 @dataclass(frozen=True)
@@ -42,6 +65,11 @@ class Hardware(Saved):
     shm_bytes: int
     disk_free_bytes: int
     busy_cpus: int = 0  # cores other processes kept busy when probed, already left out of `cpus`
+
+    @property
+    def tightest_gpu(self) -> Gpu | None:
+        """The card with the least memory free for this run (one plan serves every card), None without GPUs."""
+        return min(self.gpus, key=lambda g: g.memory_target(1.0) * g.memory_bytes, default=None)
 
 
 
@@ -94,35 +122,46 @@ def busy_elsewhere(seconds: float = BUSY_SAMPLE_SECONDS) -> int:
     return max(0, math.floor(used / seconds + 1 - BUSY_CORE))
 
 
-def _probe_gpus() -> tuple[Gpu, ...]:
+def _nvml():
+    """NVML, started; None where no driver or library answers (a CPU machine)."""
     try:
         import pynvml
         pynvml.nvmlInit()
-    except Exception:  # no driver, no library: a CPU machine
-        return ()
+        return pynvml
+    except Exception:
+        return None
+
+
+def _card(nvml, uuid: str) -> Gpu:
+    handle = nvml.nvmlDeviceGetHandleByUUID(uuid)
+    try:  # a MIG instance answers memory itself, its name and compute capability through its parent
+        whole = nvml.nvmlDeviceGetDeviceHandleFromMigDeviceHandle(handle)
+    except nvml.NVMLError:
+        whole = handle
+    memory = nvml.nvmlDeviceGetMemoryInfo(handle)
+    name = nvml.nvmlDeviceGetName(whole)
+    name = name.decode() if isinstance(name, bytes) else name
+    return Gpu(name, int(memory.total), int(memory.free), tuple(nvml.nvmlDeviceGetCudaComputeCapability(whole)),
+               bf16_tflops=spec_sheet_tflops(name), device=uuid)
+
+
+def _probe_gpus(gpus: str | None = None) -> tuple[Gpu, ...]:
+    """The cards this run may use (`gpus` as `runner run --gpus` gives it, else CUDA_VISIBLE_DEVICES, else all)."""
+    nvml = _nvml()
     try:
-        gpus = []
-        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-        indices = range(pynvml.nvmlDeviceGetCount())
-        if visible is not None:
-            indices = [int(i) for i in visible.split(",") if i.strip().isdigit()]
-        for index in indices:
-            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-            memory = pynvml.nvmlDeviceGetMemoryInfo(handle)
-            name = pynvml.nvmlDeviceGetName(handle)
-            gpus.append(Gpu(name.decode() if isinstance(name, bytes) else name, int(memory.total),
-                            int(memory.free), tuple(pynvml.nvmlDeviceGetCudaComputeCapability(handle))))
-        return tuple(gpus)
+        return tuple(_card(nvml, uuid) for uuid in visible(gpus, dict(os.environ), nvml))
     finally:
-        pynvml.nvmlShutdown()
+        if nvml is not None:
+            nvml.nvmlShutdown()
 
 
-def probe_hardware(work_dir: Path = Path("."), busy_seconds: float = BUSY_SAMPLE_SECONDS) -> Hardware:
+def probe_hardware(work_dir: Path = Path("."), busy_seconds: float = BUSY_SAMPLE_SECONDS,
+                   gpus: str | None = None) -> Hardware:
     """The machine as this process finds it now: cores other processes keep busy are left out, so no fold runs
-    more threads than there are cores to run them."""
+    more threads than there are cores to run them; only the GPUs `gpus` (or CUDA_VISIBLE_DEVICES) name."""
     shm = shutil.disk_usage("/dev/shm").total if Path("/dev/shm").exists() else 0
     allowed = available_cpus()
     free = len(os.sched_getaffinity(0)) - (busy_elsewhere(busy_seconds) if busy_seconds > 0 else 0)
     cpus = max(1, min(allowed, free))  # a quota under the affinity count is ours whatever else runs beside it
-    return Hardware(gpus=_probe_gpus(), cpus=cpus, ram_bytes=psutil.virtual_memory().total,
+    return Hardware(gpus=_probe_gpus(gpus), cpus=cpus, ram_bytes=psutil.virtual_memory().total,
                     shm_bytes=shm, disk_free_bytes=shutil.disk_usage(work_dir).free, busy_cpus=allowed - cpus)

@@ -36,6 +36,7 @@ MEMORY_SHARE = 0.8  # of this machine's memory a container may use when the laun
 PIDS_LIMIT = 4096  # processes and threads: fold processes, loader workers, BLAS threads; not a fork bomb
 TMP_MB = 1024
 WORK_MB_MAX = 16 * 1024  # the work area (image cache, extracted zips, fold hand-off) at most
+GPU_MODES = ("auto", "all", "none")  # Launch.gpus other than a list of cards
 
 
 @dataclass(frozen=True)
@@ -48,12 +49,18 @@ class Launch(Saved):
     cpus: float | None = None
     memory_gb: float | None = None
     shm_gb: float = 4.0
-    gpus: str = "auto"  # auto (when the engine has an NVIDIA runtime) | all | none
+    gpus: str = "auto"  # auto (GPUs when the engine can give them) | all | none | the cards to hold: "GPU-…,GPU-…"
+    cpuset: str | None = None  # the cores to hold ("0-7"): a lease's; None: any, within `cpus`
     network: bool = False
     host_python: bool = False  # mount this machine's Python, venv and source read-only (images without Python)
     kill_after_seconds: float | None = None  # hard deadline from the start; default: budget + GRACE_SECONDS
     resume: bool = False  # keep what an earlier launch left in out_dir: the run reuses its finished folds
     weights_cache: str | None = None  # a host Hugging Face cache of pretrained weights, mounted read-only
+
+    @property
+    def devices(self) -> tuple[str, ...]:
+        """The cards a launch names (a lease's), or () for auto, all and none."""
+        return () if self.gpus in GPU_MODES else tuple(g.strip() for g in self.gpus.split(","))
 
     @property
     def run_dir(self) -> str:
@@ -103,6 +110,13 @@ def run_args(launch: Launch, data: str, out: str) -> list[str]:
     return ["run", launch.competition, "--data", data, "--budget", f"{launch.budget_seconds:g}s", "--out", out]
 
 
+def local_gpu_args(launch: Launch) -> list[str]:
+    """A local run's `--gpus`: the launch's cards, or none; auto and all leave the run every card it sees."""
+    if launch.devices:
+        return ["--gpus", ",".join(launch.devices)]
+    return ["--gpus", "none"] if launch.gpus == "none" else []
+
+
 # --- local ---------------------------------------------------------------------------------------------------
 
 def _stream(lines, on_line: Callable[[str], None]) -> threading.Thread:
@@ -119,9 +133,11 @@ def run_local(launch: Launch, on_line: Callable[[str], None] = print) -> LaunchR
     """`runner run` as a child process in its own session, killed as a group at the hard deadline."""
     fresh_out_dir(launch)
     started = time.monotonic()
+    cores = parse_cores(launch.cpuset) if launch.cpuset else None
     process = subprocess.Popen([sys.executable, "-m", "runner.cli", *run_args(launch, launch.data_dir,
-                                                                              launch.run_dir)],
+                                                                              launch.run_dir), *local_gpu_args(launch)],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                               preexec_fn=(lambda: os.sched_setaffinity(0, cores)) if cores else None,
                                env={**child_environment(dict(os.environ)),
                                     **({"RUNNER_HF_CACHE": launch.weights_cache} if launch.weights_cache else {})})
     pump = _stream(process.stdout, on_line)
@@ -152,7 +168,58 @@ def docker_client():
 
 
 def has_gpu_runtime(client) -> bool:
+    """Whether the engine lists an NVIDIA runtime: enough to know it can give GPUs, but not needed for it (the
+    container toolkit's hook serves `--gpus` without a registered runtime)."""
     return "nvidia" in (client.info().get("Runtimes") or {})
+
+
+def parse_cores(text: str) -> tuple[int, ...]:
+    """"0-3,8" as core numbers."""
+    cores: list[int] = []
+    try:
+        for part in text.split(","):
+            first, _, last = part.strip().partition("-")
+            cores.extend(range(int(first), int(last or first) + 1))
+    except ValueError:
+        raise RunnerError(f"cpuset {text!r}: not a list of cores such as 0-3,8") from None
+    return tuple(sorted(set(cores)))
+
+
+def gpu_request(launch: Launch):
+    """The container's GPUs as Docker's device request: the launch's cards by id, else every card; None for none."""
+    import docker
+
+    if launch.gpus == "none":
+        return None
+    if launch.devices:
+        return docker.types.DeviceRequest(device_ids=list(launch.devices), capabilities=[["gpu"]])
+    return docker.types.DeviceRequest(count=-1, capabilities=[["gpu"]])
+
+
+def start_container(client, launch: Launch, on_line: Callable[[str], None]):
+    """The container, started; in auto mode a request for GPUs the engine cannot serve ("could not select device
+    driver") is tried once more without them, and said. Asked-for GPUs (all, or a lease's cards) are never
+    dropped: that is an error naming them."""
+    import docker
+
+    config = container_config(launch, client)
+    container = client.containers.create(**config)
+    try:
+        container.start()
+        return container
+    except docker.errors.APIError as exc:
+        container.remove(force=True)
+        if "device_requests" not in config or "device driver" not in str(exc):
+            raise
+        if launch.gpus != "auto":
+            raise RunnerError(f"GPUs were requested (gpus={launch.gpus!r}) but this Docker engine cannot give them "
+                              f"({exc.explanation or exc}): install the NVIDIA runtime (nvidia-container-toolkit), "
+                              "or pass gpus='none'") from exc
+        on_line(f"runner: this Docker engine cannot give GPUs ({exc.explanation or exc}); running on the CPU")
+        config.pop("device_requests")
+        container = client.containers.create(**config)
+        container.start()
+        return container
 
 
 def blocked_folders(mounts: set[Path], uid: int, gid: int) -> list[Path]:
@@ -205,12 +272,6 @@ def limits(launch: Launch) -> tuple[int, float]:
 
 def container_config(launch: Launch, client) -> dict:
     """Keyword arguments for `containers.create`: mounts, limits, user, labels, network and GPUs."""
-    import docker
-
-    gpus = launch.gpus == "all" or (launch.gpus == "auto" and has_gpu_runtime(client))
-    if launch.gpus == "all" and not has_gpu_runtime(client):
-        raise RunnerError("GPUs were requested but this Docker engine has no NVIDIA runtime "
-                          "(install nvidia-container-toolkit, or pass gpus='none')")
     volumes = {str(Path(launch.data_dir).resolve()): {"bind": DATA_IN_CONTAINER, "mode": "ro"},
                str(Path(launch.run_dir).resolve()): {"bind": OUT_IN_CONTAINER, "mode": "rw"}}
     command = ["runner", *run_args(launch, DATA_IN_CONTAINER, OUT_IN_CONTAINER)]
@@ -229,14 +290,21 @@ def container_config(launch: Launch, client) -> dict:
     config = dict(image=launch.image, command=command, volumes=volumes, environment=environment,
                   user=f"{uid}:{gid}", labels={LABEL: "1", f"{LABEL}.competition": launch.competition},
                   network_mode=None if launch.network else "none", shm_size=f"{int(launch.shm_gb * 1024)}m",
-                  nano_cpus=int(cpus * 1e9), mem_limit=f"{memory_mb}m", memswap_limit=f"{memory_mb}m",
+                  nano_cpus=int(cpus * 1e9), cpuset_cpus=launch.cpuset, mem_limit=f"{memory_mb}m",
+                  memswap_limit=f"{memory_mb}m",
                   pids_limit=PIDS_LIMIT, cap_drop=["ALL"], security_opt=["no-new-privileges:true"], read_only=True,
                   tmpfs={"/tmp": f"size={TMP_MB}m,mode=1777",
                          WORK_IN_CONTAINER: f"size={work_mb}m,uid={uid},gid={gid},mode=0700"},
                   detach=True)
-    if gpus:
-        config["device_requests"] = [docker.types.DeviceRequest(count=-1, capabilities=[["gpu"]])]
+    request = gpu_request(launch)
+    if request is not None and (launch.gpus != "auto" or has_gpu_runtime(client) or _gpu_devices_present()):
+        config["device_requests"] = [request]  # what the engine cannot serve fails at create, and is said
     return config
+
+
+def _gpu_devices_present() -> bool:
+    """An NVIDIA driver on this host (its device files), whether or not the engine lists a runtime for it."""
+    return Path("/dev/nvidiactl").exists()
 
 
 def run_docker(launch: Launch, on_line: Callable[[str], None] = print) -> LaunchResult:
@@ -244,10 +312,9 @@ def run_docker(launch: Launch, on_line: Callable[[str], None] = print) -> Launch
     client = docker_client()
     fresh_out_dir(launch, container=True)
     started = time.monotonic()
-    container = client.containers.create(**container_config(launch, client))
+    container = start_container(client, launch, on_line)
     killed = False
     try:
-        container.start()
         pump = _stream(container.logs(stream=True, follow=True), on_line)
         deadline = started + launch.hard_deadline_seconds
         while True:

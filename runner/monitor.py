@@ -25,25 +25,39 @@ def _tree_rss() -> int:
     return total
 
 
-class _Gpus:
-    """NVML handles, or none on a machine without a driver."""
+def _handle(nvml, device: str):
+    return nvml.nvmlDeviceGetHandleByIndex(int(device)) if device.isdigit() else \
+        nvml.nvmlDeviceGetHandleByUUID(device)
 
-    def __init__(self):
+
+class _Gpus:
+    """NVML handles of the run's cards, in its slots' order (`devices`: UUIDs or indices; None: every card), or
+    none on a machine without a driver."""
+
+    def __init__(self, devices: tuple[str, ...] | None):
         try:
             import pynvml
             pynvml.nvmlInit()
             self.nvml = pynvml
-            self.handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
+            devices = devices if devices is not None else [str(i) for i in range(pynvml.nvmlDeviceGetCount())]
+            self.handles = [_handle(pynvml, d) for d in devices]
         except Exception:
             self.nvml, self.handles = None, []
 
-    def sample(self) -> list[dict]:
-        out = []
-        for handle in self.handles:
+    def _read(self, handle) -> dict:
+        """One card's memory and % of time a kernel ran; None for what it does not report (utilisation under MIG
+        or vGPU), so one unsupported reading never ends the samples."""
+        out: dict = dict(used=None, total=None, util=None)
+        try:
             memory = self.nvml.nvmlDeviceGetMemoryInfo(handle)
-            out.append(dict(used=int(memory.used), total=int(memory.total),
-                            util=int(self.nvml.nvmlDeviceGetUtilizationRates(handle).gpu)))
+            out.update(used=int(memory.used), total=int(memory.total))
+            out["util"] = int(self.nvml.nvmlDeviceGetUtilizationRates(handle).gpu)
+        except self.nvml.NVMLError:
+            pass
         return out
+
+    def sample(self) -> list[dict]:
+        return [self._read(handle) for handle in self.handles]
 
     def close(self) -> None:
         if self.nvml is not None:
@@ -51,16 +65,17 @@ class _Gpus:
 
 
 class Monitor:
-    """`with Monitor(path, started):` samples until the block ends."""
+    """`with Monitor(path, started, devices):` samples until the block ends; `devices` are the run's cards by
+    slot (None: every card the machine has)."""
 
-    def __init__(self, path: Path, started: float, interval: float = 1.0):
-        self.path, self.started, self.interval = Path(path), started, interval
+    def __init__(self, path: Path, started: float, interval: float = 1.0, devices: tuple[str, ...] | None = None):
+        self.path, self.started, self.interval, self.devices = Path(path), started, interval, devices
         self.samples: deque[dict] = deque(maxlen=RECENT)  # the latest, for the supervisor's rules
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="monitor", daemon=True)
 
     def _run(self) -> None:
-        gpus = _Gpus()
+        gpus = _Gpus(self.devices)
         psutil.cpu_percent()  # the first call only starts the measurement
         try:
             with open(self.path, "w") as handle:  # this run's samples only

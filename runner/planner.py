@@ -18,8 +18,8 @@ from pydantic_core import to_jsonable_python
 from runner.atomic import write_json
 from runner.budget import Budget
 from runner.engines import engine_names, get_engine, pretrained_models
-from runner.engines.base import MEASURE_CAP
-from runner.hardware import Hardware
+from runner.engines.base import MEASURE_CAP, TARGET_MEMORY_FRACTION
+from runner.hardware import GiB, Hardware
 from runner.portfolio import DataShape, Member, Plan, PlanContext
 from runner.spec import CompetitionSpec
 
@@ -60,6 +60,18 @@ def _lead_first(members: list[Member], spec: CompetitionSpec) -> list[Member]:
     return [lead] + [m for m in ordered if m is not lead]
 
 
+def _devices(hardware: Hardware) -> tuple[str, ...]:
+    """Each GPU slot's card: its UUID, or its place in the list where a named profile has none."""
+    return tuple(g.device or str(i) for i, g in enumerate(hardware.gpus))
+
+
+def _others_on_gpus(hardware: Hardware) -> list[str]:
+    return [f"GPU {i} ({g.device or g.name}): {g.others_bytes / GiB:.1f} GiB of {g.memory_bytes / GiB:.0f} GiB in "
+            f"use by other processes when probed: the plan aims at "
+            f"{g.memory_target(TARGET_MEMORY_FRACTION):.0%} of its memory, not {TARGET_MEMORY_FRACTION:.0%}"
+            for i, g in enumerate(hardware.gpus) if g.others_bytes]
+
+
 def make_plan(spec: CompetitionSpec, hardware: Hardware, window_seconds: float, data: DataShape,
               costs: dict | None = None, pretrained: frozenset = frozenset(), seed: int = 0,
               engines: list[str] | None = None) -> Plan:
@@ -70,7 +82,8 @@ def make_plan(spec: CompetitionSpec, hardware: Hardware, window_seconds: float, 
     names = applicable(spec, data, engines)
     if not names:
         why = spec.note or "no engine trains on its inputs"
-        return Plan(members=(), folds=0, cpus=hardware.cpus, gpus=len(hardware.gpus), window_seconds=window_seconds,
+        return Plan(members=(), folds=0, cpus=hardware.cpus, gpus=len(hardware.gpus), devices=_devices(hardware),
+                    window_seconds=window_seconds,
                     seed=seed, reasons=(f"task {spec.task}: {why}; the sample submission is used",))
     folds = spec.folds if window_seconds >= FEW_FOLDS_WINDOW else min(spec.folds, 3)
     reasons = [f"folds {folds}" + ("" if folds == spec.folds else
@@ -89,6 +102,7 @@ def make_plan(spec: CompetitionSpec, hardware: Hardware, window_seconds: float, 
     if hardware.busy_cpus:
         reasons.append(f"{hardware.busy_cpus} core(s) busy with other processes when probed: planned for "
                        f"{hardware.cpus}, so no fold runs more threads than there are cores for them")
+    reasons.extend(_others_on_gpus(hardware) if gpu_members else ())
     if gpu_members:
         reasons.append(f"GPU lane: {len(hardware.gpus)} GPU(s); its folds hold {held} of {hardware.cpus} cores for "
                        f"compute and loaders" + (f" ({reserve} kept for CPU members)" if reserve else ""))
@@ -106,7 +120,7 @@ def make_plan(spec: CompetitionSpec, hardware: Hardware, window_seconds: float, 
                    + "; the lead first, then by expected gain per core-second; when all have run, bags of the "
                      "member with the largest blend weight follow while they fit and still improve CV")
     return Plan(members=tuple(members), folds=folds, cpus=hardware.cpus, gpus=len(hardware.gpus),
-                window_seconds=round(window_seconds, 1), seed=seed, reasons=tuple(reasons),
+                devices=_devices(hardware), window_seconds=round(window_seconds, 1), seed=seed, reasons=tuple(reasons),
                 lane_cores={"gpu": hardware.cpus - reserve, "cpu": cpu_cores})
 
 

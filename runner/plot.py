@@ -20,7 +20,7 @@ def _memory(ax, samples: list[dict]) -> None:
     times = [s["t"] for s in samples]
     ax.plot(times, [s["rss"] / 2**30 for s in samples], label="RAM (process tree)")
     for i in range(max((len(s["gpus"]) for s in samples), default=0)):
-        ax.plot(times, [s["gpus"][i]["used"] / 2**30 if i < len(s["gpus"]) else 0 for s in samples],
+        ax.plot(times, [(s["gpus"][i]["used"] or 0) / 2**30 if i < len(s["gpus"]) else 0 for s in samples],
                 label=f"GPU {i} memory")
     ax.set_ylabel("GiB")
     ax.legend(loc="upper left", fontsize=7)

@@ -90,6 +90,7 @@ class Plan(Saved, BaseModel):
     folds: int
     cpus: int  # cores the run may use
     gpus: int = 0
+    devices: tuple[str, ...] = ()  # the GPUs' UUIDs, by slot: what each GPU slot's folds get as CUDA_VISIBLE_DEVICES
     window_seconds: float = 0.0  # the training window the plan was made for
     lane_cores: dict[str, int] = {}  # lane -> the cores its engines planned for (gpu: incl. loaders)
     seed: int = 0

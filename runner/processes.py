@@ -47,14 +47,16 @@ def child_environment(environ: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in environ.items() if k in ALLOWED or k.startswith(ALLOWED_PREFIXES)}
 
 
-def unit_environment(threads: int, gpu: int | None) -> dict[str, str]:
+def unit_environment(threads: int, device: str | None) -> dict[str, str]:
+    """A unit's own settings: its thread limits, and its card (`device`: a UUID, or an index in PCI bus order,
+    which is also how NVML and nvidia-smi number them) as the only GPU it sees."""
     env = {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads), "OPENBLAS_NUM_THREADS": str(threads),
            "TORCHINDUCTOR_COMPILE_THREADS": str(threads),  # else up to 32 compile workers per fold
            "PYTHONUNBUFFERED": "1", "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True",
            "HF_HUB_OFFLINE": "1",  # units read pretrained weights from the local cache only: no hub, ever
            "GLIBC_TUNABLES": tunables(dict(os.environ))}
-    if gpu is not None:
-        env["CUDA_VISIBLE_DEVICES"] = str(gpu)
+    env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"  # an index means the same card to CUDA as to NVML
+    env["CUDA_VISIBLE_DEVICES"] = device if device is not None else ""  # a CPU unit sees no GPU at all
     return env
 
 
@@ -171,11 +173,11 @@ def warm_up(preload: tuple[str, ...]) -> None:
         forkserver.ensure_running()
 
 
-def start(task_path: Path, log: Path, threads: int, gpu: int | None, preload: tuple[str, ...] = (),
+def start(task_path: Path, log: Path, threads: int, device: str | None, preload: tuple[str, ...] = (),
           fork: bool = True) -> Child:
     """Start one unit (`python -m runner.fold_worker TASK.json` in effect), logging to `log`. The child gets this
     process's environment as it is now (the fork server's dates from its start) plus the unit's settings."""
-    env = {**child_environment(dict(os.environ)), **unit_environment(threads, gpu)}
+    env = {**child_environment(dict(os.environ)), **unit_environment(threads, device)}
     log.write_bytes(b"")
     if fork:
         process = fork_server(preload).Process(target=_child, args=(str(task_path), str(log), env, threads),

@@ -30,6 +30,7 @@ from runner.ensemble import Ensemble
 from runner.errors import InputError, Interrupted
 from runner.extras import ExtraMembers
 from runner.folds import PREPARE, FoldResult, FoldTask
+from runner.devices import DeviceError
 from runner.hardware import Hardware, probe_hardware
 from runner.monitor import Monitor
 from runner.outputs import RunOutputs
@@ -232,9 +233,10 @@ def write_given_sample(data_dir: Path, out_dir: Path) -> None:
 
 def run_competition(name: str, data_dir: Path, budget: Budget, out_dir: Path, hardware: Hardware | None = None,
                     on_plan=lambda plan: None, on_status=lambda report, running: None,
-                    engines: list[str] | None = None) -> RunReport:
+                    engines: list[str] | None = None, gpus: str | None = None) -> RunReport:
     """The whole run. Raises RunnerError only when not even the sample submission can be read; otherwise returns
-    a report whose `error` explains what stopped training (a valid submission exists either way)."""
+    a report whose `error` explains what stopped training (a valid submission exists either way). `gpus` limits
+    the run to those cards (`runner run --gpus`; else CUDA_VISIBLE_DEVICES; else every card)."""
     write_given_sample(Path(data_dir), Path(out_dir))
     spec = load_spec(name, Path(data_dir))
     for line in spec.evidence:  # an inferred spec: one line per choice and what led to it
@@ -243,11 +245,13 @@ def run_competition(name: str, data_dir: Path, budget: Budget, out_dir: Path, ha
     outputs = supervisor.outputs
     try:
         outputs.write_sample_baseline()
-        if spec.task == "unsupported" and spec.baseline:
+        rules_only = spec.task == "unsupported" and bool(spec.baseline)
+        if rules_only:
             outputs.write_rule_baseline(Path(data_dir), supervisor.work)
-            return outputs.report
-        probed, hardware = hardware is None, hardware or probe_hardware(Path(out_dir))
+        probed, hardware = hardware is None, hardware or probe_hardware(Path(out_dir), gpus=gpus)  # --gpus checked
         outputs.update(hardware=hardware.to_json())
+        if rules_only:
+            return outputs.report
         supervisor.load_data()
         if why := nothing_to_learn(supervisor.dataset):
             log.warning(why)
@@ -261,9 +265,10 @@ def run_competition(name: str, data_dir: Path, budget: Budget, out_dir: Path, ha
         if not plan.members and not supervisor.reused:  # a resumed run goes on with extras from what it reused
             outputs.update(status="baseline", error=None, stop_reason=plan.reasons[-1])
             return outputs.report
-        with Monitor(Path(out_dir) / "monitor.jsonl", budget.started) as supervisor.controller.monitor:
+        with Monitor(Path(out_dir) / "monitor.jsonl", budget.started,
+                     devices=plan.devices) as supervisor.controller.monitor:
             supervisor.train(on_status)
-    except InputError as exc:  # the baseline already written stays the submission
+    except (InputError, DeviceError) as exc:  # the baseline already written stays the submission
         outputs.update(status="error", error=str(exc))
     except Interrupted as exc:  # the units are stopped already (the scheduler's finally): say so, then go
         outputs.update(status="interrupted", stop_reason=f"{exc} at {budget.elapsed():.0f} s",

@@ -114,14 +114,14 @@ class Slots:
                 return f"{r.unit.name} waited on its loader for {epoch['data_wait']:.0%} of epoch {epoch['epoch']}"
         return None
 
-    def start(self, unit: Unit, task: FoldTask, now: float, lane: str) -> None:
-        """The unit's process, started from its task file in its own folder."""
+    def start(self, unit: Unit, task: FoldTask, now: float, lane: str, device: str | None = None) -> None:
+        """The unit's process, started from its task file in its own folder; `device` is its GPU, if any."""
         out = Path(task.out_dir)
         out.mkdir(parents=True, exist_ok=True)
         (out / "manifest.json").unlink(missing_ok=True)
         (out / "task.json").write_text(json.dumps(task.to_json(), indent=2))
         log = out / "fold.log"
-        child = processes.start(out / "task.json", log, task.threads, task.gpu, self.preload, self.fork)
+        child = processes.start(out / "task.json", log, task.threads, device, self.preload, self.fork)
         self.running.append(Running(unit, task, child, log, now, lane))
 
     def ended(self, budget: Budget) -> list[tuple[Running, FoldResult]]:
@@ -255,7 +255,14 @@ class Scheduler:
         deadline, _ = self._deadline(unit, now)
         task = self.make_task(unit, deadline, gpu, threads)
         self.pending.take(unit)
-        self.slots.start(unit, task, now, lane)
+        self.slots.start(unit, task, now, lane, self.device(gpu))
+
+    def device(self, gpu: int | None) -> str | None:
+        """The card a GPU slot's fold gets as its only GPU: the plan's UUID for that slot (an index where the plan
+        has none)."""
+        if gpu is None:
+            return None
+        return self.plan.devices[gpu] if gpu < len(self.plan.devices) else str(gpu)
 
     def _fits_in_time(self, unit: Unit, now: float) -> bool:
         deadline, need = self._deadline(unit, now)

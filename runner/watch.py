@@ -30,7 +30,8 @@ def utilisation(samples: list[dict], gpu: int | None, since: float, until: float
     """Mean % busy of one GPU over the monitor's samples between two times (seconds from the run's start)."""
     if gpu is None:
         return None
-    busy = [s["gpus"][gpu]["util"] for s in samples if since <= s["t"] <= until and len(s["gpus"]) > gpu]
+    busy = [s["gpus"][gpu]["util"] for s in samples
+            if since <= s["t"] <= until and len(s["gpus"]) > gpu and s["gpus"][gpu].get("util") is not None]
     return round(sum(busy) / len(busy), 1) if busy else None
 
 

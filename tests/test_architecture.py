@@ -17,7 +17,7 @@ LAYERS = (
                 "runner.metrics", "runner.monitor", "runner.weights", "runner.heap", "runner.saved"}),
     ("spec", {"runner.spec", "runner.mlebench"}),
     ("data", {"runner.data"}),
-    ("hardware", {"runner.hardware", "runner.profiles"}),
+    ("hardware", {"runner.hardware", "runner.devices", "runner.profiles"}),
     ("plan vocabulary", {"runner.portfolio", "runner.engines", "runner.engines.base"}),
     ("engines", {"runner.engines.*"}),
     ("plan", {"runner.planner"}),
@@ -28,7 +28,8 @@ LAYERS = (
     ("grade", {"runner.grade"}),
     ("supervisor", {"runner.report", "runner.outputs", "runner.ensemble", "runner.controller", "runner.extras",
                     "runner.run"}),
-    ("front", {"runner.cli", "runner.console", "runner.plot", "runner.launch", "runner.demo", "runner.demo.*"}),
+    ("front", {"runner.cli", "runner.console", "runner.plot", "runner.launch", "runner.leases", "runner.demo",
+               "runner.demo.*"}),
 )
 ENGINE_HELPERS = {"base", "boosting", "oneshot", "tables"}  # what engines share: not an engine of their own
 SUPERVISOR = {"runner.run", "runner.outputs", "runner.ensemble", "runner.controller", "runner.extras"}

@@ -1,9 +1,11 @@
 """The whole deployment loop: a Prefect server, a process worker and every deployment from prefect.yaml, started
 by flows/stack.sh as `make up` does, then `prefect deployment run 'compete/spaceship' --watch`."""
+import json
 import os
 import shutil
 import socket
 import subprocess
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -93,3 +95,44 @@ def test_the_local_stacks_api_asks_for_its_password(stack):
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(f"{api}/deployments/filter", data=b"{}", timeout=10)
     assert refused.value.code == 401
+
+
+LEASE_LINES = "gpu-0 gpu RUNNER_LEASE_GPUS=GPU-aaaa RUNNER_LEASE_CPUS=0 RUNNER_LEASE_MEMORY_GB=1\n" \
+              "gpu-1 gpu RUNNER_LEASE_GPUS=GPU-bbbb RUNNER_LEASE_CPUS=1 RUNNER_LEASE_MEMORY_GB=1"
+
+
+def test_workers_holding_leases_never_run_two_flows_on_one_lease(stack, tmp_path):
+    """`flows/stack.sh workers` starts one `--limit 1` worker per lease (here two leases given as
+    `runner leases --shell` prints them, cards named only by id): six flow runs queued at once spread over both
+    leases, and no two runs ever hold the same lease at the same time."""
+    env, api, root = stack
+    auth = (root / "stack" / "auth").read_text().strip()
+    client_env = {**env, "PREFECT_API_URL": api, "PREFECT_HOME": str(root / "stack" / "home"),
+                  "PREFECT_API_AUTH_STRING": auth}
+    bin_dir = Path(os.sys.executable).parent
+    subprocess.run([str(bin_dir / "prefect"), "work-pool", "create", "lease-test", "--type", "process"],
+                   env=client_env, capture_output=True, timeout=60)
+    deploy = ("from prefect import flow; flow.from_source(source=%r, entrypoint='lease_probe.py:hold').deploy("
+              "name='hold', work_pool_name='lease-test', work_queue_name='gpu')" % str(REPO / "tests"))
+    made = subprocess.run([os.sys.executable, "-c", deploy], env=client_env, capture_output=True, text=True,
+                          timeout=120)
+    assert made.returncode == 0, made.stderr[-2000:]
+    started = subprocess.run([str(REPO / "flows" / "stack.sh"), "workers"], capture_output=True, text=True,
+                             env={**env, "RUNNER_POOL": "lease-test", "RUNNER_LEASES": LEASE_LINES}, timeout=60)
+    assert started.returncode == 0, started.stderr
+    out = tmp_path / "held"
+    out.mkdir()
+    for _ in range(6):
+        queued = subprocess.run([str(bin_dir / "prefect"), "deployment", "run", "hold/hold", "--param",
+                                 f"out={out}"], env=client_env, capture_output=True, text=True, timeout=60)
+        assert queued.returncode == 0, queued.stderr
+    deadline = time.monotonic() + 240
+    while len(list(out.glob("*.json"))) < 6 and time.monotonic() < deadline:
+        time.sleep(1)
+    records = [json.loads(p.read_text()) for p in out.glob("*.json")]
+    assert len(records) == 6
+    assert {r["gpus"] for r in records} == {"GPU-aaaa", "GPU-bbbb"}  # both leases served, none run without one
+    for lease in ("GPU-aaaa", "GPU-bbbb"):
+        held = sorted((r["start"], r["end"]) for r in records if r["gpus"] == lease)
+        assert all(later[0] >= earlier[1] for earlier, later in zip(held, held[1:])), held
+    assert {r["cpus"] for r in records if r["gpus"] == "GPU-aaaa"} == {"0"}

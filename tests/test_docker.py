@@ -9,6 +9,7 @@ import pytest
 
 from runner.errors import RunnerError
 from runner.launch import LABEL, Launch, container_config, docker_client, leftover_containers, run_docker
+from runner.leases import CPU_QUEUE, Lease, leased
 
 pytestmark = pytest.mark.slow  # whole runs through processes, containers or Prefect: the fast subset leaves them out
 
@@ -94,6 +95,22 @@ def test_asking_for_gpus_without_an_nvidia_runtime_is_a_clear_error(engine, spac
     with pytest.raises(RunnerError, match="NVIDIA runtime"):
         run_docker(launch(spaceship / "prepared" / "public", tmp_path, gpus="all"))
     assert not leftover_containers(engine)
+
+
+def test_a_leased_container_runs_on_its_own_cores_within_its_memory(engine, spaceship, tmp_path):
+    (tmp_path / "run").mkdir()
+    settings = leased(launch(spaceship / "prepared" / "public", tmp_path), Lease("cpu-0", CPU_QUEUE, (), (0,), 2.0))
+    config = container_config(settings, engine)
+    config["command"] = [config["command"][0], "-c", "import os; print(sorted(os.sched_getaffinity(0)))"]
+    container = engine.containers.create(**config)
+    try:
+        container.start()
+        container.wait(timeout=60)
+        seen = container.logs().decode().strip().splitlines()[-1]
+        limits = container.attrs["HostConfig"]
+    finally:
+        container.remove(force=True)
+    assert seen == "[0]" and limits["CpusetCpus"] == "0" and limits["Memory"] == 2 * 2**30
 
 
 def test_the_compete_flow_runs_the_competition_in_a_container(engine, prefect_server, spaceship, demo_root,

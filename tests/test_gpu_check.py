@@ -1,5 +1,6 @@
-"""bench/gpu_check.py (`make gpu-check`): without a GPU it skips in one line and writes nothing; its CPU smoke run
-goes through every section that can run on a CPU, so the script's code stays exercised where no GPU is."""
+"""bench/gpu_check.py (`make gpu-check`): without a GPU it names every section as SKIP with the reason and writes
+nothing; its CPU smoke run goes through every section that can run on a CPU, so the script's code stays
+exercised where no GPU is."""
 import json
 import os
 import subprocess
@@ -12,8 +13,8 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
 SECTIONS = ("hardware", "memory", "confirm_batch", "shared_gpu", "monitor", "precision_layout_compile",
-            "oom_backoff", "planned_vs_failure")
-CUDA_ONLY = ("confirm_batch", "shared_gpu", "oom_backoff")
+            "oom_backoff", "planned_vs_failure", "fork_safety", "leased_gpus")
+CUDA_ONLY = ("confirm_batch", "shared_gpu", "oom_backoff", "leased_gpus")
 
 
 def gpu_check(*args: str) -> subprocess.CompletedProcess:
@@ -29,7 +30,10 @@ def test_without_a_gpu_it_skips_and_writes_nothing():
     before = result_file.stat().st_mtime_ns if result_file.exists() else None
     done = gpu_check()
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "gpu-check: no NVIDIA GPU visible (torch.cuda.is_available() is False): skipped"
+    lines = done.stdout.strip().splitlines()
+    reason = "no NVIDIA GPU visible (torch.cuda.is_available() is False)"
+    assert lines[:-1] == [f"SKIP {section}: {reason}" for section in SECTIONS]
+    assert lines[-1] == f"gpu-check: 0 of {len(SECTIONS)} PASS, 0 FAIL; nothing written"
     assert (result_file.stat().st_mtime_ns if result_file.exists() else None) == before
 
 
@@ -52,4 +56,8 @@ def test_cpu_smoke_runs_every_section_that_runs_on_a_cpu(tmp_path):
     assert all(row["images_per_second"] > 0 for row in timed)
     configs = {row["config"]: row for row in results["planned_vs_failure"]["rows"]}
     assert configs["failure"]["images_per_second"] > 0 and configs["planned"]["images_per_second"] > 0
+    assert results["fork_safety"]["folds_done"] >= 1 and results["fork_safety"]["cuda_started_in_parent"] is None
     assert [row["section"] for row in results["rows"]] == list(SECTIONS)
+    passes = [line for line in done.stdout.splitlines() if line.startswith("PASS ")]
+    assert len(passes) == len(SECTIONS) - len(CUDA_ONLY)
+    assert done.stdout.strip().splitlines()[-1].startswith(f"gpu-check: {len(passes)} of {len(SECTIONS)} PASS, 0 FAIL")

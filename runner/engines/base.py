@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from runner.hardware import Hardware
 
 MEASURE_CAP = 30.0  # seconds any one engine may spend measuring, whatever the budget
+TARGET_MEMORY_FRACTION = 0.8  # of a GPU's memory a plan aims its folds at: room for the allocator's slack
 EPOCH_LOG = "epochs.jsonl"  # per-epoch lines a running fold may write into its folder, read by the supervisor
 
 

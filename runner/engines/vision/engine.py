@@ -39,7 +39,8 @@ class Timm(Engine):
             return None
         device = "cuda" if hardware.gpus and here else "cpu"
         return gather_costs(image_candidates(hardware, self.pretrained()), device, max(2, len(dataset.classes or ())),
-                            hardware.cpus if here else available_cpus(), seconds, here or not hardware.gpus, work)
+                            hardware.cpus if here else available_cpus(), seconds, here or not hardware.gpus, work,
+                            card=hardware.tightest_gpu.device if device == "cuda" else "")
 
     def plan(self, context: PlanContext) -> list[Member]:
         return [image_member(context)]

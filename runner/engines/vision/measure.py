@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
 import statistics
 import sys
@@ -24,6 +25,9 @@ MIN_STEPS = 3
 MAX_STEPS = 20
 MIN_TIMED_SECONDS = 0.5  # timed steps add up to at least this, so a fast model is not timed on noise
 OUTLIER = 3.0  # FLOPs per second this many times off the other candidates': timed again, else left out
+MEASURE_LOG_LINES = 40  # of the measuring process's stderr kept in the run's log: a traceback's end fits
+
+log = logging.getLogger("runner")
 
 
 def time_candidate(candidate: Candidate, device: str, classes: int) -> Throughput:
@@ -125,23 +129,36 @@ def outliers(timed: list[Throughput], flops: dict) -> list[Throughput]:
 
 
 def gather_costs(candidates: list[Candidate], device: str, classes: int, threads: int, seconds: float,
-                 time_them: bool, work_dir: Path) -> ImageCosts:
-    """Costs from a measuring process (supervisor side: no torch here). A failed or late measurement gives the
-    costs it managed, or none; the planner then falls back to the smallest model."""
+                 time_them: bool, work_dir: Path, card: str = "") -> ImageCosts:
+    """Costs from a measuring process (supervisor side: no torch here), on `card` (a UUID) when it measures on a
+    GPU. A failed or late measurement gives the costs it managed, or none; the planner then falls back to the
+    smallest model. What the process said on stderr goes to the run's log either way."""
     import subprocess
 
     request, out = work_dir / "measure_request.json", work_dir / "costs.json"
     request.write_text(json.dumps(dict(candidates=[dataclasses.asdict(c) for c in candidates], device=device,
                                        classes=classes, threads=threads, seconds=seconds,
                                        estimate=device != "cpu" or not time_them, time=time_them)))
+    env = {**os.environ, "GLIBC_TUNABLES": tunables(dict(os.environ))}  # as units will run
+    if device == "cuda" and card:  # the run's own card, as its folds will see it
+        env.update(CUDA_DEVICE_ORDER="PCI_BUS_ID", CUDA_VISIBLE_DEVICES=card)
     try:
-        subprocess.run([sys.executable, "-m", "runner.engines.vision.measure", str(request), str(out)], check=True,
-                       timeout=2 * seconds + 5, capture_output=True, text=True, start_new_session=True,
-                       env={**os.environ, "GLIBC_TUNABLES": tunables(dict(os.environ))})  # as units will run
+        done = subprocess.run([sys.executable, "-m", "runner.engines.vision.measure", str(request), str(out)],
+                              check=True, timeout=2 * seconds + 5, capture_output=True, text=True,
+                              start_new_session=True, env=env)
+        _said(done.stderr)
         return ImageCosts.from_json(json.loads(out.read_text()))
     except (subprocess.SubprocessError, OSError, ValueError) as exc:
-        print(f"measuring failed: {exc}", file=sys.stderr)
+        _said(getattr(exc, "stderr", None))
+        log.warning("measuring failed: %s", exc)
         return ImageCosts()
+
+
+def _said(stderr: str | bytes | None) -> None:
+    """The measuring process's own lines (a candidate left out, a CUDA error) into the run's log."""
+    text = stderr.decode(errors="replace") if isinstance(stderr, bytes) else stderr or ""
+    for line in text.splitlines()[-MEASURE_LOG_LINES:]:
+        log.info("measure: %s", line)
 
 
 def main(argv: list[str]) -> int:

@@ -81,7 +81,7 @@ def _batch_and_slots(gpu: Gpu, memory: MemoryEstimate, data: DataShape, folds: i
     useful = useful_batch(data.n_train)
 
     def batch_for(slots: int) -> int:
-        fits = memory.largest_batch(TARGET_MEMORY_FRACTION * gpu.memory_bytes / slots)
+        fits = memory.largest_batch(gpu.memory_target(TARGET_MEMORY_FRACTION) * gpu.memory_bytes / slots)
         fits = fits // 8 * 8 if fits >= 32 else fits  # multiples of 8 where rounding costs little memory
         return max(1, min(useful, fits))
 
@@ -89,7 +89,7 @@ def _batch_and_slots(gpu: Gpu, memory: MemoryEstimate, data: DataShape, folds: i
     # for another fold); past what the CPUs can feed or the folds there are, the fullest that fits
     most = max(1, min(folds, 4, max(1, cpus // 4)))
     fractions = {k: k * memory.total(batch_for(k)) / gpu.memory_bytes for k in range(1, most + 1)}
-    target = TARGET_MEMORY_FRACTION - MEMORY_TOLERANCE
+    target = gpu.memory_target(TARGET_MEMORY_FRACTION) - MEMORY_TOLERANCE
     slots = next((k for k, f in fractions.items() if f >= target), max(fractions, key=fractions.get))
     batch = batch_for(slots)
     share = memory.total(batch) / gpu.memory_bytes
@@ -133,7 +133,7 @@ class _Fit:
 
 def _size(option: _Option, init: str, context: PlanContext, costs: ImageCosts) -> _Fit | None:
     hardware, data = context.hardware, context.data
-    gpu = hardware.gpus[0] if hardware.gpus else None
+    gpu = hardware.tightest_gpu
     if gpu:
         memory = costs.memory_of(option.model, option.size, option.precision)
         if memory is None:
@@ -163,7 +163,7 @@ def _choose(fits: list[_Fit], window: float, reasons: list[str]) -> _Fit:
 
 
 def _options(hardware: Hardware, costs: ImageCosts, models: tuple) -> list[_Option]:
-    gpu = hardware.gpus[0] if hardware.gpus else None
+    gpu = hardware.tightest_gpu
     if gpu:
         precision = "bf16" if gpu.bf16 else "fp16"
         found = [_gpu_speed(gpu, costs, m, s, precision) for m, s in models]
@@ -189,11 +189,28 @@ def _member(context: PlanContext, settings: ImageSettings, folds: int, per_gpu: 
                   prepare_seconds=_prepare_seconds(context), expected_gain=PRIOR_GAIN, reasons=tuple(reasons))
 
 
+def _unmeasured_on_gpu(context: PlanContext, gpu: Gpu, model: str, size: int, reasons: list[str]) -> Member:
+    """The smallest model on the GPU when nothing could be timed or estimated: still the card's precision, loader
+    workers and pinned memory (one CPU thread decoding for a GPU would leave it waiting), one fold per card at a
+    time, each probing its own batch."""
+    workers = max(1, context.cores - 1)
+    precision = "bf16" if gpu.bf16 else "fp16"
+    reasons.append(f"on the GPU all the same: {precision}, {workers} loader workers, pinned memory, one fold per "
+                   "card; each fold probes its batch towards its share of memory")
+    settings = ImageSettings(model=model, image_size=size, device="cuda", precision=precision, threads=1,
+                             num_workers=workers, prefetch_factor=2, pin_memory=True, per_gpu=1,
+                             batch_size=min(CPU_BATCH, useful_batch(context.data.n_train)),
+                             memory_target=round(gpu.memory_target(TARGET_MEMORY_FRACTION), 3))
+    folds = min(context.folds, 3)
+    return _member(context, settings, folds, 1, 1 + workers, context.window / folds, STARTUP_SECONDS["cuda"],
+                   reasons)
+
+
 def image_member(context: PlanContext, models: tuple | None = None) -> Member:
     """The CNN member for this hardware, window and data (`models` replaces the candidate list, best first)."""
     hardware, window = context.hardware, context.window
     costs = context.costs if isinstance(context.costs, ImageCosts) else ImageCosts()
-    gpu = hardware.gpus[0] if hardware.gpus else None
+    gpu = hardware.tightest_gpu
     models = models or (GPU_CANDIDATES if gpu else CPU_CANDIDATES)
     reasons: list[str] = []
     allowed = plannable(models, context.pretrained)
@@ -206,6 +223,8 @@ def image_member(context: PlanContext, models: tuple | None = None) -> Member:
     if not fits:
         model, size = models[-1]
         reasons.append(f"model {model} at {size} px: nothing was measured or could be estimated, so the smallest")
+        if gpu:
+            return _unmeasured_on_gpu(context, gpu, model, size, reasons)
         settings = ImageSettings(model=model, image_size=size, threads=context.cores, device="cpu",
                                  batch_size=min(CPU_BATCH, useful_batch(context.data.n_train)))
         folds = min(context.folds, 3)
@@ -232,7 +251,7 @@ def image_member(context: PlanContext, models: tuple | None = None) -> Member:
     memory = costs.memory_of(option.model, option.size, option.precision)
     reasons.extend(fit.memory_reasons)
     memory_bound = gpu and memory.on_device(CUDA_RUNTIME_BYTES).largest_batch(
-        TARGET_MEMORY_FRACTION * gpu.memory_bytes) < EFFECTIVE_BATCH
+        gpu.memory_target(TARGET_MEMORY_FRACTION) * gpu.memory_bytes) < EFFECTIVE_BATCH
     accumulation = math.ceil(EFFECTIVE_BATCH / fit.batch) if memory_bound else 1
     if accumulation > 1:
         reasons.append(f"gradient accumulation {accumulation}: effective batch {fit.batch * accumulation}")
@@ -259,6 +278,7 @@ def image_member(context: PlanContext, models: tuple | None = None) -> Member:
         device="cuda" if gpu else "cpu", threads=1 if gpu else threads, per_gpu=fit.per_gpu,
         fold_memory_bytes=fold_memory,
         gpu_memory_fraction=round(fit.per_gpu * fold_memory / gpu.memory_bytes, 3) if gpu else 0.0,
+        memory_target=round(gpu.memory_target(TARGET_MEMORY_FRACTION), 3) if gpu else TARGET_MEMORY_FRACTION,
         epoch_seconds=round(fit.epoch_seconds, 2))
     held = 1 + workers if gpu else threads  # a GPU fold's main thread and its loaders; a CPU fold computes on all
     return _member(context, settings, fit.folds, fit.per_gpu, held, fold_time, fit.fold_seconds(1), reasons)

@@ -1,9 +1,10 @@
 """What an image member trains with, and the memory and batch rules that planning and training share."""
 from __future__ import annotations
 
+from runner.engines.base import TARGET_MEMORY_FRACTION
 from runner.portfolio import Settings
 
-TARGET_MEMORY_FRACTION = 0.8
+__all__ = ["TARGET_MEMORY_FRACTION", "MEMORY_TOLERANCE", "MAX_EPOCHS", "ImageSettings", "useful_batch"]
 MEMORY_TOLERANCE = 0.1  # the planned peak aims at 0.8 +- 0.1 of device memory
 MAX_EPOCHS = {"scratch": 100, "pretrained": 20}  # a fold's default ceiling; a window with room for more raises it
 
@@ -26,6 +27,7 @@ class ImageSettings(Settings):
     per_gpu: int = 0  # folds sharing one GPU (each caps itself at its share of the memory)
     fold_memory_bytes: int = 0  # estimated peak of one fold on its device
     gpu_memory_fraction: float = 0.0  # planned peak of the folds sharing a GPU / its memory
+    memory_target: float = TARGET_MEMORY_FRACTION  # of the card this run's folds aim at: less what others held
     epoch_seconds: float = 0.0  # estimated
 
 

@@ -219,10 +219,10 @@ def _warm_peak(settings: ImageSettings, classes: int):
     return warm_peak
 
 
-def shared_fraction(slots: int, total_bytes: int) -> float:
-    """Each of `slots` folds' cap on the GPU's memory: together 95% of it, less their CUDA contexts, which live
-    outside the caching allocator that the cap limits."""
-    return (USABLE_SHARE * total_bytes - slots * CUDA_RUNTIME_BYTES) / (slots * total_bytes)
+def shared_fraction(slots: int, total_bytes: int, others: float = 0.0) -> float:
+    """Each of `slots` folds' cap on the GPU's memory: together 95% of it less the share `others` held when the
+    run was planned, less their CUDA contexts, which live outside the caching allocator that the cap limits."""
+    return ((USABLE_SHARE - others) * total_bytes - slots * CUDA_RUNTIME_BYTES) / (slots * total_bytes)
 
 
 def confirm_batch(settings: ImageSettings, classes: int, max_batch: int = 1024) -> tuple[ImageSettings, str]:
@@ -232,10 +232,11 @@ def confirm_batch(settings: ImageSettings, classes: int, max_batch: int = 1024) 
         return settings, ""
     slots = max(1, settings.per_gpu)
     total = torch.cuda.get_device_properties(0).total_memory
-    if slots > 1:  # free memory seen by one process is not reserved for it
-        torch.cuda.set_per_process_memory_fraction(shared_fraction(slots, total))
+    others = TARGET_MEMORY_FRACTION - settings.memory_target  # the card's share others held when planned
+    if slots > 1 or others > 0:  # free memory seen by one process is not reserved for it
+        torch.cuda.set_per_process_memory_fraction(shared_fraction(slots, total, others))
     result = probe_batch(_warm_peak(settings.model_copy(update=dict(compile=False)), classes),
-                         min(settings.batch_size, max_batch), total // slots, target=TARGET_MEMORY_FRACTION,
+                         min(settings.batch_size, max_batch), total // slots, target=settings.memory_target,
                          max_batch=max_batch)
     note = f"batch {result.batch} probed: warm peak {result.fraction:.0%} of its share of GPU memory " \
            f"(tried {list(result.tried)})"
