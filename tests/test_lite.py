@@ -30,8 +30,9 @@ SMALL = {"dog-breed-identification": dict(train_per_breed=4, test_per_breed=1)} 
 # dog-breed's 120 classes from 4 photos each 35 s
 BUDGET = {"image": 30, "text": 8, "tabular": 8, "unsupported": 5, "dog-breed-identification": 35,
           # from random init the CNN on this replica's cats and dogs stayed at the prior's 0.693 in 30 s on a quiet
-          # 2-core machine (the run rightly kept the prior); 45 s gave 0.60 and 0.61
-          "dogs-vs-cats-redux-kernels-edition": 45}
+          # 2-core machine (the run rightly kept the prior); 45 s gave 0.60 and 0.61 quiet, but the prior again
+          # with other work on the machine: 60 s leaves it a margin
+          "dogs-vs-cats-redux-kernels-edition": 60}
 
 
 @pytest.fixture(scope="module")
