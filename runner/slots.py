@@ -79,6 +79,14 @@ def last_epoch(folder: Path) -> dict | None:
         return None
 
 
+def card(plan: Plan, gpu: int | None) -> str | None:
+    """The card a GPU slot's fold gets as its only GPU: the plan's UUID for that slot (an index where the plan has
+    none); None for a CPU unit."""
+    if gpu is None:
+        return None
+    return plan.devices[gpu] if gpu < len(plan.devices) else str(gpu)
+
+
 @dataclass
 class Slots:
     """The units running now, each in its own process group, and the cores and GPU shares they hold."""
@@ -255,14 +263,7 @@ class Scheduler:
         deadline, _ = self._deadline(unit, now)
         task = self.make_task(unit, deadline, gpu, threads)
         self.pending.take(unit)
-        self.slots.start(unit, task, now, lane, self.device(gpu))
-
-    def device(self, gpu: int | None) -> str | None:
-        """The card a GPU slot's fold gets as its only GPU: the plan's UUID for that slot (an index where the plan
-        has none)."""
-        if gpu is None:
-            return None
-        return self.plan.devices[gpu] if gpu < len(self.plan.devices) else str(gpu)
+        self.slots.start(unit, task, now, lane, card(self.plan, gpu))
 
     def _fits_in_time(self, unit: Unit, now: float) -> bool:
         deadline, need = self._deadline(unit, now)

@@ -13,7 +13,7 @@ from runner.hardware import GiB, Gpu, Hardware, spec_sheet_tflops
 from runner.planner import make_plan
 from runner.portfolio import DataShape
 from runner.profiles import profile
-from runner.slots import Scheduler
+from runner.slots import card
 from runner.spec import load_spec
 from test_planner import gpu_costs
 
@@ -67,8 +67,7 @@ def test_a_fold_gets_its_slots_own_card_and_a_cpu_unit_none():
     plan = make_plan(load_spec("dog-breed"), profile("a10-24gb"), 600,
                      DataShape(2000, 200, classes=10, inputs=frozenset({"image"})))
     plan = plan.model_copy(update=dict(gpus=2, devices=(B, C)))  # a runner restricted to two cards
-    scheduler = Scheduler(plan, budget=None, make_task=None, on_result=None)
-    assert [scheduler.device(g) for g in (0, 1, None)] == [B, C, None]
+    assert [card(plan, g) for g in (0, 1, None)] == [B, C, None]
     env = processes.unit_environment(4, C)
     assert env["CUDA_VISIBLE_DEVICES"] == C and env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
     assert processes.unit_environment(4, None)["CUDA_VISIBLE_DEVICES"] == ""  # never the parent's list
