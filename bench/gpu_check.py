@@ -13,7 +13,8 @@ Sections, each recorded on its own (one failing keeps its error and leaves the o
 - precision_layout_compile: training images/s of resnet18 at 224 px with fp32 / bf16 autocast, channels_last on
   and off, torch.compile on and off (`Trainer.train_epoch` on random uint8 batches already on the device).
 - oom_backoff: real CUDA out-of-memory errors, once in the probe (starting far above what fits) and once mid-fold
-  in `runner.engines.vision.training.train`'s recovery loop (most of the memory held by a ballast tensor): the batch each ended at.
+  in `runner.engines.vision.training.train`'s recovery loop (most of the memory held by a ballast tensor): the
+  batch each ended at.
 - planned_vs_failure: bench/throughput.py's comparison on the GPU: the dog-breed demo's photos trained with the
   planned configuration against the failure one (batch 32, 0 workers, fp32, PIL decode per step), with NVML's
   GPU busy % during each.
@@ -24,9 +25,9 @@ Sections, each recorded on its own (one failing keeps its error and leaves the o
 
 Each section prints one PASS, FAIL or SKIP line (SKIP with its reason), and the last line counts the PASS lines.
 The JSON is rewritten after each section; the exit status is 1 when any section failed. Without a GPU every
-section is a SKIP line saying so, nothing is written and it exits 0 (1 when NVML sees a GPU that torch cannot use: a driver too old for
-the wheel's CUDA). `--cpu-smoke --out PATH.json` runs the sections that can run on a CPU at tiny sizes (the others
-are marked skipped), so the code paths stay tested on machines without one.
+section is a SKIP line saying so, nothing is written and it exits 0 (1 when NVML sees a GPU that torch cannot
+use: a driver too old for the wheel's CUDA). `--cpu-smoke --out PATH.json` runs the sections that can run on a
+CPU at tiny sizes (the others are marked skipped), so the code paths stay tested on machines without one.
 
     cd bench && PYTHONPATH=..:. python gpu_check.py
 """
@@ -103,7 +104,8 @@ FULL = Sizes(memory_models=(("resnet18", 224), ("convnext_tiny", 224), ("efficie
 SMOKE = Sizes(memory_models=(("resnet18", 64),), memory_batches=(4, 8), speed_model=("resnet18", 64),
               speed_batch=4, speed_warmup=1, speed_steps=2, monitor_seconds=1.0,
               demo=dict(train_per_breed=1, test_per_breed=1), demo_size=64, failure_images=32, planned_images=64,
-              run_seconds=20, threads=1)  # one thread: on a shared CPU, OpenMP threads spin at barriers for a preempted peer (40x)
+              run_seconds=20, threads=1)  # one thread: on a shared CPU, OpenMP threads spin at barriers for a
+# preempted peer (40x)
 # (low precision, channels_last, torch.compile): the 2 x 2 of eager steps, then compile on the channels_last ones
 COMBOS = ((False, False, False), (False, True, False), (True, False, False), (True, True, False),
           (False, True, True), (True, True, True))
@@ -527,8 +529,8 @@ def recovery_fold(check: Check):
 
 
 def recover_mid_fold(check: Check) -> dict:
-    """runner.engines.vision.training.train's own loop meeting a real OOM in its first epoch: a ballast tensor holds all but room for
-    RECOVER_FITS; the probe is bypassed so the planned batch reaches the loop."""
+    """runner.engines.vision.training.train's own loop meeting a real OOM in its first epoch: a ballast tensor
+    holds all but room for RECOVER_FITS; the probe is bypassed so the planned batch reaches the loop."""
     from runner.engines.vision.training import train
     from runner.engines.vision.memory import estimate_memory
 
@@ -683,7 +685,8 @@ def compute_pids() -> dict[str, set[int]]:
         found = {}
         for i in range(pynvml.nvmlDeviceGetCount()):
             handle = pynvml.nvmlDeviceGetHandleByIndex(i)
-            found[pynvml.nvmlDeviceGetUUID(handle)] = {p.pid for p in pynvml.nvmlDeviceGetComputeRunningProcesses(handle)}
+            running = pynvml.nvmlDeviceGetComputeRunningProcesses(handle)
+            found[pynvml.nvmlDeviceGetUUID(handle)] = {p.pid for p in running}
         return found
     finally:
         pynvml.nvmlShutdown()
@@ -781,7 +784,7 @@ def run(check: Check, out: Path | None) -> int:
     if check.sizes.threads:
         torch.set_num_threads(check.sizes.threads)
     if check.cuda:
-        torch.backends.cudnn.benchmark = True  # as runner.engines.vision.training.train sets it: fixed shapes, fastest kernels
+        torch.backends.cudnn.benchmark = True  # as the vision engine's train sets it: fixed shapes, fastest kernels
     path = None
     for key, function, on_cpu in SECTIONS:
         if not check.cuda and not on_cpu:

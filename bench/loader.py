@@ -5,8 +5,8 @@ competition's), in one run on one machine.
 - **Images/s per core at 224 px.** The plain way: PIL opens and decodes each JPEG, then RandomResizedCrop, a flip,
   a float tensor and the normalisation (torchvision; the least a training transform does). The runner's way: rows
   of the decoded cache (256 px squares) read from its memory map a batch at a time; the crop, flip and
-  normalisation run where the model trains (`runner.engines.vision.augment.DeviceAugment`): batched on the GPU on a GPU box, or crop
-  by crop in uint8 on a CPU.
+  normalisation run where the model trains (`runner.engines.vision.augment.DeviceAugment`): batched on the GPU on
+  a GPU box, or crop by crop in uint8 on a CPU.
   Shown twice: the loader's own work (what a loader worker's core does on a GPU box), and with the CPU crop too
   (what a CPU-only box spends per image). Timed after one pass over the cache: a fold maps the file's pages in its
   first epoch, once.

@@ -241,13 +241,14 @@ def test_the_run_grows_back_into_cores_the_other_processes_gave_back(dog_breed, 
     supervisor = supervisor_with_plan(dog_breed, tmp_path)
     supervisor.controller.probed = True
     planned = dict(supervisor.controller.plan.lane_cores)
-    supervisor.controller.retime(supervisor.controller.plan.member("timm"), supervisor.controller.plan.member("timm").step_seconds * 5)
-    assert supervisor.controller.hardware.cpus == supervisor.controller.scheduler.plan.cpus == 2 and supervisor.controller.hardware.busy_cpus == 2
+    controller = supervisor.controller
+    controller.retime(controller.plan.member("timm"), controller.plan.member("timm").step_seconds * 5)
+    assert controller.hardware.cpus == controller.scheduler.plan.cpus == 2 and controller.hardware.busy_cpus == 2
     supervisor.controller.watch([])  # too soon after the last sample: none taken
     assert supervisor.controller.hardware.cpus == 2
     supervisor.controller.reprobed_at -= REPROBE_SECONDS
     supervisor.controller.watch([])
-    assert supervisor.controller.hardware.cpus == supervisor.controller.scheduler.plan.cpus == 4 and supervisor.controller.hardware.busy_cpus == 0
+    assert controller.hardware.cpus == controller.scheduler.plan.cpus == 4 and controller.hardware.busy_cpus == 0
     assert supervisor.controller.plan.lane_cores == planned
     assert "sampled again while cores were taken): what starts next plans for 4" in \
         supervisor.report.actions[-1]["action"]
@@ -275,7 +276,8 @@ def test_a_plan_for_hardware_that_is_not_this_machine_is_not_sampled_again(dog_b
     supervisor = supervisor_with_plan(dog_breed, tmp_path)  # the 4-CPU profile, given: nothing to sample
     member = supervisor.controller.plan.member("timm")
     supervisor.controller.retime(member, member.step_seconds * 5)
-    assert supervisor.controller.hardware.cpus == 4 and not any("now busy" in a["action"] for a in supervisor.report.actions)
+    assert supervisor.controller.hardware.cpus == 4
+    assert not any("now busy" in a["action"] for a in supervisor.report.actions)
 
 
 def test_a_fold_with_no_epoch_long_after_the_plan_expected_one_is_held_against_the_plan(dog_breed, tmp_path):
@@ -307,7 +309,7 @@ def test_a_first_epoch_a_little_off_keeps_the_plan_and_a_faster_one_revises_the_
     supervisor.controller.retime(member, member.step_seconds * 1.05)
     assert supervisor.report.actions == () and supervisor.controller.scheduler.queue[-1].member == member
     supervisor.controller.timed.clear()
-    supervisor.controller.retime(member, member.step_seconds * 1.2)  # no new plan, but later folds expect what was timed
+    supervisor.controller.retime(member, member.step_seconds * 1.2)  # no new plan; later folds expect what was timed
     expecting = supervisor.controller.scheduler.queue[-1].member
     assert supervisor.report.actions == () and expecting.settings == member.settings
     assert expecting.step_seconds == pytest.approx(member.step_seconds * 1.2, rel=1e-3)

@@ -1,7 +1,8 @@
 """Memory estimates on CPU, and the GPU batch probe driven by injected out-of-memory failures."""
 import pytest
 
-from runner.engines.vision.memory import IllegalMemoryAccess, MemoryEstimate, backward_peak_bytes, decay_batch_step, estimate_memory, is_oom, probe_batch
+from runner.engines.vision.memory import (IllegalMemoryAccess, MemoryEstimate, backward_peak_bytes, decay_batch_step,
+                                          estimate_memory, is_oom, probe_batch)
 
 
 class FakeOOM(RuntimeError):

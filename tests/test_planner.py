@@ -12,7 +12,8 @@ from runner.engines.boosting import RoundCost
 from runner.engines.gbm import measure_rounds
 from runner.engines.oneshot import FitCost
 from runner.engines.vision import estimates as ladder
-from runner.engines.vision.ladder import CPU_CANDIDATES, GPU_CANDIDATES, SCRATCH_LARGEST, image_candidates, ladder_models
+from runner.engines.vision.ladder import (CPU_CANDIDATES, GPU_CANDIDATES, SCRATCH_LARGEST, image_candidates,
+                                          ladder_models)
 from runner.engines.vision.settings import MAX_EPOCHS, MEMORY_TOLERANCE, TARGET_MEMORY_FRACTION
 from runner.errors import RunnerError
 from runner.hardware import GiB, Gpu, Hardware
@@ -27,8 +28,8 @@ SPACESHIP = load_spec("spaceship")
 DOG_DATA = DataShape(n_train=9199, n_test=1023, classes=120, inputs=frozenset({"image"}))
 TABLE = DataShape(10_000, 1000, 14, classes=2)  # folds train on 8000 rows: no scaling of the timed rows
 def gpu_costs(precision="bf16"):
-    """The ladder's memory and FLOPs as the real estimators gave them (runner/engines/vision/ladder_costs.json), as measuring
-    reports them for a GPU we are not on."""
+    """The ladder's memory and FLOPs as the real estimators gave them (runner/engines/vision/ladder_costs.json),
+    as measuring reports them for a GPU we are not on."""
     return ImageCosts(memory=tuple(ladder.memory_of(m, s, precision) for m, s in GPU_CANDIDATES),
                       flops={f"{m}@{s}": ladder.flops_of(m, s) for m, s in GPU_CANDIDATES})
 

@@ -3,10 +3,10 @@
 Estimating a model's memory and FLOPs runs it forward on the CPU (`memory.estimate_memory`, `forward_flops`
 here): 8 s for convnext_base at 384 px and 34 s for a large ViT at 448 px on a 2-core
 machine, over two minutes for the whole ladder, which a short measuring window cannot spare. `python -m
-runner.engines.vision.estimates` runs the same estimators for every ladder candidate and writes `ladder_costs.json` beside this
-file; measuring reads it instead of estimating again. The figures depend on the model, the image size and the
-precision, not on the device; the classifier head is sized for `CLASSES` outputs, a difference below 1% of the
-parameters of every ladder model at any class count up to a few thousand.
+runner.engines.vision.estimates` runs the same estimators for every ladder candidate and writes
+`ladder_costs.json` beside this file; measuring reads it instead of estimating again. The figures depend on the
+model, the image size and the precision, not on the device; the classifier head is sized for `CLASSES` outputs,
+a difference below 1% of the parameters of every ladder model at any class count up to a few thousand.
 """
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """Measured cost of training candidates on the device a run will use: seconds per sample for a training step and
 for inference, from a few real steps, plus FLOPs per sample for estimating devices we are not on.
 
-Runs in its own process (`python -m runner.engines.vision.measure REQUEST.json OUT.json`) so CUDA state and memory never stay
-in the supervisor, and stops measuring at its time limit, returning what it has.
+Runs in its own process (`python -m runner.engines.vision.measure REQUEST.json OUT.json`) so CUDA state and
+memory never stay in the supervisor, and stops measuring at its time limit, returning what it has.
 """
 from __future__ import annotations
 
