@@ -4,9 +4,13 @@
 """
 from __future__ import annotations
 
+import logging
 import math
 import os
 import shutil
+import subprocess
+import sys
+import sysconfig
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +24,8 @@ GiB = 1024**3
 BUSY_SAMPLE_SECONDS = 0.5  # long enough to see a core another process keeps busy, short next to any budget
 BUSY_CORE = 0.7  # of a core's time used by other processes, from which it counts as theirs: OpenMP threads of ours
 # sharing it spin at barriers for a peer that is not running, and a 2-thread fold trained 30x slower on 1 free core
+CUDA_CHECK_SECONDS = 120  # a child importing torch and starting CUDA: seconds; a hung driver must not hold the run
+CUDA_CHECK = "import torch; torch.cuda.init(); print(torch.cuda.get_device_name(0))"
 IDLE_USED_BYTES = 1 * GiB  # what a driver itself holds on an idle card: more in use than this is someone else's
 # dense bf16 tensor TFLOPS from the vendors' spec sheets, by a part of the name NVML gives (longest match wins):
 # the planner's estimate of step time for a model no measurement timed on the card
@@ -65,6 +71,8 @@ class Hardware(Saved):
     shm_bytes: int
     disk_free_bytes: int
     busy_cpus: int = 0  # cores other processes kept busy when probed, already left out of `cpus`
+    compiler: bool = True  # a C compiler and Python's headers: torch.compile's Triton builds its launcher with them
+    notes: tuple[str, ...] = ()  # what the probe found wrong and worked around, for the plan's reasons
 
     @property
     def tightest_gpu(self) -> Gpu | None:
@@ -155,6 +163,41 @@ def _probe_gpus(gpus: str | None = None) -> tuple[Gpu, ...]:
             nvml.nvmlShutdown()
 
 
+def cuda_fails(device: str) -> str | None:
+    """Why torch cannot start CUDA on `device` (a UUID or index), or None when it can. Asked of a child process:
+    this one must never start CUDA (its units are forked from it), and NVML seeing a card does not mean this torch
+    can use it (a driver older than the wheel's CUDA, typically)."""
+    env = {**os.environ, "CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": device}
+    try:
+        done = subprocess.run([sys.executable, "-c", CUDA_CHECK], capture_output=True, text=True, env=env,
+                              timeout=CUDA_CHECK_SECONDS)
+    except subprocess.TimeoutExpired:
+        return f"starting CUDA took over {CUDA_CHECK_SECONDS} s"
+    if done.returncode == 0:
+        return None
+    lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
+    return lines[-1][:300] if lines else f"exit code {done.returncode}"
+
+
+def usable(gpus: tuple[Gpu, ...], why_not: str | None) -> tuple[tuple[Gpu, ...], tuple[str, ...]]:
+    """The cards to plan for, and a note when NVML's cards are dropped because torch cannot start CUDA on them."""
+    if not gpus or why_not is None:
+        return gpus, ()
+    import torch
+
+    note = (f"NVML sees {len(gpus)} GPU(s) ({gpus[0].name}) but torch {torch.__version__} (built for CUDA "
+            f"{torch.version.cuda}) cannot start CUDA on them: {why_not}; planning for the CPU (is the driver new "
+            "enough for this CUDA?)")
+    logging.getLogger("runner").warning(note)
+    return (), (note,)
+
+
+def has_compiler() -> bool:
+    """A C compiler and Python.h: what Triton needs to build its CUDA launcher on torch.compile's first call."""
+    return any(shutil.which(c) for c in ("cc", "gcc", "clang")) and \
+        Path(sysconfig.get_paths()["include"], "Python.h").is_file()
+
+
 def probe_hardware(work_dir: Path = Path("."), busy_seconds: float = BUSY_SAMPLE_SECONDS,
                    gpus: str | None = None) -> Hardware:
     """The machine as this process finds it now: cores other processes keep busy are left out, so no fold runs
@@ -163,5 +206,8 @@ def probe_hardware(work_dir: Path = Path("."), busy_seconds: float = BUSY_SAMPLE
     allowed = available_cpus()
     free = len(os.sched_getaffinity(0)) - (busy_elsewhere(busy_seconds) if busy_seconds > 0 else 0)
     cpus = max(1, min(allowed, free))  # a quota under the affinity count is ours whatever else runs beside it
-    return Hardware(gpus=_probe_gpus(gpus), cpus=cpus, ram_bytes=psutil.virtual_memory().total,
-                    shm_bytes=shm, disk_free_bytes=shutil.disk_usage(work_dir).free, busy_cpus=allowed - cpus)
+    found = _probe_gpus(gpus)
+    cards, notes = usable(found, cuda_fails(found[0].device) if found else None)
+    return Hardware(gpus=cards, cpus=cpus, ram_bytes=psutil.virtual_memory().total, shm_bytes=shm,
+                    disk_free_bytes=shutil.disk_usage(work_dir).free, busy_cpus=allowed - cpus,
+                    compiler=has_compiler(), notes=notes)

@@ -14,14 +14,21 @@ RECENT = 3600  # samples kept in memory: an hour at one a second
 
 
 def _tree_rss() -> int:
-    """Resident memory of this process and all its children (the fold processes)."""
+    """Memory of this process and all its children (the fold processes and their loader workers), each counted by
+    its proportional set size: pages forked loader workers share with their fold count once, not once per worker
+    as resident sizes would (RSS where PSS cannot be read)."""
     root = psutil.Process()
     total = 0
     for process in [root, *root.children(recursive=True)]:
         try:
-            total += process.memory_info().rss
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            total += getattr(process.memory_full_info(), "pss", 0) or process.memory_info().rss
+        except (psutil.NoSuchProcess, psutil.ZombieProcess):
             continue
+        except psutil.AccessDenied:
+            try:
+                total += process.memory_info().rss
+            except psutil.Error:
+                continue
     return total
 
 

@@ -102,6 +102,7 @@ def make_plan(spec: CompetitionSpec, hardware: Hardware, window_seconds: float, 
     if hardware.busy_cpus:
         reasons.append(f"{hardware.busy_cpus} core(s) busy with other processes when probed: planned for "
                        f"{hardware.cpus}, so no fold runs more threads than there are cores for them")
+    reasons.extend(hardware.notes)
     reasons.extend(_others_on_gpus(hardware) if gpu_members else ())
     if gpu_members:
         reasons.append(f"GPU lane: {len(hardware.gpus)} GPU(s); its folds hold {held} of {hardware.cpus} cores for "

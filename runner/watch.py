@@ -42,5 +42,5 @@ def describe(member: str, fold: int, line: dict, metric: str) -> str:
     if line.get("device_memory_gb"):
         text += f", GPU {line['device_memory_gb']:.1f} GiB ({line['device_memory_share']:.0%})"
     if line.get("gpu_util") is not None:
-        text += f", util {line['gpu_util']:.0f}%"
+        text += f", kernels running {line['gpu_util']:.0f}% of the time"  # NVML's utilisation: not SMs busy
     return text

@@ -1,5 +1,6 @@
 """Which GPUs a run may use: lists in every form CUDA reads, resolved against a machine's cards given as data,
 and every fold process handed its own card; no GPU is needed, none is pretended."""
+import dataclasses
 import json
 
 import pandas as pd
@@ -9,7 +10,7 @@ from conftest import run_cli
 from runner import processes
 from runner.devices import Card, DeviceError, parse, select, visible
 from runner.engines.base import TARGET_MEMORY_FRACTION
-from runner.hardware import GiB, Gpu, Hardware, spec_sheet_tflops
+from runner.hardware import GiB, Gpu, Hardware, cuda_fails, spec_sheet_tflops, usable
 from runner.planner import make_plan
 from runner.portfolio import DataShape
 from runner.profiles import profile
@@ -124,3 +125,29 @@ def test_a_gpu_plan_with_nothing_measured_still_trains_on_the_gpu_with_loaders()
     assert member.slot == "gpu" and s.device == "cuda" and s.precision == "bf16"
     assert s.num_workers >= 1 and s.pin_memory and member.per_gpu == 1
     assert member.threads == 1 + s.num_workers <= plan.cpus
+
+
+def test_a_card_torch_cannot_start_is_dropped_with_the_reason_in_the_plan():
+    """NVML seeing a card does not mean this torch can use it (a driver older than its CUDA): a child process is
+    asked to start CUDA, and when it cannot the plan is for the CPU and says why. On this machine the child
+    really fails: no driver."""
+    why = cuda_fails("0")
+    assert why and "Traceback" not in why
+    card = profile("h100-80gb").gpus[0]
+    gpus, notes = usable((card,), why)
+    assert gpus == () and "cannot start CUDA" in notes[0] and why in notes[0]
+    assert usable((card,), None) == ((card,), ())
+    hardware = Hardware(gpus, 8, 32 * GiB, 4 * GiB, 100 * GiB, notes=notes)
+    plan = make_plan(load_spec("dog-breed"), hardware, 600, DataShape(2000, 200, classes=10,
+                                                                       inputs=frozenset({"image"})))
+    assert notes[0] in plan.reasons and plan.member("timm").settings.device == "cpu"
+
+
+def test_without_a_compiler_long_gpu_folds_are_not_compiled_and_the_plan_says_why():
+    data = DataShape(50_000, 5_000, classes=120, inputs=frozenset({"image"}))  # folds of over 20 minutes
+    with_cc = make_plan(load_spec("dog-breed"), profile("a10-24gb"), 36_000, data, {"timm": gpu_costs()})
+    without = make_plan(load_spec("dog-breed"), dataclasses.replace(profile("a10-24gb"), compiler=False), 36_000,
+                        data, {"timm": gpu_costs()})
+    assert with_cc.member("timm").settings.compile  # long folds: compiling pays
+    assert not without.member("timm").settings.compile
+    assert any("no C compiler or Python.h" in r for r in without.member("timm").reasons)

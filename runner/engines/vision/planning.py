@@ -30,6 +30,8 @@ GPU_EFFICIENCY = 0.35  # share of the spec sheet's dense bf16 FLOPS a CNN traini
 MIN_EPOCHS = {"scratch": 30, "pretrained": 5}
 STARTUP_SECONDS = {"cpu": 4.0, "cuda": 12.0}  # process start, imports, CUDA context, data
 EFFECTIVE_BATCH = 64  # smaller memory-bound batches accumulate gradients up to this
+PREFETCH = 2  # batches each loader worker keeps ready: pinned host memory is rounded up to powers of two and kept
+# for the process's life, so 4 per worker at a large batch held gigabytes page-locked per fold
 CPU_BATCH = 64  # on a CPU, or fewer where an epoch would keep less than 20 steps (a few hundred images)
 SHM_BYTES_PER_PIXEL = 3  # loaders ship uint8 RGB squares through shared memory (cropped and normalised on device)
 DECODE_PER_CORE_SECOND = 300  # images decoded and resized per core per second (platform notes: 250-500 here)
@@ -198,7 +200,7 @@ def _unmeasured_on_gpu(context: PlanContext, gpu: Gpu, model: str, size: int, re
     reasons.append(f"on the GPU all the same: {precision}, {workers} loader workers, pinned memory, one fold per "
                    "card; each fold probes its batch towards its share of memory")
     settings = ImageSettings(model=model, image_size=size, device="cuda", precision=precision, threads=1,
-                             num_workers=workers, prefetch_factor=2, pin_memory=True, per_gpu=1,
+                             num_workers=workers, prefetch_factor=PREFETCH, pin_memory=True, per_gpu=1,
                              batch_size=min(CPU_BATCH, useful_batch(context.data.n_train)),
                              memory_target=round(gpu.memory_target(TARGET_MEMORY_FRACTION), 3))
     folds = min(context.folds, 3)
@@ -257,16 +259,18 @@ def image_member(context: PlanContext, models: tuple | None = None) -> Member:
         reasons.append(f"gradient accumulation {accumulation}: effective batch {fit.batch * accumulation}")
     threads = max(1, context.cores // fit.slots)
     workers = max(1, threads - 1) if gpu else 0  # the fold's whole CPU quota but its own thread
-    reasons.append(f"{workers} loader workers of {threads} CPUs per fold, pinned memory, prefetch 4" if gpu else
+    reasons.append(f"{workers} loader workers of {threads} CPUs per fold, pinned memory, prefetch {PREFETCH}" if gpu else
                    "0 loader workers: pixels come from the decoded cache and the cores are needed for compute")
-    shm_needed = fit.slots * workers * 4 * fit.batch * cache_side(option.size) ** 2 * SHM_BYTES_PER_PIXEL
+    shm_needed = fit.slots * workers * PREFETCH * fit.batch * cache_side(option.size) ** 2 * SHM_BYTES_PER_PIXEL
     if gpu and hardware.shm_bytes < shm_needed:
         reasons.append(f"warning: /dev/shm is {hardware.shm_bytes / 2**20:.0f} MB, less than the "
                        f"{shm_needed / 2**20:.0f} MB {fit.slots * workers} loader workers may keep in flight: "
                        "give the container more (docker run --shm-size 8g) or loaders may fail")
     fold_time = fit.fold_seconds(epochs)
-    compile_model = bool(gpu) and fold_time > 1200
+    compile_model = bool(gpu) and fold_time > 1200 and hardware.compiler
     reasons.append("torch.compile on: folds are long enough to repay compiling" if compile_model else
+                   "torch.compile off: no C compiler or Python.h here, which Triton needs to build its launcher"
+                   if gpu and fold_time > 1200 else
                    "torch.compile off: compiling costs more than it saves at this fold length" if gpu else
                    "torch.compile off: on CPU, compiled training steps measured slower than eager ones "
                    "(bench/throughput.py)")
@@ -274,7 +278,7 @@ def image_member(context: PlanContext, models: tuple | None = None) -> Member:
     settings = ImageSettings(
         model=option.model, image_size=option.size, init=fit.init, batch_size=fit.batch, accumulation=accumulation,
         precision=option.precision, channels_last=True, compile=compile_model, num_workers=workers,
-        prefetch_factor=4 if workers else None, pin_memory=bool(gpu), epochs=epochs, max_epochs=max_epochs,
+        prefetch_factor=PREFETCH if workers else None, pin_memory=bool(gpu), epochs=epochs, max_epochs=max_epochs,
         device="cuda" if gpu else "cpu", threads=1 if gpu else threads, per_gpu=fit.per_gpu,
         fold_memory_bytes=fold_memory,
         gpu_memory_fraction=round(fit.per_gpu * fold_memory / gpu.memory_bytes, 3) if gpu else 0.0,
