@@ -260,7 +260,8 @@ def image_member(context: PlanContext, models: tuple | None = None) -> Member:
     threads = max(1, context.cores // fit.slots)
     workers = max(1, threads - 1) if gpu else 0  # the fold's whole CPU quota but its own thread
     reasons.append(f"{workers} loader workers of {threads} CPUs per fold, pinned memory, prefetch {PREFETCH}"
-                   if gpu else "0 loader workers: pixels come from the decoded cache and the cores are needed for compute")
+                   if gpu else
+                   "0 loader workers: pixels come from the decoded cache and the cores are needed for compute")
     shm_needed = fit.slots * workers * PREFETCH * fit.batch * cache_side(option.size) ** 2 * SHM_BYTES_PER_PIXEL
     if gpu and hardware.shm_bytes < shm_needed:
         reasons.append(f"warning: /dev/shm is {hardware.shm_bytes / 2**20:.0f} MB, less than the "
