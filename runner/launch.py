@@ -218,7 +218,11 @@ def start_container(client, launch: Launch, on_line: Callable[[str], None]):
         on_line(f"runner: this Docker engine cannot give GPUs ({exc.explanation or exc}); running on the CPU")
         config.pop("device_requests")
         container = client.containers.create(**config)
-        container.start()
+        try:
+            container.start()
+        except BaseException:
+            container.remove(force=True)
+            raise
         return container
 
 
@@ -298,7 +302,7 @@ def container_config(launch: Launch, client) -> dict:
                   detach=True)
     request = gpu_request(launch)
     if request is not None and (launch.gpus != "auto" or has_gpu_runtime(client) or _gpu_devices_present()):
-        config["device_requests"] = [request]  # what the engine cannot serve fails at create, and is said
+        config["device_requests"] = [request]  # what the engine cannot serve fails at start, and is said
     return config
 
 
