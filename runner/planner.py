@@ -18,7 +18,7 @@ from pydantic_core import to_jsonable_python
 from runner.atomic import write_json
 from runner.budget import Budget
 from runner.engines import engine_names, get_engine, pretrained_models
-from runner.engines.base import MEASURE_CAP, TARGET_MEMORY_FRACTION
+from runner.engines.base import TARGET_MEMORY_FRACTION
 from runner.hardware import GiB, Hardware
 from runner.portfolio import DataShape, Member, Plan, PlanContext
 from runner.spec import CompetitionSpec
@@ -143,7 +143,7 @@ def measure_costs(spec: CompetitionSpec, dataset: Dataset, hardware: Hardware, b
     costs = {}
     for name in applicable(spec, data_shape(dataset), engines):
         engine = get_engine(name)
-        seconds = min(MEASURE_CAP, engine.measure_share * budget_seconds)
+        seconds = engine.measure_seconds(budget_seconds, hardware, here)
         if seconds <= 0:
             continue
         try:

@@ -9,6 +9,7 @@ import pytest
 from conftest import run_cli
 from runner import processes
 from runner.devices import Card, DeviceError, parse, select, visible
+from runner.engines import get_engine
 from runner.engines.base import TARGET_MEMORY_FRACTION
 from runner.hardware import GiB, Gpu, Hardware, cuda_fails, spec_sheet_tflops, usable
 from runner.planner import make_plan
@@ -151,3 +152,25 @@ def test_without_a_compiler_long_gpu_folds_are_not_compiled_and_the_plan_says_wh
     assert with_cc.member("timm").settings.compile  # long folds: compiling pays
     assert not without.member("timm").settings.compile
     assert any("no C compiler or Python.h" in r for r in without.member("timm").reasons)
+
+
+def test_measuring_on_a_gpu_gets_a_floor_the_budget_can_spare():
+    """On a GPU the measuring process pays its start, imports and CUDA context before timing anything: 5% of a
+    3-minute budget (9 s) timed nothing, so a GPU we are on gets 20 s where the budget spares them."""
+    timm = get_engine("timm")
+    gpu, cpu = profile("h100-80gb"), profile("cpu")
+    assert timm.measure_seconds(180, cpu, here=True) == pytest.approx(9.0)
+    assert timm.measure_seconds(180, gpu, here=True) == pytest.approx(20.0)
+    assert timm.measure_seconds(60, gpu, here=True) == pytest.approx(7.2)  # at most 12% of a short budget
+    assert timm.measure_seconds(180, gpu, here=False) == pytest.approx(9.0)  # planning for a card elsewhere
+    assert get_engine("lightgbm").measure_seconds(3600, gpu, here=True) == get_engine("lightgbm").measure_seconds(
+        3600, cpu, here=True)
+
+
+def test_a_plan_whose_pinned_batches_would_fill_the_ram_says_so():
+    data = DataShape(50_000, 5_000, classes=120, inputs=frozenset({"image"}))
+    roomy = make_plan(load_spec("dog-breed"), profile("h100-80gb"), 7200, data, {"timm": gpu_costs()})
+    small = dataclasses.replace(profile("h100-80gb"), ram_bytes=4 * GiB)
+    tight = make_plan(load_spec("dog-breed"), small, 7200, data, {"timm": gpu_costs()})
+    assert not any("pinned batches" in r for r in roomy.member("timm").reasons)
+    assert any("pinned batches may hold" in r for r in tight.member("timm").reasons)

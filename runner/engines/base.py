@@ -77,6 +77,10 @@ class Engine:
     time_scaled: ClassVar[tuple[str, ...]] = ()  # settings a re-plan may change without making it another model
     search_space: ClassVar[dict[str, tuple]] = {}  # setting -> its values in order; bags step between neighbours
 
+    def measure_seconds(self, budget_seconds: float, hardware: Hardware, here: bool) -> float:
+        """Seconds `measure` may take: its share of the budget, at most MEASURE_CAP."""
+        return min(MEASURE_CAP, self.measure_share * budget_seconds)
+
     def applies(self, spec: CompetitionSpec, dataset_inputs: frozenset[str]) -> bool:
         """Whether this engine can train on a competition with these input kinds."""
         return self.inputs in dataset_inputs

@@ -17,6 +17,8 @@ from runner.engines.vision.settings import ImageSettings, useful_batch
 from runner.portfolio import Member, PlanContext
 
 MEASURE_SHARE = 0.05  # of the budget, for timing candidates (at most 120 s)
+GPU_MEASURE_FLOOR = 20.0  # seconds on a GPU: process start, imports and a CUDA context come before any timing,
+GPU_MEASURE_MOST = 0.12  # and a 3-minute budget's 9 s left nothing timed; but never more than this of the budget
 
 
 class Timm(Engine):
@@ -27,6 +29,14 @@ class Timm(Engine):
     fills_window = True
     measure_share = MEASURE_SHARE
     time_scaled = ("epochs", "epoch_seconds", "max_epochs")
+
+    def measure_seconds(self, budget_seconds, hardware, here):
+        """On a GPU we are on, at least GPU_MEASURE_FLOOR seconds where the budget can spare them: a plan from
+        timed candidates beats one from FLOPs and the spec sheet."""
+        share = super().measure_seconds(budget_seconds, hardware, here)
+        if hardware.gpus and here:
+            return max(share, min(GPU_MEASURE_FLOOR, GPU_MEASURE_MOST * budget_seconds))
+        return share
 
     def measure(self, dataset, hardware, seconds, work, here=True):
         """Image models timed for a few real steps each on this machine (in a measuring process: no torch in the

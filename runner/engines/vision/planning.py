@@ -33,6 +33,7 @@ EFFECTIVE_BATCH = 64  # smaller memory-bound batches accumulate gradients up to 
 PREFETCH = 2  # batches each loader worker keeps ready: pinned host memory is rounded up to powers of two and kept
 # for the process's life, so 4 per worker at a large batch held gigabytes page-locked per fold
 CPU_BATCH = 64  # on a CPU, or fewer where an epoch would keep less than 20 steps (a few hundred images)
+PINNED_RAM_SHARE = 0.25  # of RAM that pinned batches may hold before the plan warns: page-locked, never swapped
 SHM_BYTES_PER_PIXEL = 3  # loaders ship uint8 RGB squares through shared memory (cropped and normalised on device)
 DECODE_PER_CORE_SECOND = 300  # images decoded and resized per core per second (platform notes: 250-500 here)
 
@@ -267,6 +268,12 @@ def image_member(context: PlanContext, models: tuple | None = None) -> Member:
         reasons.append(f"warning: /dev/shm is {hardware.shm_bytes / 2**20:.0f} MB, less than the "
                        f"{shm_needed / 2**20:.0f} MB {fit.slots * workers} loader workers may keep in flight: "
                        "give the container more (docker run --shm-size 8g) or loaders may fail")
+    batch_bytes = fit.batch * cache_side(option.size) ** 2 * SHM_BYTES_PER_PIXEL
+    pinned = fit.slots * workers * PREFETCH * 2 ** math.ceil(math.log2(max(1, batch_bytes)))
+    if gpu and pinned > PINNED_RAM_SHARE * hardware.ram_bytes:
+        reasons.append(f"warning: pinned batches may hold {pinned / GiB:.1f} GiB of the machine's "
+                       f"{hardware.ram_bytes / GiB:.0f} GiB page-locked for the folds' lives (each rounded up to a "
+                       "power of two): a container's memory limit counts them")
     fold_time = fit.fold_seconds(epochs)
     compile_model = bool(gpu) and fold_time > 1200 and hardware.compiler
     reasons.append("torch.compile on: folds are long enough to repay compiling" if compile_model else
