@@ -174,3 +174,22 @@ def test_a_plan_whose_pinned_batches_would_fill_the_ram_says_so():
     tight = make_plan(load_spec("dog-breed"), small, 7200, data, {"timm": gpu_costs()})
     assert not any("pinned batches" in r for r in roomy.member("timm").reasons)
     assert any("pinned batches may hold" in r for r in tight.member("timm").reasons)
+
+
+def test_on_a_gpu_candidates_are_timed_near_the_batch_they_will_train_at():
+    """Batch 32 on an H100 times kernel launches more than the model: each candidate is timed at the largest batch
+    (up to 256) whose memory estimate fits half the card, never below its own."""
+    from runner.engines.vision.costs import Candidate
+    from runner.engines.vision.measure import TIMING_BATCH_MAX, timing_batches
+
+    memory = gpu_costs().memory
+    small = [Candidate("resnet18", 224, "bf16", 32)]
+    large = [Candidate(m.model, m.image_size, "bf16", 32) for m in memory]
+    assert [c.batch for c in timing_batches(small, memory, 80 * GiB)] == [TIMING_BATCH_MAX]
+    on_a10 = timing_batches(large, memory, 24 * GiB)
+    for candidate, estimate in zip(on_a10, memory):
+        assert 32 <= candidate.batch <= TIMING_BATCH_MAX and candidate.batch % 8 == 0
+        if candidate.batch > 32:
+            assert estimate.total(candidate.batch) <= 0.5 * 24 * GiB
+    assert min(c.batch for c in on_a10) < TIMING_BATCH_MAX  # the heaviest rungs are held back by the estimate
+    assert timing_batches(small, (), 80 * GiB) == small  # nothing estimated: its own batch

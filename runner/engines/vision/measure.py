@@ -25,6 +25,8 @@ MIN_STEPS = 3
 MAX_STEPS = 20
 MIN_TIMED_SECONDS = 0.5  # timed steps add up to at least this, so a fast model is not timed on noise
 OUTLIER = 3.0  # FLOPs per second this many times off the other candidates': timed again, else left out
+TIMING_BATCH_MAX = 256  # on a GPU: near the batches folds train at, where kernel launches no longer dominate a step
+TIMING_MEMORY_SHARE = 0.5  # of the card a timing batch's estimate may take: an estimate off by half still fits
 MEASURE_LOG_LINES = 40  # of the measuring process's stderr kept in the run's log: a traceback's end fits
 
 log = logging.getLogger("runner")
@@ -78,8 +80,43 @@ def time_candidate(candidate: Candidate, device: str, classes: int) -> Throughpu
     return Throughput(candidate, device, train, infer)
 
 
-def measure(candidates: list[Candidate], device: str, classes: int, deadline: float) -> list[Throughput]:
-    """Time candidates in order until the deadline (time.monotonic()) is near; an OOM skips a candidate. Then
+def timing_batches(candidates: list[Candidate], memory, total_bytes: int) -> list[Candidate]:
+    """On a GPU, each candidate at the largest batch (a multiple of 8, from its own up to TIMING_BATCH_MAX) whose
+    memory estimate fits TIMING_MEMORY_SHARE of the card: at batch 32 a small model's step on a large card is
+    mostly kernel launches, several times slower per sample than the batch its folds will train at."""
+    from runner.engines.vision.memory import CUDA_RUNTIME_BYTES
+
+    estimates = {(m.model, m.image_size, m.precision): m for m in memory}
+    out = []
+    for candidate in candidates:
+        estimate = estimates.get((candidate.model, candidate.image_size, candidate.precision))
+        if estimate is None:
+            out.append(candidate)
+            continue
+        fits = estimate.on_device(CUDA_RUNTIME_BYTES).largest_batch(TIMING_MEMORY_SHARE * total_bytes) // 8 * 8
+        out.append(dataclasses.replace(candidate, batch=max(candidate.batch, min(TIMING_BATCH_MAX, fits))))
+    return out
+
+
+def _timed_or_smaller(candidate: Candidate, device: str, classes: int, smaller: int) -> Throughput:
+    """The candidate timed at its batch, or at `smaller` when that runs out of memory."""
+    from runner.engines.vision.memory import is_oom
+
+    try:
+        return time_candidate(candidate, device, classes)
+    except Exception as exc:
+        if not is_oom(exc) or candidate.batch <= smaller:
+            raise
+    import torch
+
+    torch.cuda.empty_cache()
+    return time_candidate(dataclasses.replace(candidate, batch=smaller), device, classes)
+
+
+def measure(candidates: list[Candidate], device: str, classes: int, deadline: float,
+            smaller: int = 32) -> list[Throughput]:
+    """Time candidates in order until the deadline (time.monotonic()) is near; an OOM at a candidate's batch is
+    tried again at `smaller`, and one there too skips the candidate. Then
     cross-check them (`outliers`): one far off the others' FLOPs per second is timed again, and left out when it
     still is."""
     from runner.engines.vision.memory import is_oom
@@ -91,7 +128,7 @@ def measure(candidates: list[Candidate], device: str, classes: int, deadline: fl
             break
         started = time.monotonic()
         try:
-            results.append(time_candidate(candidate, device, classes))
+            results.append(_timed_or_smaller(candidate, device, classes, smaller))
         except Exception as exc:  # a candidate that cannot run here is simply not planned
             if not is_oom(exc):
                 print(f"measure: {candidate.model} {candidate.precision}: {type(exc).__name__}: {exc}",
@@ -170,6 +207,9 @@ def main(argv: list[str]) -> int:
     candidates = [Candidate(**c) for c in request["candidates"]]
     deadline = process_start() + request["seconds"]
     memory, flops = estimate(candidates, request["classes"]) if request.get("estimate") else ((), {})
+    if request["device"].startswith("cuda"):
+        torch.backends.cudnn.benchmark = True  # as folds train: cuDNN's fastest kernels for the fixed shapes
+        candidates = timing_batches(candidates, memory, torch.cuda.get_device_properties(0).total_memory)
     timed = measure(candidates, request["device"], request["classes"], deadline) if request.get("time") else []
     Path(argv[1]).write_text(json.dumps(ImageCosts(tuple(timed), memory, flops).to_json(), indent=2))
     return 0
