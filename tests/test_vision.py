@@ -221,3 +221,29 @@ def test_a_fold_with_fewer_rows_than_its_batch_still_steps(tmp_path):
     assert len(train) == 1 and len(next(iter(train))[1]) == 12
     train, _, _ = loaders(PLAN.model_copy(update=dict(batch_size=5)), data, data.image_cache)
     assert len(train) == 2  # full batches only: the ragged two are dropped
+
+
+def test_a_warm_up_epoch_does_not_set_the_folds_pace():
+    """The first epoch pays for loader start, cuDNN tuning and compiling (on a GPU, several times a later one):
+    after the second, the fold plans from the faster pace, never fewer epochs than before, and its cosine
+    stretches from where it is rather than starting over."""
+    from runner.engines.vision.training import epoch_seconds, refitted_epochs
+
+    assert epoch_seconds([30.0, 10.0, 11.0]) == pytest.approx(10.5)  # the warm-up left out
+    assert epoch_seconds([12.0, 10.0]) == pytest.approx(11.0)  # within WARMUP_SLOWER: all count
+    # planned from the first (30 s) epoch: 1 + 180 // 30 = 7; the second took 10 s and 150 s are left
+    assert refitted_epochs([30.0, 10.0], 2, 7, 150.0, 100) == 17
+    assert refitted_epochs([30.0, 10.0], 2, 7, 150.0, 12) == 12  # the ceiling holds
+    assert refitted_epochs([11.0, 10.0], 2, 7, 150.0, 100) == 7  # no warm-up: the plan stands
+    assert refitted_epochs([30.0, 10.0], 2, 20, 50.0, 100) == 20  # never fewer: the deadline ends a late fold
+
+    t = trainer(PLAN)
+    t.schedule(10)
+    for _ in range(5):
+        t.updates += 1
+        t.scheduler.step_update(t.updates)
+    before = t.optimizer.param_groups[0]["lr"]
+    t.stretch(20)  # 5 updates done, 20 to go: a 25-update cosine at update 5
+    t.scheduler.step_update(t.updates)
+    after = t.optimizer.param_groups[0]["lr"]
+    assert t.updates == 5 and before < after < t.lr  # a little higher on the longer curve, not back at the peak

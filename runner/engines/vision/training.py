@@ -42,6 +42,8 @@ FINE_TUNE_LR_OTHERS = 2e-3
 LAYER_DECAY = 0.75  # fine-tuning: each block from the head down learns at this share of the rate above it
 USABLE_SHARE = 0.95  # of a GPU's memory, for the folds sharing it (contexts included)
 MIN_LR_SHARE = 0.01  # where warm-up starts and cosine ends, as a share of the peak rate
+WARMUP_SLOWER = 1.3  # a first epoch this much slower than the second paid for warm-up (loader start, cuDNN
+# tuning, compiling): the fold's plan is fitted again to the second
 log = logging.getLogger("runner.vision")
 
 
@@ -164,6 +166,12 @@ class Trainer:
         """Cosine decay over the steps that fit before the deadline (known once the first epoch is timed)."""
         self._cosine(steps)
 
+    def stretch(self, steps_left: int) -> None:
+        """The cosine stretched to end `steps_left` updates from now, going on from where it is."""
+        done = self.updates
+        self._cosine(done + steps_left)
+        self.updates = done
+
     def save(self, path: Path, epoch: int, score: float) -> None:
         with replacing(path) as tmp:
             torch.save({"model": self.settings.model, "state_dict": self.model.state_dict(), "epoch": epoch,
@@ -171,6 +179,21 @@ class Trainer:
 
     def load(self, path: Path) -> None:
         self.model.load_state_dict(torch.load(path, map_location=self.device, weights_only=True)["state_dict"])
+
+
+def epoch_seconds(times: list[float]) -> float:
+    """What a coming epoch will take: the mean of those after the first when the first paid for warm-up."""
+    if len(times) > 1 and times[0] > WARMUP_SLOWER * float(np.mean(times[1:])):
+        return float(np.mean(times[1:]))
+    return float(np.mean(times))
+
+
+def refitted_epochs(times: list[float], done: int, planned: int, seconds_left: float, most: int) -> int:
+    """Epochs to plan after the second one, when the first was a warm-up: more than `planned` where the faster
+    epochs fit more before the deadline, never fewer (the deadline itself ends a fold that is late)."""
+    if len(times) != 2 or times[0] <= WARMUP_SLOWER * times[1]:
+        return planned
+    return max(planned, min(most, done + int(seconds_left // times[1])))
 
 
 def device_memory(device: torch.device) -> tuple[float, float]:
@@ -298,11 +321,18 @@ class FoldTraining:
                 p.best, p.best_epoch, p.best_val = score, p.epoch, val_pred
                 self.trainer.save(self.best_path, p.epoch, score)
             p.epoch_times.append(time.monotonic() - t0)
-            mean_epoch = float(np.mean(p.epoch_times))
+            mean_epoch = epoch_seconds(p.epoch_times)
+            left = self.deadline - time.monotonic() - p.reserve
             if p.epoch == 1:  # fit the schedule to the time left
-                fit = int((self.deadline - time.monotonic() - p.reserve) // mean_epoch)
-                p.epochs_planned = max(1, min(self.settings.max_epochs, 1 + fit))
+                p.epochs_planned = max(1, min(self.settings.max_epochs, 1 + int(left // mean_epoch)))
                 self._schedule(p.epochs_planned - 1)
+            elif p.epoch == 2:  # again, when the first epoch paid for warm-up and the second shows the pace
+                planned = refitted_epochs(p.epoch_times, 2, p.epochs_planned, left, self.settings.max_epochs)
+                if planned > p.epochs_planned:
+                    log.info("epoch 1 took %.1f s, epoch 2 %.1f s (warm-up): %d epochs planned, not %d",
+                             *p.epoch_times, planned, p.epochs_planned)
+                    self.trainer.stretch((planned - 2) * -(-len(self.train_loader) // self.settings.accumulation))
+                    p.epochs_planned = planned
             self._save_last()
             if past(self.deadline - mean_epoch - p.reserve):
                 return p.epoch < p.epochs_planned
