@@ -86,7 +86,10 @@ def test_units_fork_from_a_server_started_with_the_runners_heap_tunables(monkeyp
     monkeypatch.delenv("GLIBC_TUNABLES", raising=False)
     processes.warm_up(())
     server = forkserver._forkserver._forkserver_pid  # glibc reads tunables at exec: the server's own environment
-    environ = open(f"/proc/{server}/environ", "rb").read().replace(b"\0", b":")  # glibc splits it in place
+    environ, waited = b"", time.monotonic() + 10
+    while not environ and time.monotonic() < waited:  # empty while the server is still between fork and exec
+        environ = open(f"/proc/{server}/environ", "rb").read().replace(b"\0", b":")  # glibc splits it in place
+        time.sleep(0.05)
     assert f"GLIBC_TUNABLES={HEAP_TUNABLES}:".encode() in environ
     assert "GLIBC_TUNABLES" not in os.environ  # the supervisor's own environment is as it was
     assert processes.unit_environment(2, None)["GLIBC_TUNABLES"] == HEAP_TUNABLES
