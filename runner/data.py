@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from PIL import Image
 
 from runner.csvfiles import compression, find_sample, read_csv_file, read_csv_sample
 from runner.errors import InputError
@@ -38,6 +39,7 @@ DISK_MARGIN = 0.8  # of the free disk an extraction may fill
 
 
 INPUTS = ("table", "text", "image")  # the views a Dataset can carry; each engine reads one
+SIDE_SAMPLE = 64  # training images whose headers give the typical image side: a median, read in milliseconds
 
 
 @dataclass
@@ -53,6 +55,7 @@ class Dataset:
     warnings: list[str] = field(default_factory=list)
     image_cache: str | None = None  # decoded images (.npy): train rows then test rows; the image view holds rows
     untrainable: np.ndarray | None = None  # train rows no fold fits on (their input could not be read)
+    image_side: int = 0  # the training images' median shorter side in pixels (0: no images)
 
     @property
     def n_outputs(self) -> int:
@@ -70,6 +73,20 @@ class Dataset:
         """The same dataset keeping only the train rows where `keep` is true."""
         views = {kind: (rows_of(train, keep), test) for kind, (train, test) in self.views.items()}
         return dataclasses.replace(self, y=self.y[keep], views=views, warnings=list(self.warnings))
+
+
+def typical_side(paths: list[Path | None]) -> int:
+    """The median shorter side of up to SIDE_SAMPLE training images spread over the list, read from their
+    headers without decoding (0 when none is readable)."""
+    present = [p for p in paths if p is not None]
+    sides = []
+    for k in np.unique(np.linspace(0, len(present) - 1, min(SIDE_SAMPLE, len(present))).astype(int)):
+        try:
+            with Image.open(present[k]) as image:
+                sides.append(min(image.size))
+        except (OSError, SyntaxError, ValueError, Image.DecompressionBombError):
+            continue
+    return int(np.median(sides)) if sides else 0
 
 
 def rows_of(inputs, keep: np.ndarray):
@@ -392,9 +409,11 @@ def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_s
     train, classes, y = _labels(spec, train, columns, train_path, warnings)
     views: dict[str, tuple] = {}
     keep = np.ones(len(y), dtype=bool)
+    side = 0
     if spec.task == "image":
         keep, train_paths, test_paths = _image_inputs(spec, train, sample, data_dir, work_dir, warnings)
         views["image"] = (train_paths, test_paths)
+        side = typical_side(train_paths)
     elif spec.test_file is None:
         raise InputError(f"spec {spec.id}: a {spec.task} competition needs a test file with features")
     test = None
@@ -413,7 +432,7 @@ def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_s
             views["table"] = (features, test_features)
     if not views:
         raise InputError(f"{train_path}: no feature columns besides the id and the target(s)")
-    return Dataset(spec, columns, classes, y, views, warnings).subset(keep)
+    return Dataset(spec, columns, classes, y, views, warnings, image_side=side).subset(keep)
 
 
 # --- tabular features ----------------------------------------------------------------------------------------

@@ -40,7 +40,7 @@ def data_shape(dataset) -> DataShape:
     targets = dataset.y.shape[1] if dataset.y.ndim == 2 else 1
     chars = sum(len(t) for part in text for t in part) if text else 0
     return DataShape(len(dataset.y), dataset.n_test, table[0].shape[1] if table else 0,
-                     len(dataset.classes or ()), targets, dataset.inputs, chars)
+                     len(dataset.classes or ()), targets, dataset.inputs, chars, dataset.image_side)
 
 
 def applicable(spec: CompetitionSpec, data: DataShape, names: list[str] | None = None) -> list[str]:

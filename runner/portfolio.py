@@ -38,6 +38,7 @@ class DataShape:
     targets: int = 1  # regression targets (one booster each)
     inputs: frozenset[str] = frozenset({"table"})  # the Dataset views present: table, text, image
     text_chars: int = 0  # characters of all texts, train and test (what an encoder has to read)
+    image_side: int = 0  # the training images' median shorter side in pixels (0: no images, or unknown)
 
 
 class Member(BaseModel):

@@ -31,7 +31,7 @@ def test_the_guard_records_a_cuda_start_in_a_guarded_process(tmp_path):
 
 def test_an_image_run_starts_no_cuda_in_the_supervisor_or_the_fork_server(dog_breed, tmp_path):
     log, out = tmp_path / "cuda.log", tmp_path / "out"
-    result = run_cli("run", "dog-breed", "--data", str(dog_breed / "prepared" / "public"), "--budget", "20s",
+    result = run_cli("run", "dog-breed", "--data", str(dog_breed / "prepared" / "public"), "--budget", "30s",
                      "--out", str(out), "--engines", "timm", env=guarded(log))
     assert not log.exists(), log.read_text()
     assert result.returncode == 0, result.stderr[-3000:]

@@ -12,8 +12,10 @@ from runner.engines.boosting import RoundCost
 from runner.engines.gbm import measure_rounds
 from runner.engines.oneshot import FitCost
 from runner.engines.vision import estimates as ladder
-from runner.engines.vision.ladder import (CPU_CANDIDATES, GPU_CANDIDATES, SCRATCH_LARGEST, image_candidates,
-                                          ladder_models)
+from runner.engines.vision.images import cache_side
+from runner.engines.vision.ladder import (CPU_CANDIDATES, GPU_CANDIDATES, SCRATCH_LARGEST, SMALL_MODELS,
+                                          image_candidates, ladder_models)
+from runner.engines.vision.ladder import ladder as sized_ladder
 from runner.engines.vision.settings import MAX_EPOCHS, MEMORY_TOLERANCE, TARGET_MEMORY_FRACTION
 from runner.errors import RunnerError
 from runner.hardware import GiB, Gpu, Hardware
@@ -418,3 +420,45 @@ def test_a_candidate_timed_far_off_the_others_flops_per_second_is_flagged():
     assert outliers(timed[:2], flops) == []  # two cannot tell which one is off
     bf16 = Throughput(Candidate("a", 96, "bf16", 32), "cpu", 3e9 / 4e11, 1e-3)  # 4x faster: another precision
     assert outliers(timed[:3] + [bf16], flops) == []
+
+
+SMALL = DataShape(960, 240, classes=2, inputs=frozenset({"image"}), image_side=28)
+
+
+def test_small_images_train_on_rungs_made_for_them_at_their_own_size():
+    assert {(c.model, c.image_size) for c in image_candidates(profile("cpu"), side=28)} == \
+        {(m, 28) for m in SMALL_MODELS}
+    unmeasured = timm(make_plan(DOG, profile("cpu"), 600, SMALL))
+    assert (unmeasured.settings.model, unmeasured.settings.image_size) == (SMALL_MODELS[-1], 28)
+    assert any("rungs made for small images" in r for r in unmeasured.reasons)
+    rates = {("resnet18", 28, "fp32"): 2000, ("resnet10t", 28, "fp32"): 3000}
+    measured = timm(make_plan(DOG, profile("cpu"), 1800, SMALL, {"timm": cpu_costs(rates)})).settings
+    assert (measured.model, measured.image_size, measured.source_side) == ("resnet18", 28, 28)
+    assert cache_side(measured.image_size, measured.source_side) == 28  # the cache stores no upscaled pixels
+
+
+def test_from_random_init_no_rung_trains_above_the_images_own_size():
+    for name in ("cpu", "h100-80gb"):
+        rungs = sized_ladder(profile(name), side=100)
+        assert rungs and max(s for _, s in rungs) <= 100 and len(set(rungs)) == len(rungs)
+        assert sized_ladder(profile(name)) == sized_ladder(profile(name), side=4000)  # large: the ladder as listed
+    plan = image_plan("h100-80gb", data=dataclasses.replace(DOG_DATA, image_side=100))
+    assert timm(plan).settings.image_size <= 100
+    assert any("no rung trains above" in r for r in timm(plan).reasons)
+
+
+def test_pretrained_weights_keep_their_size_and_the_plan_says_it_upscales():
+    weights = frozenset({"efficientnet_lite0"})
+    assert ("efficientnet_lite0", 128) in sized_ladder(profile("cpu"), 28, weights)
+    rates = {("efficientnet_lite0", 128, "fp32"): 400, ("resnet10t", 28, "fp32"): 3000}
+    member = timm(make_plan(DOG, profile("cpu"), 1800, SMALL, {"timm": cpu_costs(rates)},
+                            pretrained=weights))
+    assert (member.settings.model, member.settings.image_size, member.settings.init) == \
+        ("efficientnet_lite0", 128, "pretrained")
+    assert any("128 px from 28 px images" in r for r in member.reasons)
+    assert cache_side(128, 28) == 128  # upscaled once, to the training size, not beyond
+
+
+def test_the_cache_keeps_its_margin_below_the_images_own_size():
+    assert cache_side(96) == cache_side(96, 400) == 110  # the eval-crop margin where the images have it
+    assert cache_side(96, 100) == 100

@@ -247,3 +247,42 @@ def test_a_warm_up_epoch_does_not_set_the_folds_pace():
     t.scheduler.step_update(t.updates)
     after = t.optimizer.param_groups[0]["lr"]
     assert t.updates == 5 and before < after < t.lr  # a little higher on the longer curve, not back at the peak
+
+
+def test_the_typical_side_is_read_from_image_headers(tmp_path):
+    from PIL import Image
+
+    from runner.data import typical_side
+
+    paths = []
+    for k, size in enumerate([(28, 40), (28, 28), (60, 30), (90, 90)]):
+        paths.append(tmp_path / f"{k}.png")
+        Image.new("RGB", size).save(paths[-1])
+    (tmp_path / "broken.png").write_bytes(b"not an image")
+    assert typical_side([*paths, tmp_path / "broken.png", None]) == 29  # median of 28, 28, 30, 90
+    assert typical_side([None, tmp_path / "broken.png"]) == 0
+
+
+@pytest.mark.slow
+def test_a_28_pixel_set_trains_at_28_pixels_never_upscaled(tmp_path):
+    """The dogs-vs-cats replica shrunk to 28 px: the plan and its cache stay at the images' own size."""
+    import json
+
+    from PIL import Image
+
+    from conftest import run_cli
+    from runner.demo import write_demo
+    from runner.engines.vision.ladder import SMALL_MODELS
+
+    public = write_demo("dogs-vs-cats-redux-kernels-edition", tmp_path, seed=4) / "prepared" / "public"
+    for path in [*public.glob("train/*.jpg"), *public.glob("test/*.jpg")]:
+        with Image.open(path) as image:
+            small = image.resize((28, 28), Image.BILINEAR)
+        small.save(path)
+    out = tmp_path / "out"
+    result = run_cli("run", "dogs-vs-cats", "--data", str(public), "--budget", "20s", "--out", str(out))
+    assert result.returncode == 0, result.stderr[-3000:]
+    settings = json.loads((out / "plan.json").read_text())["members"][0]["settings"]
+    assert settings["model"] in SMALL_MODELS and (settings["image_size"], settings["source_side"]) == (28, 28)
+    report = json.loads((out / "report.json").read_text())
+    assert report["members"][0]["folds_done"] >= 1 and report["cv_score"] < report["baseline_cv_score"]

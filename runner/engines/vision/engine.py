@@ -48,7 +48,8 @@ class Timm(Engine):
         if seconds < 3.0:  # shorter budgets cannot spare even the imports: the smallest model
             return None
         device = "cuda" if hardware.gpus and here else "cpu"
-        return gather_costs(image_candidates(hardware, self.pretrained()), device, max(2, len(dataset.classes or ())),
+        candidates = image_candidates(hardware, self.pretrained(), dataset.image_side)
+        return gather_costs(candidates, device, max(2, len(dataset.classes or ())),
                             hardware.cpus if here else available_cpus(), seconds, here or not hardware.gpus, work,
                             card=hardware.tightest_gpu.device if device == "cuda" else "")
 
@@ -77,7 +78,7 @@ class Timm(Engine):
     def prepare_key(self, settings: ImageSettings) -> str:
         from runner.engines.vision.images import cache_side
 
-        return f"images-{cache_side(settings.image_size)}"
+        return f"images-{cache_side(settings.image_size, settings.source_side)}"
 
     def prepare(self, settings: ImageSettings, dataset, work: Path, threads: int):
         from runner.engines.vision.images import prepare_images

@@ -21,9 +21,12 @@ log = logging.getLogger(__name__)
 MAX_PIXELS = 50_000_000  # per image, well under PIL's bomb limit (~89 M): one decode per core must fit in memory
 
 
-def cache_side(image_size: int) -> int:
-    """Side of the cached square: a little larger than the training crop, as in ImageNet's 0.875 eval crop."""
-    return int(round(image_size / 0.875))
+def cache_side(image_size: int, source_side: int = 0) -> int:
+    """Side of the cached square: a little larger than the training crop, as in ImageNet's 0.875 eval crop, but
+    never above the images' own side (`source_side`, 0: unknown) unless training is larger still: then the
+    training size, as storing more pixels than either would only be upscaling."""
+    side = int(round(image_size / 0.875))
+    return max(image_size, min(side, source_side)) if source_side else side
 
 
 def decode(path: Path | None, side: int) -> np.ndarray | None:
@@ -72,8 +75,9 @@ def prepare_images(dataset: Dataset, image_size: int, work_dir: Path, workers: i
     predicted when validated, as a corrupt test image is."""
     train, test = dataset.views["image"]
     paths = list(train) + list(test)
-    out = work_dir / f"images_{cache_side(image_size)}.npy"
-    ok = build_cache(paths, cache_side(image_size), out, workers)
+    side = cache_side(image_size, dataset.image_side)
+    out = work_dir / f"images_{side}.npy"
+    ok = build_cache(paths, side, out, workers)
     n_train = len(train)
     bad_train = [str(p) for p, good in zip(train, ok[:n_train]) if p is not None and not good]
     bad_test = [str(p) for p, good in zip(test, ok[n_train:]) if p is not None and not good]

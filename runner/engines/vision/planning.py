@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from runner.engines.vision.costs import ImageCosts
 from runner.engines.vision.images import cache_side
-from runner.engines.vision.ladder import CPU_CANDIDATES, GPU_CANDIDATES, SCRATCH_LARGEST, plannable
+from runner.engines.vision.ladder import (CPU_CANDIDATES, GPU_CANDIDATES, SCRATCH_LARGEST, SMALL_IMAGE, SMALL_MODELS,
+                                         plannable, sized)
 from runner.engines.vision.memory import CUDA_RUNTIME_BYTES, MemoryEstimate
 from runner.engines.vision.settings import (MAX_EPOCHS, MEMORY_TOLERANCE, TARGET_MEMORY_FRACTION, ImageSettings,
                                             useful_batch)
@@ -200,13 +201,25 @@ def _unmeasured_on_gpu(context: PlanContext, gpu: Gpu, model: str, size: int, re
     precision = "bf16" if gpu.bf16 else "fp16"
     reasons.append(f"on the GPU all the same: {precision}, {workers} loader workers, pinned memory, one fold per "
                    "card; each fold probes its batch towards its share of memory")
-    settings = ImageSettings(model=model, image_size=size, device="cuda", precision=precision, threads=1,
+    settings = ImageSettings(model=model, image_size=size, source_side=context.data.image_side, device="cuda",
+                             precision=precision, threads=1,
                              num_workers=workers, prefetch_factor=PREFETCH, pin_memory=True, per_gpu=1,
                              batch_size=min(CPU_BATCH, useful_batch(context.data.n_train)),
                              memory_target=round(gpu.memory_target(TARGET_MEMORY_FRACTION), 3))
     folds = min(context.folds, 3)
     return _member(context, settings, folds, 1, 1 + workers, context.window / folds, STARTUP_SECONDS["cuda"],
                    reasons)
+
+
+def _size_reasons(side: int, listed: tuple, rungs: list[tuple[str, int]]) -> list[str]:
+    """What the images' own size did to the ladder, if anything."""
+    if side and side <= SMALL_IMAGE:
+        small = ", ".join(f"{m} at {s} px" for m, s in rungs if m in SMALL_MODELS)
+        return [f"images of {side} px: rungs made for small images at their own size ({small}) instead of "
+                "ImageNet rungs that upscale them"]
+    if side and any(s > side for _, s in listed):
+        return [f"images of {side} px: from random init no rung trains above that size"]
+    return []
 
 
 def image_member(context: PlanContext, models: tuple | None = None) -> Member:
@@ -216,19 +229,21 @@ def image_member(context: PlanContext, models: tuple | None = None) -> Member:
     gpu = hardware.tightest_gpu
     models = models or (GPU_CANDIDATES if gpu else CPU_CANDIDATES)
     reasons: list[str] = []
-    allowed = plannable(models, context.pretrained)
+    side = context.data.image_side
+    allowed = sized(plannable(models, context.pretrained), side, context.pretrained)
     fits = [f for o in _options(hardware, costs, tuple(allowed))
             if (f := _size(o, "pretrained" if o.model in context.pretrained else "scratch", context, costs))]
     too_large = set(models[:models.index(SCRATCH_LARGEST)]) if SCRATCH_LARGEST in models else set()
     if too_large and not context.pretrained & {m for m, _ in too_large}:
         reasons.append(f"no local weights for the ladder above {SCRATCH_LARGEST[0]} at {SCRATCH_LARGEST[1]} px: "
                        "larger models from random init do not pay at this data size (`runner weights pull`)")
+    reasons.extend(_size_reasons(side, models, allowed))
     if not fits:
-        model, size = models[-1]
+        model, size = allowed[-1]
         reasons.append(f"model {model} at {size} px: nothing was measured or could be estimated, so the smallest")
         if gpu:
             return _unmeasured_on_gpu(context, gpu, model, size, reasons)
-        settings = ImageSettings(model=model, image_size=size, threads=context.cores, device="cpu",
+        settings = ImageSettings(model=model, image_size=size, source_side=side, threads=context.cores, device="cpu",
                                  batch_size=min(CPU_BATCH, useful_batch(context.data.n_train)))
         folds = min(context.folds, 3)
         return _member(context, settings, folds, 0, context.cores, window / folds, STARTUP_SECONDS["cpu"], reasons)
@@ -249,6 +264,9 @@ def image_member(context: PlanContext, models: tuple | None = None) -> Member:
     reasons.append(f"about {epochs} epochs of {fit.epoch_seconds:.1f} s per fold: {fit.waves()} waves fill "
                    f"{fit.waves() * fit.fold_seconds(epochs) / window:.0%} of the window (each fold refits its "
                    f"schedule to its first timed epoch, up to {max_epochs})")
+    if side and option.size > side:
+        reasons.append(f"{option.size} px from {side} px images: {option.model}'s pretrained weights were learned at "
+                       "that size")
     reasons.append(f"precision {option.precision}: " + (f"compute capability {gpu.compute_capability}" if gpu
                                                          else "the faster one measured on this CPU"))
     memory = costs.memory_of(option.model, option.size, option.precision)
@@ -263,12 +281,12 @@ def image_member(context: PlanContext, models: tuple | None = None) -> Member:
     reasons.append(f"{workers} loader workers of {threads} CPUs per fold, pinned memory, prefetch {PREFETCH}"
                    if gpu else
                    "0 loader workers: pixels come from the decoded cache and the cores are needed for compute")
-    shm_needed = fit.slots * workers * PREFETCH * fit.batch * cache_side(option.size) ** 2 * SHM_BYTES_PER_PIXEL
+    shm_needed = fit.slots * workers * PREFETCH * fit.batch * cache_side(option.size, side) ** 2 * SHM_BYTES_PER_PIXEL
     if gpu and hardware.shm_bytes < shm_needed:
         reasons.append(f"warning: /dev/shm is {hardware.shm_bytes / 2**20:.0f} MB, less than the "
                        f"{shm_needed / 2**20:.0f} MB {fit.slots * workers} loader workers may keep in flight: "
                        "give the container more (docker run --shm-size 8g) or loaders may fail")
-    batch_bytes = fit.batch * cache_side(option.size) ** 2 * SHM_BYTES_PER_PIXEL
+    batch_bytes = fit.batch * cache_side(option.size, side) ** 2 * SHM_BYTES_PER_PIXEL
     pinned = fit.slots * workers * PREFETCH * 2 ** math.ceil(math.log2(max(1, batch_bytes)))
     if gpu and pinned > PINNED_RAM_SHARE * hardware.ram_bytes:
         reasons.append(f"warning: pinned batches may hold {pinned / GiB:.1f} GiB of the machine's "
@@ -284,7 +302,8 @@ def image_member(context: PlanContext, models: tuple | None = None) -> Member:
                    "(bench/throughput.py)")
     fold_memory = memory.on_device(CUDA_RUNTIME_BYTES if gpu else 0).total(fit.batch) if memory else 0
     settings = ImageSettings(
-        model=option.model, image_size=option.size, init=fit.init, batch_size=fit.batch, accumulation=accumulation,
+        model=option.model, image_size=option.size, source_side=side, init=fit.init, batch_size=fit.batch,
+        accumulation=accumulation,
         precision=option.precision, channels_last=True, compile=compile_model, num_workers=workers,
         prefetch_factor=PREFETCH if workers else None, pin_memory=bool(gpu), epochs=epochs, max_epochs=max_epochs,
         device="cuda" if gpu else "cpu", threads=1 if gpu else threads, per_gpu=fit.per_gpu,

@@ -12,6 +12,7 @@ MAX_EPOCHS = {"scratch": 100, "pretrained": 20}  # a fold's default ceiling; a w
 class ImageSettings(Settings):
     model: str
     image_size: int
+    source_side: int = 0  # the training images' median shorter side (0: unknown): the cache keeps no more
     init: str = "scratch"  # scratch | pretrained (local weights found)
     batch_size: int = 32
     accumulation: int = 1

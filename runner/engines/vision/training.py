@@ -224,7 +224,8 @@ def _warm_peak(settings: ImageSettings, classes: int):
         gc.collect()  # what an attempt that ran out of memory left cached must not count against this one
         torch.cuda.empty_cache()
         probe = Trainer(settings.model_copy(update=dict(batch_size=batch)), None, classes)
-        side = cache_side(settings.image_size)  # what the loader ships: whole cached squares, cropped on the GPU
+        # what the loader ships: whole cached squares, cropped on the GPU
+        side = cache_side(settings.image_size, settings.source_side)
         x = torch.randint(0, 255, (batch, 3, side, side), dtype=torch.uint8)
         y = torch.randint(0, classes, (batch,))
         try:
