@@ -83,7 +83,7 @@ class Timm(Engine):
     def prepare(self, settings: ImageSettings, dataset, work: Path, threads: int):
         from runner.engines.vision.images import prepare_images
 
-        return prepare_images(dataset, settings.image_size, work, threads)
+        return prepare_images(dataset, settings.image_size, work, threads, settings.source_side)
 
     def train_fold(self, settings: ImageSettings, data: FoldData, out_dir: Path, deadline: float):
         from runner.engines.vision.training import train

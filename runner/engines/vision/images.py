@@ -69,13 +69,15 @@ def build_cache(paths: list[Path | None], side: int, out: Path, workers: int) ->
     return ok
 
 
-def prepare_images(dataset: Dataset, image_size: int, work_dir: Path, workers: int) -> Dataset:
+def prepare_images(dataset: Dataset, image_size: int, work_dir: Path, workers: int,
+                   source_side: int = 0) -> Dataset:
     """The dataset with its images cached. Its rows stay as they are (every member's folds split the same rows):
     a corrupt training image is left black and marked untrainable, so no fold fits on it while its row is still
-    predicted when validated, as a corrupt test image is."""
+    predicted when validated, as a corrupt test image is. The cache's side comes from the plan's settings
+    (`image_size`, `source_side`), as the engine's prepare key does."""
     train, test = dataset.views["image"]
     paths = list(train) + list(test)
-    side = cache_side(image_size, dataset.image_side)
+    side = cache_side(image_size, source_side)
     out = work_dir / f"images_{side}.npy"
     ok = build_cache(paths, side, out, workers)
     n_train = len(train)
