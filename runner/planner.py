@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 PRIMARY_INPUT = {"tabular": "table", "text": "text", "image": "image"}
 CPU_RESERVE_SHARE = 0.25  # of the cores, kept from GPU folds' loaders when CPU members can run beside them
 FEW_FOLDS_WINDOW = 30.0  # below this many seconds of training, at most 3 folds (each fold pays its start-up)
+CHEAP_FIRST_SHARE = 0.05  # of the window's core-seconds: a `cheap_first` member this cheap goes before the lead
 
 log = logging.getLogger("runner")
 
@@ -48,6 +49,13 @@ def applicable(spec: CompetitionSpec, data: DataShape, names: list[str] | None =
     if spec.task == "unsupported":
         return []
     return [n for n in names or engine_names() if get_engine(n).applies(spec, data.inputs)]
+
+
+def _cheap_first(members: list[Member], window_seconds: float, cores: int) -> list[Member]:
+    """Members whose engines ask to go first (`cheap_first`) and cost at most CHEAP_FIRST_SHARE of the window: on a
+    machine with one lane, where the lead would otherwise hold every core until the window closes."""
+    return [m for m in members if get_engine(m.engine).cheap_first
+            and m.core_seconds <= CHEAP_FIRST_SHARE * window_seconds * cores]
 
 
 def _lead_first(members: list[Member], spec: CompetitionSpec) -> list[Member]:
@@ -109,8 +117,9 @@ def make_plan(spec: CompetitionSpec, hardware: Hardware, window_seconds: float, 
                        f"compute and loaders" + (f" ({reserve} kept for CPU members)" if reserve else ""))
     if cpu_members:
         reasons.append(f"CPU lane: {cpu_cores} core(s) for {', '.join(m.name for m in cpu_members)}")
-    members = []
-    for member in _lead_first(gpu_members + cpu_members, spec):
+    members, ordered = [], _lead_first(gpu_members + cpu_members, spec)
+    first = [] if gpu_members else _cheap_first(cpu_members, window_seconds, cpu_cores)  # one lane: else beside
+    for member in first + [m for m in ordered if all(m is not f for f in first)]:
         if member.min_fold_seconds + member.prepare_seconds > window_seconds:
             reasons.append(f"not {member.name}: even its shortest fold ({member.min_fold_seconds:.0f} s after "
                            f"{member.prepare_seconds:.0f} s of preparation) does not fit {window_seconds:.0f} s")
@@ -118,7 +127,8 @@ def make_plan(spec: CompetitionSpec, hardware: Hardware, window_seconds: float, 
         members.append(member.model_copy(update=dict(split_seed=seed)))
     reasons.append("order: " + ", ".join(f"{m.name} ({m.expected_gain:.3f} expected gain, ~{m.core_seconds:.0f} "
                                          f"core-s)" for m in members)
-                   + "; the lead first, then by expected gain per core-second; when all have run, bags of the "
+                   + "; the lead first (after members that cost next to nothing and ask to go first), then by "
+                     "expected gain per core-second; when all have run, bags of the "
                      "member with the largest blend weight follow while they fit and still improve CV")
     return Plan(members=tuple(members), folds=folds, cpus=hardware.cpus, gpus=len(hardware.gpus),
                 devices=_devices(hardware), window_seconds=round(window_seconds, 1), seed=seed, reasons=tuple(reasons),

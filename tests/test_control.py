@@ -144,8 +144,8 @@ def test_a_boosters_first_fold_resizes_its_rounds(factor, more_rounds):
 # --- the supervisor applying a re-plan ---------------------------------------------------------------------------
 
 def supervisor_with_plan(dog_breed, tmp_path):
-    """A supervisor on the dog-breed demo planned for the 4-CPU profile from hand-made costs, its controller's
-    scheduler queued but not started."""
+    """A supervisor on the dog-breed demo planned for the 4-CPU profile from hand-made costs, the CNN alone, its
+    controller's scheduler queued but not started."""
     from runner.bags import MemberState
     from runner.budget import Budget
     from runner.controller import Controller
@@ -157,7 +157,7 @@ def supervisor_with_plan(dog_breed, tmp_path):
     supervisor = Supervisor(DOG, dog_breed / "prepared" / "public", tmp_path, budget)
     supervisor.load_data()
     costs = {"timm": COSTS}
-    supervisor.plan = make_plan(DOG, profile("cpu"), 1500, data_shape(supervisor.dataset), costs)
+    supervisor.plan = make_plan(DOG, profile("cpu"), 1500, data_shape(supervisor.dataset), costs, engines=["timm"])
     supervisor.states.update({m.name: MemberState(m) for m in supervisor.plan.members})
     supervisor.controller = Controller(supervisor.outputs, supervisor.states, supervisor.plan, profile("cpu"), costs,
                                        supervisor.dataset, probed=False)

@@ -24,6 +24,7 @@ REGISTRY = {
     "tfidf": "runner.engines.text:Tfidf",
     "encoder": "runner.engines.encoder:SentenceEncoder",
     "timm": "runner.engines.vision.engine:Timm",
+    "pixels": "runner.engines.pixels:Pixels",
 }
 EXTRA_ENGINES_VARIABLE = "RUNNER_ENGINES"  # "name=module:Class,..." adds engines; fold processes inherit it
 

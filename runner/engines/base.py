@@ -76,6 +76,9 @@ class Engine:
     preload: ClassVar[tuple[str, ...]] = ()  # modules the fold fork server imports once (runner.processes)
     time_scaled: ClassVar[tuple[str, ...]] = ()  # settings a re-plan may change without making it another model
     search_space: ClassVar[dict[str, tuple]] = {}  # setting -> its values in order; bags step between neighbours
+    # a member that costs next to nothing and goes before the lead: a lead that fills its window (the CNN on a
+    # CPU) would otherwise leave it no time at all, and it is in the blend within seconds
+    cheap_first: ClassVar[bool] = False
 
     def measure_seconds(self, budget_seconds: float, hardware: Hardware, here: bool) -> float:
         """Seconds `measure` may take: its share of the budget, at most MEASURE_CAP."""

@@ -1,0 +1,92 @@
+"""The pixel-table member: images shrunk once into a table, a logistic regression on it."""
+import dataclasses
+import time
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from runner import metrics
+from runner.data import Dataset
+from runner.engines import get_engine
+from runner.engines.pixels import PIXEL_SIDE, PixelSettings, pixel_table, table_side
+from runner.fold_worker import fold_data
+from runner.folds import assign_folds
+from runner.planner import make_plan
+from runner.portfolio import DataShape
+from runner.profiles import profile
+from runner.spec import load_spec
+
+DOG = load_spec("dog-breed")
+
+
+def write(path, pixels):
+    Image.fromarray(pixels).save(path)
+    return path
+
+
+def test_the_table_is_gray_where_the_images_are_gray_at_their_own_size_and_unreadable_rows_are_marked(tmp_path):
+    rng = np.random.default_rng(0)
+    gray = [write(tmp_path / f"g{k}.png", rng.integers(0, 255, (20, 20), dtype=np.uint8)) for k in range(3)]
+    (tmp_path / "broken.png").write_bytes(b"not an image")
+    table, ok = pixel_table([*gray, tmp_path / "broken.png", None], table_side(20), workers=2)
+    assert table.shape == (5, 20 * 20) and ok.tolist() == [True, True, True, False, False]
+    first = np.asarray(Image.open(gray[0]), dtype=np.float32) / 255
+    assert np.allclose(table[0], first.ravel(), atol=1 / 255)  # at its own size: the pixels as they are
+    colour = write(tmp_path / "c.png", rng.integers(0, 255, (20, 20, 3), dtype=np.uint8))
+    table, _ = pixel_table([*gray, colour], table_side(20), workers=1)
+    assert table.shape == (4, 20 * 20 * 3)  # one colour image: every row keeps its three channels
+    big = write(tmp_path / "big.png", rng.integers(0, 255, (300, 200, 3), dtype=np.uint8))
+    assert pixel_table([big], table_side(200), workers=1)[0].shape == (1, PIXEL_SIDE * PIXEL_SIDE * 3)
+
+
+def digits_dataset(tmp_path) -> Dataset:
+    """scikit-learn's 8x8 handwritten digits as PNG files in an image view (1,797 images, 10 classes)."""
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    pixels = (digits.images * 255 / 16).astype(np.uint8)
+    paths = [write(tmp_path / f"{k}.png", image) for k, image in enumerate(pixels)]
+    train, test = paths[:1500], paths[1500:]
+    return Dataset(DOG, ["p"], list(range(10)), digits.target[:1500], {"image": (train, test)}, image_side=8)
+
+
+def test_the_member_learns_handwritten_digits_far_beyond_the_prior(tmp_path):
+    dataset = digits_dataset(tmp_path)
+    engine = get_engine("pixels")
+    settings = PixelSettings(side=table_side(dataset.image_side))
+    prepared = engine.prepare(settings, dataset, tmp_path, threads=2)
+    assert prepared.views["image"][0].shape == (1500, 64)  # 8x8, gray
+    fold_ids = assign_folds(prepared.y, True, 5, 0)
+    data = fold_data(prepared, "image", fold_ids, 0)
+    result = engine.train_fold(settings, data, tmp_path, deadline=time.monotonic() + 120)
+    loss = metrics.score(DOG.metric, data.y_val, result.val_pred)
+    prior = np.log(10)  # the log loss of 1/10 for every class
+    assert loss < 0.25 * prior, (loss, prior)  # log loss 2.30 for the prior
+    assert result.test_pred.shape == (297, 10)
+
+
+@pytest.mark.parametrize("machine", ["cpu", "h100-80gb"])
+def test_an_image_competition_plans_the_pixel_member_first_on_the_cpu_lane(machine):
+    data = DataShape(4800, 1200, classes=2, inputs=frozenset({"image"}), image_side=64)
+    plan = make_plan(DOG, profile(machine), 600, data)
+    pixels = plan.member("pixels")
+    assert pixels.slot == "cpu" and pixels.settings.side == 32 and pixels.prepare_seconds > 0
+    assert "32x32" in " ".join(pixels.reasons)
+    # seconds of fitting: on a CPU first, then the network that would otherwise fill the whole window; beside a
+    # GPU it has the cores the network leaves from the start, behind the lead
+    assert [m.engine for m in plan.members] == (["pixels", "timm"] if machine == "cpu" else ["timm", "pixels"])
+    small = dataclasses.replace(data, image_side=20)
+    assert make_plan(DOG, profile(machine), 600, small).member("pixels").settings.side == 20
+
+
+def test_a_pixel_member_that_is_not_cheap_for_the_window_waits_behind_the_lead():
+    data = DataShape(4800, 1200, classes=2, inputs=frozenset({"image"}), image_side=64)
+    plan = make_plan(DOG, profile("cpu"), 60, data)  # its ~35 core-s are more than 5% of 60 s x 4 cores
+    assert [m.engine for m in plan.members] == ["timm", "pixels"]
+
+
+def test_no_pixel_member_where_its_fit_would_not_be_cheap():
+    data = DataShape(2_000_000, 10_000, classes=1000, inputs=frozenset({"image"}), image_side=256)
+    plan = make_plan(DOG, profile("cpu"), 3600, data)
+    assert "pixels" not in [m.engine for m in plan.members]
