@@ -36,6 +36,7 @@ READ_SHARE = 0.1  # of the budget that reading a large training table may take
 MAX_ZIP_RATIO = 20  # images come compressed already: a zip that expands more than this is a bomb
 MAX_ZIP_MEMBERS = 2_000_000
 DISK_MARGIN = 0.8  # of the free disk an extraction may fill
+MAX_PIXELS = 50_000_000  # per image, well under PIL's bomb limit (~89 M): one decode per core must fit in memory
 
 
 INPUTS = ("table", "text", "image")  # the views a Dataset can carry; each engine reads one
@@ -87,6 +88,28 @@ def typical_side(paths: list[Path | None]) -> int:
         except (OSError, SyntaxError, ValueError, Image.DecompressionBombError):
             continue
     return int(np.median(sides)) if sides else 0
+
+
+def decode_square(path: Path | None, side: int) -> np.ndarray | None:
+    """An RGB square of `side` pixels (shorter side resized, centre cropped), or None when unreadable or larger
+    than MAX_PIXELS (checked from the header, before anything is decoded)."""
+    if path is None:
+        return None
+    try:
+        with Image.open(path) as image:
+            if image.width * image.height > MAX_PIXELS:
+                log.warning("%s: refused: %d x %d pixels, more than %d", path, image.width, image.height, MAX_PIXELS)
+                return None
+            image.draft("RGB", (side, side))  # JPEG: decode at a reduced scale, much faster for large photos
+            image = image.convert("RGB")
+            scale = side / min(image.size)
+            size = (max(side, round(image.width * scale)), max(side, round(image.height * scale)))
+            image = image.resize(size, Image.BILINEAR, reducing_gap=2.0)
+            left, top = (image.width - side) // 2, (image.height - side) // 2
+            return np.asarray(image.crop((left, top, left + side, top + side)), dtype=np.uint8)
+    except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
+        log.debug("cannot decode %s: %s", path, exc)
+        return None
 
 
 def rows_of(inputs, keep: np.ndarray):

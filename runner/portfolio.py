@@ -60,6 +60,9 @@ class Member(BaseModel):
     step_seconds: float = 0.0  # expected seconds per epoch, round or fit (0: not estimated), against the actual
     prepare_threads: int = 0  # cores its prepare step holds (0: it has none, or the same as a fold)
     prepare_seconds: float = 0.0  # expected wall of its prepare step
+    # where its prepare step computes: "gpu" takes a whole GPU (embeddings through a network); "cpu" takes cores
+    # (an image cache's decoding), whatever slot its folds take
+    prepare_slot: Literal["gpu", "cpu"] = "cpu"
     expected_gain: float = 0.0  # expected relative improvement of the blend's CV error (a prior until measured)
     bag_of: str | None = None  # an extra member: another configuration of this one's engine
     repeat_of: str | None = None  # an extra member: this one's settings on another split of the rows

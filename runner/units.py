@@ -20,7 +20,7 @@ class Unit:
 
     @property
     def on_gpu(self) -> bool:
-        return self.member.slot == "gpu" and self.fold != PREPARE
+        return self.member.prepare_slot == "gpu" if self.fold == PREPARE else self.member.slot == "gpu"
 
     @property
     def threads(self) -> int:

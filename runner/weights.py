@@ -98,6 +98,14 @@ def find_weights(model: str, cache: Path | None = None) -> Weights | None:
     return None
 
 
+def timm_source(weights: Weights) -> dict:
+    """The arguments that make `timm.create_model(..., pretrained=True)` read these local weights: the HF cache
+    through timm's hub path (offline), or a plain file."""
+    if weights.hub_id:
+        return dict(cache_dir=str(weights.cache), pretrained_cfg_overlay=dict(hf_hub_id=weights.hub_id))
+    return dict(pretrained_cfg_overlay=dict(file=str(weights.path)))
+
+
 def pull(model: str, cache: Path | None) -> Path:
     """Download `model`'s pretrained checkpoint into the HF cache; the file's path there."""
     from huggingface_hub import hf_hub_download

@@ -33,7 +33,8 @@ def run_cli(*args: str, timeout: float = 600, env: dict | None = None) -> subpro
 
 
 TESTS = Path(__file__).resolve().parent
-TOY_ENGINE = {"RUNNER_ENGINES": "toy=toy_engine:Toy", "PYTHONPATH": str(TESTS)}  # an engine from outside the package
+# engines from outside the package (the second plans nothing: scheduling tests hand it members)
+TOY_ENGINE = {"RUNNER_ENGINES": "toy=toy_engine:Toy,toyprep=toy_engine:ToyPrepared", "PYTHONPATH": str(TESTS)}
 
 
 def write_spooky(root: Path, rows: int = 600, seed: int = 0) -> Path:

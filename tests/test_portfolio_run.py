@@ -9,7 +9,7 @@ from conftest import TOY_ENGINE, run_cli
 from runner.bags import MIN_GAIN, STALE
 from runner.budget import Budget
 from runner.data import load_dataset
-from runner.folds import FoldTask
+from runner.folds import PREPARE, FoldTask
 from runner.grade import grade
 from runner.portfolio import Member, Plan
 from runner.slots import Scheduler
@@ -83,7 +83,12 @@ def scheduled(spaceship, tmp_path, monkeypatch):
     def make(plan: Plan, seconds: float = 30) -> Scheduler:
         def task(unit, deadline, gpu, threads):
             out = tmp_path / unit.member.name / str(unit.fold)
-            return FoldTask(unit.member, unit.fold, str(path), str(out), deadline, threads, gpu)
+            prepared = tmp_path / "prepared.pkl"  # what a member with a prepare step reads
+            if unit.fold == PREPARE:
+                return FoldTask(unit.member, PREPARE, str(path), str(out), deadline, threads, gpu,
+                                prepared=str(prepared))
+            data = prepared if unit.member.engine == "toyprep" else path
+            return FoldTask(unit.member, unit.fold, str(data), str(out), deadline, threads, gpu)
 
         actions = []
         scheduler = Scheduler(plan, Budget.start(seconds, cut=0.9), task, on_result=lambda r: None,
@@ -161,6 +166,26 @@ def test_a_gpu_fold_waiting_on_its_loader_holds_cpu_members_back(scheduled):
     assert all(r.status == "completed" for r in scheduler.records)
     assert sum(r.start < cnn.end - 0.5 for r in trees) <= 1  # at most one started before the epoch line appeared
     assert any("waited on its loader for 60%" in a for a in scheduler.actions)
+
+
+def test_a_prepare_step_that_computes_on_a_gpu_gets_one_and_its_cpu_folds_run_beside_the_gpu_folds(scheduled,
+                                                                                                    tmp_path):
+    """Embeddings computed once through a network want the GPU (`prepare_slot`), while the head fitted on them in
+    each fold wants cores: the prepare step holds a GPU and sees it, its folds take CPU slots beside the CNN's."""
+    embeddings = toy("embeddings", "cpu", sleep=0.3, folds=2).model_copy(
+        update=dict(engine="toyprep", prepare_slot="gpu", prepare_seconds=0.5))
+    plan = Plan(members=(embeddings, toy("cnn", "gpu", per_gpu=1, sleep=1.0)), folds=2, cpus=2, gpus=1,
+                devices=("GPU-0f1e",))
+    scheduler = scheduled(plan)
+    scheduler.run()
+    records = {(r.member, r.fold): r for r in scheduler.records}
+    assert all(r.status == "completed" for r in records.values()), records
+    prepare = records[("embeddings", PREPARE)]
+    assert prepare.lane == "gpu 0" and {records[("embeddings", f)].lane[:3] for f in (0, 1)} == {"cpu"}
+    assert json.loads((tmp_path / "prepare_devices.json").read_text()) == {"cuda": "GPU-0f1e"}
+    cnn = [r for r in records.values() if r.member == "cnn"]
+    assert all(c.start >= prepare.end - 1e-3 for c in cnn)  # the GPU was the prepare step's while it ran
+    assert any(overlap(c, records[("embeddings", f)]) for c in cnn for f in (0, 1))
 
 
 def test_a_fold_killed_by_sigkill_loses_only_itself(scheduled):

@@ -61,3 +61,20 @@ class Toy(Engine):
         return EngineResult(val, test, out_dir / "toy.json", epochs=1, best_epoch=1, epoch_seconds=seconds,
                             min_train_seconds=seconds, train_seconds=seconds, predict_seconds=0.0,
                             stopped_by_deadline=False)
+
+
+class ToyPrepared(Toy):
+    """The toy with a prepare step that records the devices it was given, as an engine that computes embeddings
+    on a GPU once for all its folds would see them ("toyprep=toy_engine:ToyPrepared")."""
+
+    name = "toyprep"
+
+    def plan(self, context) -> list[Member]:
+        return []
+
+    def prepare_key(self, settings: ToySettings) -> str:
+        return "toyprep"
+
+    def prepare(self, settings: ToySettings, dataset, work: Path, threads: int):
+        write_json(work / "prepare_devices.json", dict(cuda=os.environ.get("CUDA_VISIBLE_DEVICES")))
+        return dataset

@@ -25,6 +25,7 @@ REGISTRY = {
     "encoder": "runner.engines.encoder:SentenceEncoder",
     "timm": "runner.engines.vision.engine:Timm",
     "pixels": "runner.engines.pixels:Pixels",
+    "features": "runner.engines.features:Features",
 }
 EXTRA_ENGINES_VARIABLE = "RUNNER_ENGINES"  # "name=module:Class,..." adds engines; fold processes inherit it
 

@@ -66,7 +66,9 @@ class SentenceEncoder(OneShotEngine):
                    f"takes ~{LOAD_SECONDS:.0f} s), then a "
                    + ("logistic regression" if context.spec.is_classification else "ridge") + " per fold",)
         settings = EncoderSettings(device="cuda" if gpu else "cpu", reasons=reasons)
+        # on a GPU the embeddings are computed there: a prepare step on the CPU lane would see no GPU at all
         return [Member(name=self.name, engine=self.name, slot="gpu" if gpu else "cpu", settings=settings,
+                       prepare_slot="gpu" if gpu else "cpu",
                        folds=context.folds, threads=1, fold_seconds=fold, min_fold_seconds=fold,
                        max_fold_seconds=3 * fold,
                        prepare_threads=cores, prepare_seconds=round(prepare, 1), expected_gain=PRIOR_GAIN,

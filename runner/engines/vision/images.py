@@ -12,14 +12,11 @@ from pathlib import Path
 
 import numpy as np
 from numpy.lib.format import open_memmap
-from PIL import Image
 
 from runner.data import Dataset
+from runner.data import decode_square as decode
 
 log = logging.getLogger(__name__)
-
-MAX_PIXELS = 50_000_000  # per image, well under PIL's bomb limit (~89 M): one decode per core must fit in memory
-
 
 def cache_side(image_size: int, source_side: int = 0) -> int:
     """Side of the cached square: a little larger than the training crop, as in ImageNet's 0.875 eval crop, but
@@ -27,28 +24,6 @@ def cache_side(image_size: int, source_side: int = 0) -> int:
     training size, as storing more pixels than either would only be upscaling."""
     side = int(round(image_size / 0.875))
     return max(image_size, min(side, source_side)) if source_side else side
-
-
-def decode(path: Path | None, side: int) -> np.ndarray | None:
-    """An RGB square of `side` pixels (shorter side resized, centre cropped), or None when unreadable or larger
-    than MAX_PIXELS (checked from the header, before anything is decoded)."""
-    if path is None:
-        return None
-    try:
-        with Image.open(path) as image:
-            if image.width * image.height > MAX_PIXELS:
-                log.warning("%s: refused: %d x %d pixels, more than %d", path, image.width, image.height, MAX_PIXELS)
-                return None
-            image.draft("RGB", (side, side))  # JPEG: decode at a reduced scale, much faster for large photos
-            image = image.convert("RGB")
-            scale = side / min(image.size)
-            size = (max(side, round(image.width * scale)), max(side, round(image.height * scale)))
-            image = image.resize(size, Image.BILINEAR, reducing_gap=2.0)
-            left, top = (image.width - side) // 2, (image.height - side) // 2
-            return np.asarray(image.crop((left, top, left + side, top + side)), dtype=np.uint8)
-    except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
-        log.debug("cannot decode %s: %s", path, exc)
-        return None
 
 
 def _decode_star(args):

@@ -30,7 +30,7 @@ from runner.engines.vision.images import cache_side
 from runner.engines.vision.loading import loaders
 from runner.engines.vision.memory import CUDA_RUNTIME_BYTES, is_oom, probe_batch
 from runner.engines.vision.settings import TARGET_MEMORY_FRACTION, ImageSettings, useful_batch
-from runner.weights import find_weights
+from runner.weights import find_weights, timm_source
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 SCRATCH_LR = 2e-3  # AdamW peak rate from random init
@@ -61,10 +61,8 @@ def create_model(settings: ImageSettings, classes: int) -> tuple[torch.nn.Module
             log.warning("%s: no local pretrained weights (pull them with `runner weights pull %s`): random init",
                         settings.model, settings.model)
         return timm.create_model(settings.model, num_classes=classes), "random init"
-    source = dict(cache_dir=str(weights.cache), pretrained_cfg_overlay=dict(hf_hub_id=weights.hub_id)) \
-        if weights.hub_id else dict(pretrained_cfg_overlay=dict(file=str(weights.path)))
     try:
-        model = timm.create_model(settings.model, pretrained=True, num_classes=classes, **source)
+        model = timm.create_model(settings.model, pretrained=True, num_classes=classes, **timm_source(weights))
     except Exception as exc:  # noqa: BLE001 - a corrupt or partial checkpoint fails in many ways; all mean the same
         log.warning("%s: pretrained weights in %s could not be loaded (%s: %s): random init", settings.model,
                     weights.label, type(exc).__name__, str(exc)[:200])
