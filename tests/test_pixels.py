@@ -146,3 +146,22 @@ def test_frozen_features_take_the_cached_backbone_the_device_affords_and_a_gpu_f
     if gpu:  # the embeddings need the card for seconds before the network holds it for the window
         assert [m.engine for m in plan.members[:2]] == ["features", "features"]
     assert "features" not in [m.engine for m in make_plan(DOG, profile(machine), 3600, data).members]  # no weights
+
+
+@pytest.mark.slow
+def test_the_sentence_encoders_embeddings_feed_a_linear_and_a_neighbours_head(tmp_path):
+    """all-MiniLM-L6-v2 (installed offline) embeds a spooky-like set once; both heads learn its authors."""
+    from conftest import write_spooky
+    from runner.data import load_dataset
+    from runner.engines.encoder import EncoderSettings
+
+    spec = load_spec("spooky")
+    dataset = load_dataset(spec, write_spooky(tmp_path / "spooky") / "prepared" / "public", tmp_path / "work")
+    engine = get_engine("encoder")
+    prepared = engine.prepare(EncoderSettings(), dataset, tmp_path, threads=2)
+    assert prepared.views["text"][0].shape == (450, 384)
+    data = fold_data(prepared, "text", assign_folds(prepared.y, True, 5, 0), 0)
+    for head in ("linear", "knn"):
+        result = engine.train_fold(EncoderSettings(head=head), data, tmp_path, deadline=time.monotonic() + 120)
+        loss = metrics.score(spec.metric, data.y_val, as_predictions(result.val_pred, data.classes))
+        assert loss < 0.8 * np.log(3), (head, loss)  # the prior's log loss: 1.10

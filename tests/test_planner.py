@@ -71,10 +71,12 @@ def test_texts_are_led_by_tfidf_and_get_the_sentence_encoder():
     spooky = load_spec("spooky")
     data = DataShape(15_000, 2000, classes=3, inputs=frozenset({"text"}), text_chars=2_000_000)
     plan = make_plan(spooky, profile("cpu"), 1800, data)
-    assert [m.name for m in plan.members] == ["tfidf", "encoder"]
-    encoder = plan.member("encoder")
+    assert [m.name for m in plan.members] == ["tfidf", "encoder", "encoder-knn"]
+    encoder, knn = plan.member("encoder"), plan.member("encoder-knn")
     assert encoder.prepare_seconds > 12 and encoder.prepare_threads == 4  # embeds once, with every core
     assert any("not timed" in r for r in encoder.reasons)
+    engine = get_engine("encoder")  # the two heads read one prepared dataset: the texts are embedded once
+    assert knn.settings.head == "knn" and engine.prepare_key(knn.settings) == engine.prepare_key(encoder.settings)
 
 
 def test_an_encoder_that_cannot_embed_in_the_window_is_left_out_with_a_reason():

