@@ -10,12 +10,14 @@ from runner.report import RunReport
 def test_monitor_samples_the_process_tree(tmp_path):
     path = tmp_path / "monitor.jsonl"
     with Monitor(path, time.monotonic(), interval=0.1):
-        child = subprocess.Popen([sys.executable, "-c", "x = bytearray(200 * 2**20); import time; time.sleep(1.5)"])
+        child = subprocess.Popen([sys.executable, "-c", "x = bytearray(600 * 2**20); import time; time.sleep(1.5)"])
         time.sleep(1.2)
         child.wait()
     samples = read_samples(path)
     assert len(samples) >= 5 and all(b["t"] >= a["t"] for a, b in zip(samples, samples[1:]))
-    assert max(s["rss"] for s in samples) - min(s["rss"] for s in samples) > 150 * 2**20  # the child's 200 MiB
+    # the child's 600 MiB: the tree also holds the test session's other processes, whose memory moves meanwhile
+    # (139 MiB of a 200 MiB child was seen once beside a 2 GiB session), so only half of it is asked for
+    assert max(s["rss"] for s in samples) - min(s["rss"] for s in samples) > 300 * 2**20
     assert all(s["gpus"] == [] for s in samples)  # no GPU on this machine: none reported, nothing raised
 
 
