@@ -40,6 +40,15 @@ def test_the_table_is_gray_where_the_images_are_gray_at_their_own_size_and_unrea
     assert pixel_table([big], table_side(200), workers=1)[0].shape == (1, PIXEL_SIDE * PIXEL_SIDE * 3)
 
 
+def test_a_pixel_bomb_is_refused_from_its_header(tmp_path, monkeypatch):
+    import runner.engines.pixels as pixels
+
+    monkeypatch.setattr(pixels, "MAX_PIXELS", 100 * 100)  # as a 12,000 x 12,000 image is to the real limit
+    fine = write(tmp_path / "fine.png", np.zeros((100, 100), dtype=np.uint8))
+    bomb = write(tmp_path / "bomb.png", np.zeros((101, 100), dtype=np.uint8))
+    assert pixel_table([fine, bomb], 8, workers=1)[1].tolist() == [True, False]
+
+
 def digits_dataset(tmp_path) -> Dataset:
     """scikit-learn's 8x8 handwritten digits as PNG files in an image view (1,797 images, 10 classes)."""
     from sklearn.datasets import load_digits

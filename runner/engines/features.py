@@ -145,7 +145,7 @@ def embed(paths: list, settings: FeatureSettings, threads: int) -> tuple[np.ndar
     vectors = np.zeros((len(paths), network.num_features), dtype=np.float32)
     ok = np.zeros(len(paths), dtype=bool)
     blank = np.zeros((settings.side, settings.side, 3), dtype=np.uint8)
-    # threads decode (Pillow leaves the GIL) while the network runs on the batch before
+    # threads decode each batch's images at once (Pillow leaves the GIL); the network then takes the batch
     with ThreadPool(max(1, threads)) as pool, torch.inference_mode(), \
             torch.autocast(device, dtype=torch.bfloat16, enabled=device == "cuda"):
         for start in range(0, len(paths), BATCH):

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from runner.data import MAX_PIXELS
 from runner.engines.oneshot import STARTUP_SECONDS, OneShotEngine, one_shot_member
 from runner.portfolio import Member, PlanContext, Settings
 
@@ -39,11 +40,14 @@ def table_side(image_side: int) -> int:
 
 def shrink(path: Path | None, side: int) -> np.ndarray | None:
     """The whole image as an RGB square of `side` pixels (aspect not kept: the table wants every pixel of the
-    picture, not a crop), or None when it cannot be read."""
+    picture, not a crop), or None when it cannot be read or is larger than MAX_PIXELS."""
     if path is None:
         return None
     try:
         with Image.open(path) as image:
+            if image.width * image.height > MAX_PIXELS:  # from the header, before anything is decoded
+                log.warning("%s: refused: %d x %d pixels, more than %d", path, image.width, image.height, MAX_PIXELS)
+                return None
             image.draft("RGB", (side, side))  # JPEG: decode at a reduced scale
             small = image.convert("RGB").resize((side, side), Image.BILINEAR, reducing_gap=2.0)
             return np.asarray(small, dtype=np.uint8)
