@@ -11,7 +11,7 @@ from typing import Literal
 
 import numpy as np
 
-from runner.engines.oneshot import STARTUP_SECONDS, OneShotEngine
+from runner.engines.oneshot import STARTUP_SECONDS, OneShotEngine, cosine_neighbours
 from runner.portfolio import Member, PlanContext, Settings
 
 PRIOR_GAIN = 0.04  # a second view of the text, close to TF-IDF's on its own; their errors differ
@@ -106,10 +106,8 @@ class SentenceEncoder(OneShotEngine):
 
     def model(self, settings: EncoderSettings, classification: bool, rows: int):
         from sklearn.linear_model import LogisticRegression, RidgeCV
-        from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
 
         if settings.head == "knn":
-            neighbours = KNeighborsClassifier if classification else KNeighborsRegressor
-            return neighbours(n_neighbors=max(1, min(settings.k, rows - 1)), metric="cosine", weights="distance")
+            return cosine_neighbours(classification, settings.k, rows)
         return LogisticRegression(C=settings.C, max_iter=2000) if classification else \
             RidgeCV(alphas=tuple(np.logspace(-3, 3, 13)))

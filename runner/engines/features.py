@@ -13,7 +13,8 @@ from typing import Literal
 
 import numpy as np
 
-from runner.engines.oneshot import STARTUP_SECONDS, OneShotEngine, one_shot_member
+from runner.engines.oneshot import (STARTUP_SECONDS, OneShotEngine, cosine_neighbours, one_shot_member,
+                                    standardised_linear)
 from runner.portfolio import Member, PlanContext, Settings
 
 log = logging.getLogger(__name__)
@@ -109,17 +110,9 @@ class Features(OneShotEngine):
         return dataclasses.replace(dataset, views=views, untrainable=untrainable)
 
     def model(self, settings: FeatureSettings, classification: bool, rows: int):
-        from sklearn.linear_model import LogisticRegression, RidgeCV
-        from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
-        from sklearn.pipeline import make_pipeline
-        from sklearn.preprocessing import StandardScaler
-
         if settings.head == "knn":
-            neighbours = KNeighborsClassifier if classification else KNeighborsRegressor
-            return neighbours(n_neighbors=max(1, min(settings.k, rows - 1)), metric="cosine", weights="distance")
-        head = LogisticRegression(C=settings.C, max_iter=1000) if classification else \
-            RidgeCV(alphas=tuple(np.logspace(-2, 4, 13)))
-        return make_pipeline(StandardScaler(), head)
+            return cosine_neighbours(classification, settings.k, rows)
+        return standardised_linear(classification, settings.C, max_iter=1000)
 
 
 def embed(paths: list, settings: FeatureSettings, threads: int) -> tuple[np.ndarray, np.ndarray]:

@@ -143,6 +143,25 @@ def train_one_shot(model, data: FoldData, out_dir: Path, deadline: float,
                         stopped_by_deadline=False)
 
 
+def cosine_neighbours(classification: bool, k: int, rows: int):
+    """k nearest neighbours by cosine, distance-weighted: the head embeddings want (their length says little)."""
+    from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
+
+    neighbours = KNeighborsClassifier if classification else KNeighborsRegressor
+    return neighbours(n_neighbors=max(1, min(k, rows - 1)), metric="cosine", weights="distance")
+
+
+def standardised_linear(classification: bool, C: float, max_iter: int):
+    """Standardised columns into a logistic regression (classes) or ridge with its alpha by leave-one-out."""
+    from sklearn.linear_model import LogisticRegression, RidgeCV
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    head = LogisticRegression(C=C, max_iter=max_iter) if classification else \
+        RidgeCV(alphas=tuple(np.logspace(-2, 4, 13)))
+    return make_pipeline(StandardScaler(), head)
+
+
 def log_space(metric: str) -> tuple[Callable, Callable]:
     """RMSLE is RMSE in log1p space: fit there, predict back."""
     if metric == "rmsle":

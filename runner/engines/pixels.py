@@ -14,7 +14,7 @@ import numpy as np
 from PIL import Image
 
 from runner.data import MAX_PIXELS
-from runner.engines.oneshot import STARTUP_SECONDS, OneShotEngine, one_shot_member
+from runner.engines.oneshot import STARTUP_SECONDS, OneShotEngine, one_shot_member, standardised_linear
 from runner.portfolio import Member, PlanContext, Settings
 
 log = logging.getLogger(__name__)
@@ -88,13 +88,7 @@ class Pixels(OneShotEngine):
         return None  # nothing to time before the table exists; its first fold's fit replaces the estimate
 
     def model(self, settings: PixelSettings, classification: bool, rows: int):
-        from sklearn.linear_model import LogisticRegression, RidgeCV
-        from sklearn.pipeline import make_pipeline
-        from sklearn.preprocessing import StandardScaler
-
-        head = LogisticRegression(C=settings.C, max_iter=300) if classification else \
-            RidgeCV(alphas=tuple(np.logspace(-2, 4, 13)))
-        return make_pipeline(StandardScaler(), head)
+        return standardised_linear(classification, settings.C, max_iter=300)
 
     def plan(self, context: PlanContext) -> list[Member]:
         data = context.data
