@@ -191,7 +191,7 @@ def train_rate(settings, warmup: int, steps: int) -> dict:
     started = time.perf_counter()
     stats = trainer.train_epoch([(x, y)] * steps, stop_at=float("inf"))
     sync(settings.device)
-    rate = stats.images / (time.perf_counter() - started)
+    rate = stats.samples / (time.perf_counter() - started)
     out = dict(images_per_second=round(rate, 1), warmup_seconds=round(warm, 2))
     if settings.device == "cuda":
         out["peak_reserved_mib"] = mib(torch.cuda.max_memory_reserved())
@@ -266,7 +266,7 @@ def warm_peak_row(check: Check, model: str, size: int, batch: int, estimate) -> 
     """The measured warm peak (with the runtime constant, as `_warm_peak` returns it) against the estimate; also
     the allocator's own peak against the estimate without that constant."""
     from runner.engines.vision.training import _warm_peak
-    from runner.engines.vision.memory import CUDA_RUNTIME_BYTES
+    from runner.engines.networks import CUDA_RUNTIME_BYTES
 
     peak = _warm_peak(image_settings(check, model, size, batch), CLASSES)(batch)
     allocator = peak - CUDA_RUNTIME_BYTES
@@ -276,7 +276,8 @@ def warm_peak_row(check: Check, model: str, size: int, batch: int, estimate) -> 
 
 
 def memory(check: Check) -> dict:
-    from runner.engines.vision.memory import CUDA_RUNTIME_BYTES, estimate_memory
+    from runner.engines.networks import CUDA_RUNTIME_BYTES
+    from runner.engines.vision.memory import estimate_memory
 
     rows = []
     for model, size in check.sizes.memory_models:
@@ -316,7 +317,8 @@ def probe_model(check: Check, slots: int = 1) -> tuple[str, int, int]:
     from runner.engines.vision import estimates as ladder
     from runner.engines.vision.ladder import GPU_CANDIDATES
     from runner.engines.vision.settings import TARGET_MEMORY_FRACTION
-    from runner.engines.vision.memory import CUDA_RUNTIME_BYTES, estimate_memory
+    from runner.engines.networks import CUDA_RUNTIME_BYTES
+    from runner.engines.vision.memory import estimate_memory
 
     share = TARGET_MEMORY_FRACTION * torch.cuda.get_device_properties(0).total_memory / slots
     table = ladder.known()
@@ -448,7 +450,7 @@ def monitor(check: Check) -> dict:
         kept = len(running.samples)
     samples = read_samples(path)
     busy = gpu_busy(samples)
-    out = dict(model=model, image_size=size, batch=settings.batch_size, images_trained=stats.images,
+    out = dict(model=model, image_size=size, batch=settings.batch_size, images_trained=stats.samples,
                samples_in_memory=kept, **busy)
     if check.cuda and not busy["gpu_samples"]:
         out.update(ok=False, error="no sample had GPU fields: NVML is not answering the monitor")
@@ -496,7 +498,7 @@ def precision_layout_compile(check: Check) -> dict:
 def probe_from_oom(check: Check) -> dict:
     """confirm_batch starting far above what fits: the probe's OOM back-off, against the fresh probe's batch."""
     from runner.engines.vision.training import confirm_batch
-    from runner.engines.vision.memory import decay_batch_step
+    from runner.engines.networks import decay_batch_step
 
     model, size, fits = probe_model(check)
     start = OOM_START_FACTOR * fits

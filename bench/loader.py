@@ -90,7 +90,7 @@ def per_core_cache(cache: Path, labels: np.ndarray, crop: bool) -> float:
 
 def timed_epoch(trainer: Trainer, batches) -> float:
     stats = trainer.train_epoch(batches, stop_at=float("inf"))
-    return stats.images / stats.seconds
+    return stats.samples / stats.seconds
 
 
 def step_efficiency(cache: Path, labels: np.ndarray, classes: int) -> dict:

@@ -13,6 +13,7 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
 from pydantic_core import to_jsonable_python
 
 from runner.atomic import write_json
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 PRIMARY_INPUT = {"tabular": "table", "text": "text", "image": "image"}
 CPU_RESERVE_SHARE = 0.25  # of the cores, kept from GPU folds' loaders when CPU members can run beside them
 FEW_FOLDS_WINDOW = 30.0  # below this many seconds of training, at most 3 folds (each fold pays its start-up)
+LONG_TEXT_PERCENTILE = 95  # a text model's max length covers this share of the texts whole; the rest are cut
 CHEAP_FIRST_SHARE = 0.05  # of the window's core-seconds: a `cheap_first` member this cheap goes before the lead
 
 log = logging.getLogger("runner")
@@ -39,9 +41,10 @@ def data_shape(dataset) -> DataShape:
     table = dataset.views.get("table")
     text = dataset.views.get("text")
     targets = dataset.y.shape[1] if dataset.y.ndim == 2 else 1
-    chars = sum(len(t) for part in text for t in part) if text else 0
+    lengths = np.array([len(t) for part in text for t in part]) if text else np.zeros(0)
     return DataShape(len(dataset.y), dataset.n_test, table[0].shape[1] if table else 0,
-                     len(dataset.classes or ()), targets, dataset.inputs, chars, dataset.image_side)
+                     len(dataset.classes or ()), targets, dataset.inputs, int(lengths.sum()), dataset.image_side,
+                     int(np.percentile(lengths, LONG_TEXT_PERCENTILE)) if len(lengths) else 0)
 
 
 def applicable(spec: CompetitionSpec, data: DataShape, names: list[str] | None = None) -> list[str]:
@@ -62,7 +65,7 @@ def _cheap_first(members: list[Member], window_seconds: float, cores: int, one_l
 def _lead_first(members: list[Member], spec: CompetitionSpec) -> list[Member]:
     ordered = sorted(members, key=lambda m: m.gain_per_second, reverse=True)
     primary = PRIMARY_INPUT.get(spec.task)
-    own = [m for m in ordered if get_engine(m.engine).inputs == primary]
+    own = [m for m in ordered if get_engine(m.engine).inputs == primary and not m.left_out]
     if not own:
         return ordered
     lead = max(own, key=lambda m: m.expected_gain)
@@ -121,6 +124,9 @@ def make_plan(spec: CompetitionSpec, hardware: Hardware, window_seconds: float, 
     members, ordered = [], _lead_first(gpu_members + cpu_members, spec)
     first = _cheap_first(cpu_members, window_seconds, cpu_cores, one_lane=not gpu_members)
     for member in first + [m for m in ordered if all(m is not f for f in first)]:
+        if member.left_out:
+            reasons.append(f"not {member.name}: {member.left_out}")
+            continue
         if member.min_fold_seconds + member.prepare_seconds > window_seconds:
             reasons.append(f"not {member.name}: even its shortest fold ({member.min_fold_seconds:.0f} s after "
                            f"{member.prepare_seconds:.0f} s of preparation) does not fit {window_seconds:.0f} s")

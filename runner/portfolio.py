@@ -39,6 +39,7 @@ class DataShape:
     inputs: frozenset[str] = frozenset({"table"})  # the Dataset views present: table, text, image
     text_chars: int = 0  # characters of all texts, train and test (what an encoder has to read)
     image_side: int = 0  # the training images' median shorter side in pixels (0: no images, or unknown)
+    text_long_chars: int = 0  # the 95th percentile of a text's characters (0: no texts): what a max length covers
 
 
 class Member(BaseModel):
@@ -66,6 +67,7 @@ class Member(BaseModel):
     expected_gain: float = 0.0  # expected relative improvement of the blend's CV error (a prior until measured)
     bag_of: str | None = None  # an extra member: another configuration of this one's engine
     repeat_of: str | None = None  # an extra member: this one's settings on another split of the rows
+    left_out: str = ""  # why its engine cannot train it in this window: the planner drops it and says this
     reasons: tuple[str, ...] = ()
 
     @model_validator(mode="before")

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from runner.engines.base import EPOCH_LOG
 
+SPEED_UNITS = {"images": "img", "rows": "rows"}  # what an epoch line's speed may count, and its short name
+
 
 class EpochReader:
     """New complete lines of each unit's epoch log since the last read."""
@@ -35,10 +37,16 @@ def utilisation(samples: list[dict], gpu: int | None, since: float, until: float
     return round(sum(busy) / len(busy), 1) if busy else None
 
 
+def _speed(line: dict) -> str:
+    """An epoch's speed in what its engine counts: images, or rows of text."""
+    unit = next((u for u in SPEED_UNITS if f"{u}_per_second" in line), "images")
+    return f"{line.get(f'{unit}_per_second', 0.0):.0f} {SPEED_UNITS[unit]}/s"
+
+
 def describe(member: str, fold: int, line: dict, metric: str) -> str:
     """One log line per epoch."""
     text = (f"{member} fold {fold} epoch {line['epoch']}: loss {line['loss']:.4f}, {metric} {line['score']:.5f}, "
-            f"{line['images_per_second']:.0f} img/s, data-wait {line['data_wait']:.0%}")
+            f"{_speed(line)}, data-wait {line['data_wait']:.0%}")
     if line.get("device_memory_gb"):
         text += f", GPU {line['device_memory_gb']:.1f} GiB ({line['device_memory_share']:.0%})"
     if line.get("gpu_util") is not None:

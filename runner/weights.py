@@ -1,8 +1,11 @@
-"""Pretrained weights, the way users have them: timm's checkpoints in the standard Hugging Face cache.
+"""Pretrained weights, the way users have them: timm's checkpoints and transformers' model repositories in the
+standard Hugging Face cache.
 
-`runner weights pull MODEL...` downloads each model's default pretrained checkpoint through huggingface_hub into
-the cache (the user's, or `--cache DIR`: a folder to bake into an image or mount read-only). Runs never reach a
-hub: fold processes load through timm's own hub path with `HF_HUB_OFFLINE=1`, which reads the cache only.
+A model is a timm name (`convnext_tiny`) or, for text, a hub repository (`microsoft/deberta-v3-base`: a name
+with a slash). `runner weights pull MODEL...` downloads each model's default pretrained checkpoint (a text model's
+config and tokenizer files with it) through huggingface_hub into the cache (the user's, or `--cache DIR`: a
+folder to bake into an image or mount read-only). Runs never reach a hub: fold processes load through timm's own
+hub path (or transformers', from the snapshot folder) with `HF_HUB_OFFLINE=1`, which reads the cache only.
 `runner weights import MODEL FILE` puts a checkpoint file a user already has into the same layout (the tensors
 are matched to timm's by name, or by position and shape when the names differ), so it loads the same way.
 
@@ -20,6 +23,9 @@ from runner.errors import RunnerError
 SUFFIXES = (".safetensors", ".pth", ".bin")
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")  # what timm's hub path looks for, in its order
 CACHE_ENV = "RUNNER_HF_CACHE"  # a run's cache folder when it is not the user's default HF cache
+# what a text model needs beside its weights: its config and its tokenizer (a vocabulary, a SentencePiece model
+# or a tokenizer.json, by family)
+TEXT_FILES = ("config.json", "tokenizer*", "special_tokens_map.json", "vocab.txt", "*.model", "added_tokens.json")
 IMPORTED_REVISION = "0" * 40  # the commit an imported checkpoint is filed under (it came from no hub)
 
 
@@ -47,8 +53,16 @@ def default_cache() -> Path:
     return Path(home).expanduser() / "hub"
 
 
+def is_repository(model: str) -> bool:
+    """A text model, named by its hub repository (owner/name), not a timm model."""
+    return "/" in model
+
+
 def hub_id(model: str) -> str | None:
-    """The hub repository of timm's default pretrained tag for `model` (None when timm knows none)."""
+    """The hub repository of timm's default pretrained tag for `model` (None when timm knows none); a text
+    model is its own repository."""
+    if is_repository(model):
+        return model
     from timm.models import get_pretrained_cfg, is_model
 
     if not is_model(model):
@@ -74,6 +88,8 @@ def cached_file(cache: Path, repo: str) -> Path | None:
 def cached_repos(model: str, cache: Path) -> list[str]:
     """timm's hub repositories of `model` in the cache (`timm/<model>` and `timm/<model>.<tag>`), by folder name
     alone: the supervisor checks for weights without importing timm."""
+    if is_repository(model):
+        return [model] if _repo_folder(cache, model).is_dir() else []
     prefix = "models--timm--" + model
     try:
         names = sorted(p.name for p in cache.iterdir() if p.name == prefix or p.name.startswith(prefix + "."))
@@ -107,25 +123,46 @@ def timm_source(weights: Weights) -> dict:
 
 
 def pull(model: str, cache: Path | None) -> Path:
-    """Download `model`'s pretrained checkpoint into the HF cache; the file's path there."""
-    from huggingface_hub import hf_hub_download
-    from huggingface_hub.errors import EntryNotFoundError, LocalEntryNotFoundError
+    """Download `model`'s pretrained checkpoint (a text model's config and tokenizer files with it) into the HF
+    cache; the checkpoint's path there."""
+    from huggingface_hub.errors import LocalEntryNotFoundError
 
     repo = hub_id(model)
     if repo is None:
         raise RunnerError(f"weights: timm has no pretrained checkpoint for {model}")
+    try:
+        if is_repository(model):
+            _download(repo, TEXT_FILES, cache)  # weights without their config and tokenizer cannot load
+        return _first_weights(repo, cache)
+    except LocalEntryNotFoundError as exc:  # offline, or the hub unreachable, and not in the cache
+        raise RunnerError(f"weights: could not download {repo}: the hub cannot be reached and the cache has "
+                          f"no copy ({str(exc)[:160]})") from exc
+    except RunnerError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - huggingface_hub raises many kinds; each gets the same line
+        raise RunnerError(f"weights: could not download {repo} ({type(exc).__name__}: {exc})") from exc
+
+
+def _first_weights(repo: str, cache: Path | None) -> Path:
+    """The first of WEIGHT_FILES the repository has, downloaded."""
+    from huggingface_hub.errors import EntryNotFoundError
+
     last: Exception | None = None
     for name in WEIGHT_FILES:
         try:
-            return Path(hf_hub_download(repo, name, cache_dir=cache))
-        except LocalEntryNotFoundError as exc:  # offline, or the hub unreachable, and not in the cache
-            raise RunnerError(f"weights: could not download {repo}: the hub cannot be reached and the cache has "
-                              f"no copy ({str(exc)[:160]})") from exc
+            return _download(repo, (name,), cache)
         except EntryNotFoundError as exc:  # the next name; any other failure is the hub's or the network's
             last = exc
-        except Exception as exc:  # noqa: BLE001 - huggingface_hub raises many kinds; each gets the same line
-            raise RunnerError(f"weights: could not download {repo} ({type(exc).__name__}: {exc})") from exc
     raise RunnerError(f"weights: {repo} has none of {', '.join(WEIGHT_FILES)}: {last}")
+
+
+def _download(repo: str, patterns: tuple[str, ...], cache: Path | None) -> Path:
+    """The files of `repo` matching `patterns`, downloaded into the cache: one file's path, or the snapshot's."""
+    from huggingface_hub import hf_hub_download, snapshot_download
+
+    if len(patterns) == 1 and "*" not in patterns[0]:
+        return Path(hf_hub_download(repo, patterns[0], cache_dir=cache))
+    return Path(snapshot_download(repo, allow_patterns=list(patterns), cache_dir=cache))
 
 
 def _matched(model: str, source: dict) -> dict:
@@ -151,8 +188,9 @@ def import_file(model: str, file: Path, cache: Path | None) -> Path:
     import torch
 
     repo = hub_id(model)
-    if repo is None:
-        raise RunnerError(f"weights: timm has no pretrained tag for {model} to file the checkpoint under")
+    if repo is None or is_repository(model):
+        raise RunnerError(f"weights: import files timm checkpoints; {model} has no timm pretrained tag to file it "
+                          "under (a text model is pulled with its tokenizer: `runner weights pull`)")
     try:
         loaded = torch.load(file, map_location="cpu", weights_only=True) if file.suffix != ".safetensors" \
             else safetensors.torch.load_file(str(file))

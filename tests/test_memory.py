@@ -1,8 +1,8 @@
 """Memory estimates on CPU, and the GPU batch probe driven by injected out-of-memory failures."""
 import pytest
 
-from runner.engines.vision.memory import (IllegalMemoryAccess, MemoryEstimate, backward_peak_bytes, decay_batch_step,
-                                          estimate_memory, is_oom, probe_batch)
+from runner.engines.networks import IllegalMemoryAccess, decay_batch_step, is_oom, probe_batch
+from runner.engines.vision.memory import MemoryEstimate, backward_peak_bytes, estimate_memory
 
 
 class FakeOOM(RuntimeError):
@@ -70,8 +70,7 @@ def test_oom_messages_are_recognised():
 
 
 def test_folds_sharing_a_gpu_are_capped_below_the_card_with_their_contexts():
-    from runner.engines.vision.training import USABLE_SHARE, shared_fraction
-    from runner.engines.vision.memory import CUDA_RUNTIME_BYTES
+    from runner.engines.networks import CUDA_RUNTIME_BYTES, USABLE_SHARE, shared_fraction
 
     total = 24 * 2**30
     for slots in (2, 3, 4):

@@ -34,7 +34,7 @@ def test_accumulation_steps_the_optimizer_every_k_batches_and_at_the_end():
     t = trainer(PLAN.model_copy(update=dict(accumulation=2)))
     steps = counted_steps(t)
     stats = t.train_epoch(batches(5), stop_at=float("inf"))
-    assert stats.completed and stats.images == 20 and stats.loss > 0
+    assert stats.completed and stats.samples == 20 and stats.loss > 0
     assert len(steps) == 3  # after batches 2, 4 and the last one
 
 
@@ -227,7 +227,7 @@ def test_a_warm_up_epoch_does_not_set_the_folds_pace():
     """The first epoch pays for loader start, cuDNN tuning and compiling (on a GPU, several times a later one):
     after the second, the fold plans from the faster pace, never fewer epochs than before, and its cosine
     stretches from where it is rather than starting over."""
-    from runner.engines.vision.training import epoch_seconds, refitted_epochs
+    from runner.engines.networks import epoch_seconds, refitted_epochs
 
     assert epoch_seconds([30.0, 10.0, 11.0]) == pytest.approx(10.5)  # the warm-up left out
     assert epoch_seconds([12.0, 10.0]) == pytest.approx(11.0)  # within WARMUP_SLOWER: all count
@@ -281,11 +281,12 @@ def test_a_28_pixel_set_trains_at_28_pixels_never_upscaled(tmp_path):
             small = image.resize((28, 28), Image.BILINEAR)
         small.save(path)
     out = tmp_path / "out"
-    result = run_cli("run", "dogs-vs-cats", "--data", str(public), "--budget", "20s", "--out", str(out))
+    # 40 s: at 20 s, on a loaded machine, the pixel table (which goes first) left the CNN no finished fold
+    result = run_cli("run", "dogs-vs-cats", "--data", str(public), "--budget", "40s", "--out", str(out))
     assert result.returncode == 0, result.stderr[-3000:]
     settings = json.loads((out / "plan.json").read_text())["members"]
     settings = next(m for m in settings if m["engine"] == "timm")["settings"]
     assert settings["model"] in SMALL_MODELS and (settings["image_size"], settings["source_side"]) == (28, 28)
-    # it trains there (28-px pets are hard: at 20 s the CV is near the prior's, so only the folds are asserted)
+    # it trains there (28-px pets are hard: at this budget the CV is near the prior's, so only folds are asserted)
     members = json.loads((out / "report.json").read_text())["members"]
     assert next(m for m in members if m["engine"] == "timm")["folds_done"] >= 1

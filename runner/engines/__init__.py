@@ -23,6 +23,7 @@ REGISTRY = {
     "knn": "runner.engines.knn:Knn",
     "tfidf": "runner.engines.text:Tfidf",
     "encoder": "runner.engines.encoder:SentenceEncoder",
+    "finetune": "runner.engines.finetune.engine:FineTune",
     "timm": "runner.engines.vision.engine:Timm",
     "pixels": "runner.engines.pixels:Pixels",
     "features": "runner.engines.features:Features",

@@ -84,7 +84,7 @@ def timing_batches(candidates: list[Candidate], memory, total_bytes: int) -> lis
     """On a GPU, each candidate at the largest batch (a multiple of 8, from its own up to TIMING_BATCH_MAX) whose
     memory estimate fits TIMING_MEMORY_SHARE of the card: at batch 32 a small model's step on a large card is
     mostly kernel launches, several times slower per sample than the batch its folds will train at."""
-    from runner.engines.vision.memory import CUDA_RUNTIME_BYTES
+    from runner.engines.networks import CUDA_RUNTIME_BYTES
 
     estimates = {(m.model, m.image_size, m.precision): m for m in memory}
     out = []
@@ -100,7 +100,7 @@ def timing_batches(candidates: list[Candidate], memory, total_bytes: int) -> lis
 
 def _timed_or_smaller(candidate: Candidate, device: str, classes: int, smaller: int) -> Throughput:
     """The candidate timed at its batch, or at `smaller` when that runs out of memory."""
-    from runner.engines.vision.memory import is_oom
+    from runner.engines.networks import is_oom
 
     try:
         return time_candidate(candidate, device, classes)
@@ -119,7 +119,7 @@ def measure(candidates: list[Candidate], device: str, classes: int, deadline: fl
     tried again at `smaller`, and one there too skips the candidate. Then
     cross-check them (`outliers`): one far off the others' FLOPs per second is timed again, and left out when it
     still is."""
-    from runner.engines.vision.memory import is_oom
+    from runner.engines.networks import is_oom
 
     results, spent = [], []
     for candidate in candidates:

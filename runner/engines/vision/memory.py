@@ -15,11 +15,9 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Callable
 
 from runner.saved import Saved
 
-CUDA_RUNTIME_BYTES = 600 * 1024**2  # CUDA context + cuBLAS/cuDNN handles: outside torch's allocator
 BYTES_PER_PARAMETER = 16  # fp32 weight, fp32 gradient, two fp32 AdamW moments
 
 
@@ -98,83 +96,3 @@ def estimate_memory(model_name: str, image_size: int, precision: str, classes: i
     parameters = sum(p.numel() for p in model.parameters())
     return MemoryEstimate(model_name, image_size, precision, parameters, fixed_bytes=max(0, small - 2 * per_sample),
                           per_sample_bytes=per_sample, runtime_bytes=runtime_bytes)
-
-
-# --- probing on a real device ------------------------------------------------------------------------------
-
-# memory failures outside torch's allocator (library handles, workspaces) and the CPU allocator's own message
-OOM_SIGNS = ("CUDNN_STATUS_NOT_SUPPORTED", "CUBLAS_STATUS_ALLOC_FAILED", "CUDNN_STATUS_ALLOC_FAILED",
-             "DefaultCPUAllocator: can't allocate")
-
-
-class IllegalMemoryAccess(RuntimeError):
-    """The CUDA context is broken: no retry in this process can help."""
-
-
-def is_oom(exc: BaseException) -> bool:
-    text = str(exc)
-    return (type(exc).__name__ == "OutOfMemoryError" or "out of memory" in text.lower()
-            or any(sign in text for sign in OOM_SIGNS))
-
-
-def is_illegal_access(exc: BaseException) -> bool:
-    return "illegal memory access" in str(exc).lower()
-
-
-def decay_batch_step(batch: int) -> int:
-    """The next smaller batch, stepping between powers of two (timm's: 256 -> 192 -> 128 -> 96 ... -> 1 -> 0);
-    timm is imported here, where it is used, so planning never imports torch."""
-    from timm.utils import decay_batch_step as timm_decay
-
-    return timm_decay(batch)
-
-
-@dataclass(frozen=True)
-class ProbeResult:
-    batch: int
-    peak_bytes: int
-    fraction: float  # peak / device memory
-    tried: tuple[tuple[int, int | None], ...]  # (batch, warm peak or None for OOM)
-
-
-def probe_batch(warm_peak: Callable[[int], int], start: int, device_bytes: int, target: float = 0.8,
-                max_batch: int = 1024, tries: int = 6) -> ProbeResult:
-    """Find a batch whose measured warm peak is near `target` of the device's memory.
-
-    `warm_peak(batch)` runs a few real steps under the final settings and returns the peak bytes of the last
-    ones (the first steps of cudnn.benchmark or compile peak far higher). An OOM steps the batch down; an
-    illegal memory access is raised at once."""
-    batch, tried, ceiling = max(1, start), [], max_batch + 1
-    best: tuple[int, int] | None = None
-    for _ in range(tries):
-        try:
-            peak = warm_peak(batch)
-        except Exception as exc:
-            if is_illegal_access(exc):
-                raise IllegalMemoryAccess(str(exc)) from exc
-            if not is_oom(exc):
-                raise
-            tried.append((batch, None))
-            ceiling = min(ceiling, batch)
-            batch = decay_batch_step(batch)
-            if batch == 0:
-                raise
-            continue
-        tried.append((batch, peak))
-        if peak <= target * device_bytes and (best is None or batch > best[0]):
-            best = (batch, peak)
-        fraction = peak / device_bytes
-        if abs(fraction - target) <= 0.1 or (fraction < target and batch >= min(max_batch, ceiling - 1)):
-            break
-        # linear in batch: the next guess aims at the target, staying below any batch that ran out of memory
-        per_sample = peak / batch
-        guess = int(target * device_bytes / per_sample)
-        guess = min(guess, ceiling - 1, max_batch)
-        if fraction > target + 0.1:
-            guess = min(guess, decay_batch_step(batch))
-        if guess == batch or guess < 1:
-            break
-        batch = guess
-    if best is None:
-        raise RuntimeError(f"no batch fitted in {target:.0%} of device memory; tried {tried}")
-    return ProbeResult(best[0], best[1], best[1] / device_bytes, tuple(tried))

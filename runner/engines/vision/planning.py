@@ -16,7 +16,8 @@ from runner.engines.vision.costs import ImageCosts
 from runner.engines.vision.images import cache_side
 from runner.engines.vision.ladder import (CPU_CANDIDATES, GPU_CANDIDATES, SCRATCH_LARGEST, SMALL_IMAGE, SMALL_MODELS,
                                          plannable, sized)
-from runner.engines.vision.memory import CUDA_RUNTIME_BYTES, MemoryEstimate
+from runner.engines.networks import CUDA_RUNTIME_BYTES
+from runner.engines.vision.memory import MemoryEstimate
 from runner.engines.vision.settings import (MAX_EPOCHS, MEMORY_TOLERANCE, TARGET_MEMORY_FRACTION, ImageSettings,
                                             useful_batch)
 from runner.hardware import GiB, Gpu, Hardware

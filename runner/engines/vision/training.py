@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import json
 import logging
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -25,10 +25,11 @@ from runner import metrics
 from runner.atomic import replacing
 from runner.budget import past
 from runner.engines.base import EPOCH_LOG, DeadlineReached, EngineResult, FoldData
+from runner.engines.networks import (EpochStats, epoch_seconds, log_epoch, probe_batch, refitted_epochs,
+                                     shared_fraction, smaller_batch, warm_peak_bytes)
 from runner.engines.vision.augment import DeviceAugment
 from runner.engines.vision.images import cache_side
 from runner.engines.vision.loading import loaders
-from runner.engines.vision.memory import CUDA_RUNTIME_BYTES, is_oom, probe_batch
 from runner.engines.vision.settings import TARGET_MEMORY_FRACTION, ImageSettings, useful_batch
 from runner.weights import find_weights, timm_source
 
@@ -40,10 +41,7 @@ SCRATCH_LR = 2e-3  # AdamW peak rate from random init
 FINE_TUNE_LR = {"convnext": 2e-4, "eva": 1e-4, "vit": 1e-4}
 FINE_TUNE_LR_OTHERS = 2e-3
 LAYER_DECAY = 0.75  # fine-tuning: each block from the head down learns at this share of the rate above it
-USABLE_SHARE = 0.95  # of a GPU's memory, for the folds sharing it (contexts included)
 MIN_LR_SHARE = 0.01  # where warm-up starts and cosine ends, as a share of the peak rate
-WARMUP_SLOWER = 1.3  # a first epoch this much slower than the second paid for warm-up (loader start, cuDNN
-# tuning, compiling): the fold's plan is fitted again to the second
 log = logging.getLogger("runner.vision")
 
 
@@ -68,21 +66,6 @@ def create_model(settings: ImageSettings, classes: int) -> tuple[torch.nn.Module
                     weights.label, type(exc).__name__, str(exc)[:200])
         return timm.create_model(settings.model, num_classes=classes), "random init (weights unreadable)"
     return model, f"pretrained: {weights.label}"
-
-
-@dataclass
-class EpochStats:
-    """What one epoch of training saw: the loss, the images, and the time spent waiting for the loader."""
-
-    completed: bool = True
-    loss: float = 0.0
-    images: int = 0
-    seconds: float = 0.0
-    wait_seconds: float = 0.0
-
-    @property
-    def data_wait(self) -> float:
-        return self.wait_seconds / self.seconds if self.seconds else 0.0
 
 
 class Trainer:
@@ -137,10 +120,10 @@ class Trainer:
                     self.updates += 1
                     self.scheduler.step_update(self.updates)
             stats.loss += float(loss.detach()) * len(labels)
-            stats.images += len(labels)
+            stats.samples += len(labels)
             waited_from = time.monotonic()
         stats.seconds = time.monotonic() - started
-        stats.loss /= max(1, stats.images)
+        stats.loss /= max(1, stats.samples)
         return stats
 
     @torch.inference_mode()
@@ -179,42 +162,6 @@ class Trainer:
         self.model.load_state_dict(torch.load(path, map_location=self.device, weights_only=True)["state_dict"])
 
 
-def epoch_seconds(times: list[float]) -> float:
-    """What a coming epoch will take: the mean of those after the first when the first paid for warm-up."""
-    if len(times) > 1 and times[0] > WARMUP_SLOWER * float(np.mean(times[1:])):
-        return float(np.mean(times[1:]))
-    return float(np.mean(times))
-
-
-def refitted_epochs(times: list[float], done: int, planned: int, seconds_left: float, most: int) -> int:
-    """Epochs to plan after the second one, when the first was a warm-up: more than `planned` where the faster
-    epochs fit more before the deadline, never fewer (the deadline itself ends a fold that is late)."""
-    if len(times) != 2 or times[0] <= WARMUP_SLOWER * times[1]:
-        return planned
-    return max(planned, min(most, done + int(seconds_left // times[1])))
-
-
-def device_memory(device: torch.device) -> tuple[float, float]:
-    """(GiB reserved at peak, its share of the device) on a GPU; zeros on CPU."""
-    if device.type != "cuda":
-        return 0.0, 0.0
-    peak = torch.cuda.max_memory_reserved(device)
-    return peak / 2**30, peak / torch.cuda.get_device_properties(device).total_memory
-
-
-def log_epoch(path: Path, epoch: int, stats: EpochStats, score: float, device: torch.device,
-              epoch_seconds: float) -> None:
-    """One line per epoch: training loss, validation score, speed, time waiting on the loader, device memory."""
-    memory, share = device_memory(device)
-    line = dict(epoch=epoch, loss=round(stats.loss, 5), score=round(score, 5), seconds=round(stats.seconds, 2),
-                epoch_seconds=round(epoch_seconds, 3),
-                images_per_second=round(stats.images / max(stats.seconds, 1e-9), 1),
-                data_wait=round(stats.data_wait, 3), device_memory_gb=round(memory, 2),
-                device_memory_share=round(share, 3))
-    with open(path, "a") as handle:
-        handle.write(json.dumps(line) + "\n")
-
-
 def _warm_peak(settings: ImageSettings, classes: int):
     """warm_peak(batch): bytes a fresh model holds on the GPU in training steps 3-4 at that batch (the first steps
     of cudnn.benchmark and compile peak far higher), plus the CUDA runtime the allocator never sees."""
@@ -227,24 +174,12 @@ def _warm_peak(settings: ImageSettings, classes: int):
         x = torch.randint(0, 255, (batch, 3, side, side), dtype=torch.uint8)
         y = torch.randint(0, classes, (batch,))
         try:
-            for step in range(4):
-                if step == 2:
-                    torch.cuda.synchronize()
-                    torch.cuda.reset_peak_memory_stats()
-                probe.train_epoch([(x, y)], stop_at=float("inf"))
-            torch.cuda.synchronize()
-            return torch.cuda.max_memory_reserved() + CUDA_RUNTIME_BYTES
+            return warm_peak_bytes(partial(probe.train_epoch, [(x, y)], stop_at=float("inf")))
         finally:
             del probe
             torch.cuda.empty_cache()
 
     return warm_peak
-
-
-def shared_fraction(slots: int, total_bytes: int, others: float = 0.0) -> float:
-    """Each of `slots` folds' cap on the GPU's memory: together 95% of it less the share `others` held when the
-    run was planned, less their CUDA contexts, which live outside the caching allocator that the cap limits."""
-    return ((USABLE_SHARE - others) * total_bytes - slots * CUDA_RUNTIME_BYTES) / (slots * total_bytes)
 
 
 def confirm_batch(settings: ImageSettings, classes: int, max_batch: int = 1024) -> tuple[ImageSettings, str]:
@@ -349,17 +284,6 @@ class FoldTraining:
         gc.collect()
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
-
-
-def smaller_batch(exc: BaseException, batch: int) -> int:
-    """The next batch after running out of memory (timm's power-of-two decay); re-raises anything else, an
-    illegal memory access (the CUDA context is gone), or a batch of 1 that did not fit."""
-    from timm.utils import check_batch_size_retry, decay_batch_step
-
-    smaller = decay_batch_step(batch)
-    if not is_oom(exc) or not check_batch_size_retry(str(exc)) or smaller < 1:
-        raise exc
-    return smaller
 
 
 def train(settings: ImageSettings, data: FoldData, out_dir: Path, deadline: float) -> EngineResult:

@@ -1,0 +1,181 @@
+"""What the engines that train a network in epochs share (the timm CNN, the text fine-tuner): the batch probe
+and the back-off after running out of memory, each fold's cap when folds share a card, the epoch count fitted to
+the time left, and the line each epoch writes for the supervisor. torch is imported where it is used: planning
+imports this module too.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+CUDA_RUNTIME_BYTES = 600 * 1024**2  # CUDA context + cuBLAS/cuDNN handles: outside torch's allocator
+USABLE_SHARE = 0.95  # of a GPU's memory, for the folds sharing it (contexts included)
+WARMUP_SLOWER = 1.3  # a first epoch this much slower than the second paid for warm-up (loader start, cuDNN
+# tuning, compiling): the fold's plan is fitted again to the second
+
+
+@dataclass
+class EpochStats:
+    """What one epoch of training saw: the loss, the samples, and the time spent waiting for the loader."""
+
+    completed: bool = True
+    loss: float = 0.0
+    samples: int = 0
+    seconds: float = 0.0
+    wait_seconds: float = 0.0
+
+    @property
+    def data_wait(self) -> float:
+        return self.wait_seconds / self.seconds if self.seconds else 0.0
+
+
+# memory failures outside torch's allocator (library handles, workspaces) and the CPU allocator's own message
+OOM_SIGNS = ("CUDNN_STATUS_NOT_SUPPORTED", "CUBLAS_STATUS_ALLOC_FAILED", "CUDNN_STATUS_ALLOC_FAILED",
+             "DefaultCPUAllocator: can't allocate")
+
+
+class IllegalMemoryAccess(RuntimeError):
+    """The CUDA context is broken: no retry in this process can help."""
+
+
+def is_oom(exc: BaseException) -> bool:
+    text = str(exc)
+    return (type(exc).__name__ == "OutOfMemoryError" or "out of memory" in text.lower()
+            or any(sign in text for sign in OOM_SIGNS))
+
+
+def is_illegal_access(exc: BaseException) -> bool:
+    return "illegal memory access" in str(exc).lower()
+
+
+def decay_batch_step(batch: int) -> int:
+    """The next smaller batch, stepping between powers of two (timm's: 256 -> 192 -> 128 -> 96 ... -> 1 -> 0);
+    timm is imported here, where it is used, so planning never imports torch."""
+    from timm.utils import decay_batch_step as timm_decay
+
+    return timm_decay(batch)
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    batch: int
+    peak_bytes: int
+    fraction: float  # peak / device memory
+    tried: tuple[tuple[int, int | None], ...]  # (batch, warm peak or None for OOM)
+
+
+def probe_batch(warm_peak: Callable[[int], int], start: int, device_bytes: int, target: float = 0.8,
+                max_batch: int = 1024, tries: int = 6) -> ProbeResult:
+    """Find a batch whose measured warm peak is near `target` of the device's memory.
+
+    `warm_peak(batch)` runs a few real steps under the final settings and returns the peak bytes of the last
+    ones (the first steps of cudnn.benchmark or compile peak far higher). An OOM steps the batch down; an
+    illegal memory access is raised at once."""
+    batch, tried, ceiling = max(1, start), [], max_batch + 1
+    best: tuple[int, int] | None = None
+    for _ in range(tries):
+        try:
+            peak = warm_peak(batch)
+        except Exception as exc:
+            if is_illegal_access(exc):
+                raise IllegalMemoryAccess(str(exc)) from exc
+            if not is_oom(exc):
+                raise
+            tried.append((batch, None))
+            ceiling = min(ceiling, batch)
+            batch = decay_batch_step(batch)
+            if batch == 0:
+                raise
+            continue
+        tried.append((batch, peak))
+        if peak <= target * device_bytes and (best is None or batch > best[0]):
+            best = (batch, peak)
+        fraction = peak / device_bytes
+        if abs(fraction - target) <= 0.1 or (fraction < target and batch >= min(max_batch, ceiling - 1)):
+            break
+        # linear in batch: the next guess aims at the target, staying below any batch that ran out of memory
+        per_sample = peak / batch
+        guess = int(target * device_bytes / per_sample)
+        guess = min(guess, ceiling - 1, max_batch)
+        if fraction > target + 0.1:
+            guess = min(guess, decay_batch_step(batch))
+        if guess == batch or guess < 1:
+            break
+        batch = guess
+    if best is None:
+        raise RuntimeError(f"no batch fitted in {target:.0%} of device memory; tried {tried}")
+    return ProbeResult(best[0], best[1], best[1] / device_bytes, tuple(tried))
+
+
+def warm_peak_bytes(step: Callable[[], object], steps: int = 4) -> int:
+    """Bytes reserved on the GPU at the peak of training steps 3 to `steps` (the first steps of cudnn.benchmark
+    or compile peak far higher), plus the CUDA runtime the allocator never sees."""
+    import torch
+
+    for k in range(steps):
+        if k == 2:
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+        step()
+    torch.cuda.synchronize()
+    return torch.cuda.max_memory_reserved() + CUDA_RUNTIME_BYTES
+
+
+def shared_fraction(slots: int, total_bytes: int, others: float = 0.0) -> float:
+    """Each of `slots` folds' cap on the GPU's memory: together 95% of it less the share `others` held when the
+    run was planned, less their CUDA contexts, which live outside the caching allocator that the cap limits."""
+    return ((USABLE_SHARE - others) * total_bytes - slots * CUDA_RUNTIME_BYTES) / (slots * total_bytes)
+
+
+def smaller_batch(exc: BaseException, batch: int) -> int:
+    """The next batch after running out of memory (timm's power-of-two decay); re-raises anything else, an
+    illegal memory access (the CUDA context is gone), or a batch of 1 that did not fit."""
+    from timm.utils import check_batch_size_retry, decay_batch_step
+
+    smaller = decay_batch_step(batch)
+    if not is_oom(exc) or not check_batch_size_retry(str(exc)) or smaller < 1:
+        raise exc
+    return smaller
+
+
+def epoch_seconds(times: list[float]) -> float:
+    """What a coming epoch will take: the mean of those after the first when the first paid for warm-up."""
+    if len(times) > 1 and times[0] > WARMUP_SLOWER * float(np.mean(times[1:])):
+        return float(np.mean(times[1:]))
+    return float(np.mean(times))
+
+
+def refitted_epochs(times: list[float], done: int, planned: int, seconds_left: float, most: int) -> int:
+    """Epochs to plan after the second one, when the first was a warm-up: more than `planned` where the faster
+    epochs fit more before the deadline, never fewer (the deadline itself ends a fold that is late)."""
+    if len(times) != 2 or times[0] <= WARMUP_SLOWER * times[1]:
+        return planned
+    return max(planned, min(most, done + int(seconds_left // times[1])))
+
+
+def device_memory(device) -> tuple[float, float]:
+    """(GiB reserved at peak, its share of the device) on a GPU; zeros on CPU."""
+    import torch
+
+    if device.type != "cuda":
+        return 0.0, 0.0
+    peak = torch.cuda.max_memory_reserved(device)
+    return peak / 2**30, peak / torch.cuda.get_device_properties(device).total_memory
+
+
+def log_epoch(path: Path, epoch: int, stats: EpochStats, score: float, device, epoch_seconds: float,
+              unit: str = "images") -> None:
+    """One line per epoch: training loss, validation score, speed (`unit` a second), time waiting on the loader,
+    device memory."""
+    memory, share = device_memory(device)
+    line = dict(epoch=epoch, loss=round(stats.loss, 5), score=round(score, 5), seconds=round(stats.seconds, 2),
+                epoch_seconds=round(epoch_seconds, 3),
+                **{f"{unit}_per_second": round(stats.samples / max(stats.seconds, 1e-9), 1)},
+                data_wait=round(stats.data_wait, 3), device_memory_gb=round(memory, 2),
+                device_memory_share=round(share, 3))
+    with open(path, "a") as handle:
+        handle.write(json.dumps(line) + "\n")
