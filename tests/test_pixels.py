@@ -68,11 +68,13 @@ def test_the_member_learns_handwritten_digits_far_beyond_the_prior(tmp_path):
     assert prepared.views["image"][0].shape == (1500, 64)  # 8x8, gray
     fold_ids = assign_folds(prepared.y, True, 5, 0)
     data = fold_data(prepared, "image", fold_ids, 0)
-    result = engine.train_fold(settings, data, tmp_path, deadline=time.monotonic() + 120)
-    loss = metrics.score(DOG.metric, data.y_val, as_predictions(result.val_pred, data.classes))
     prior = np.log(10)  # the log loss of 1/10 for every class
-    assert loss < 0.25 * prior, (loss, prior)  # log loss 2.30 for the prior
-    assert result.test_pred.shape == (297, 10)
+    for head in ("linear", "boosted"):  # both heads on the one prepared table
+        result = engine.train_fold(settings.model_copy(update=dict(head=head)), data, tmp_path,
+                                   deadline=time.monotonic() + 120)
+        loss = metrics.score(DOG.metric, data.y_val, as_predictions(result.val_pred, data.classes))
+        assert loss < 0.25 * prior, (head, loss, prior)  # log loss 2.30 for the prior
+        assert result.test_pred.shape == (297, 10)
 
 
 @pytest.mark.parametrize("machine", ["cpu", "h100-80gb"])
@@ -84,7 +86,11 @@ def test_an_image_competition_plans_the_pixel_member_first_on_the_cpu_lane(machi
     assert "32x32" in " ".join(pixels.reasons)
     # seconds of fitting: on a CPU first, then the network that would otherwise fill the whole window; beside a
     # GPU it has the cores the network leaves from the start, behind the lead
-    assert [m.engine for m in plan.members] == (["pixels", "timm"] if machine == "cpu" else ["timm", "pixels"])
+    engines = [m.engine for m in plan.members]
+    assert engines == (["pixels", "pixels", "timm"] if machine == "cpu" else ["timm", "pixels", "pixels"])
+    boosted = plan.member("pixels-gbm")  # LightGBM on the same table: one prepare step for both heads
+    assert boosted.settings.head == "boosted" and get_engine("pixels").prepare_key(boosted.settings) == \
+        get_engine("pixels").prepare_key(pixels.settings)
     small = dataclasses.replace(data, image_side=20)
     assert make_plan(DOG, profile(machine), 600, small).member("pixels").settings.side == 20
 
@@ -92,7 +98,7 @@ def test_an_image_competition_plans_the_pixel_member_first_on_the_cpu_lane(machi
 def test_a_pixel_member_that_is_not_cheap_for_the_window_waits_behind_the_lead():
     data = DataShape(4800, 1200, classes=2, inputs=frozenset({"image"}), image_side=64)
     plan = make_plan(DOG, profile("cpu"), 60, data)  # its ~35 core-s are more than 5% of 60 s x 4 cores
-    assert [m.engine for m in plan.members] == ["timm", "pixels"]
+    assert [m.engine for m in plan.members] == ["timm", "pixels", "pixels"]
 
 
 def test_no_pixel_member_where_its_fit_would_not_be_cheap():
