@@ -54,11 +54,15 @@ def applicable(spec: CompetitionSpec, data: DataShape, names: list[str] | None =
     return [n for n in names or engine_names() if get_engine(n).applies(spec, data.inputs)]
 
 
-def _cheap_first(members: list[Member], window_seconds: float, cores: int, one_lane: bool) -> list[Member]:
+def _cheap_first(members: list[Member], window_seconds: float, cores: int, one_lane: bool,
+                 lead: Member | None) -> list[Member]:
     """Members whose engines ask to go first (`cheap_first`) and cost at most CHEAP_FIRST_SHARE of the window's
     core-seconds, where the lead would otherwise hold what they need until the window closes: every core on a
-    machine with one lane; the GPU, for a prepare step that computes there, beside GPU members."""
-    return [m for m in members if get_engine(m.engine).cheap_first and (one_lane or m.prepare_slot == "gpu")
+    machine with one lane, behind a lead that fills its window; the GPU, for a prepare step that computes there,
+    beside GPU members."""
+    fills = lead is not None and get_engine(lead.engine).fills_window
+    return [m for m in members if get_engine(m.engine).cheap_first and ((one_lane and fills) or
+                                                                       (not one_lane and m.prepare_slot == "gpu"))
             and m.core_seconds <= CHEAP_FIRST_SHARE * window_seconds * cores]
 
 
@@ -122,7 +126,7 @@ def make_plan(spec: CompetitionSpec, hardware: Hardware, window_seconds: float, 
     if cpu_members:
         reasons.append(f"CPU lane: {cpu_cores} core(s) for {', '.join(m.name for m in cpu_members)}")
     members, ordered = [], _lead_first(gpu_members + cpu_members, spec)
-    first = _cheap_first(cpu_members, window_seconds, cpu_cores, one_lane=not gpu_members)
+    first = _cheap_first(cpu_members, window_seconds, cpu_cores, not gpu_members, ordered[0] if ordered else None)
     for member in first + [m for m in ordered if all(m is not f for f in first)]:
         if member.left_out:
             reasons.append(f"not {member.name}: {member.left_out}")

@@ -186,3 +186,12 @@ def test_a_real_fine_tune_of_the_bundled_model_loads_offline_and_beats_the_prior
     assert loss < 0.5 * np.log(2), loss  # the prior's log loss: 0.69
     assert result.test_pred.shape == (24, 2) and result.epochs >= 1
     assert (tmp_path / "epochs.jsonl").read_text().count("rows_per_second") == result.epochs
+
+
+def test_on_a_gpu_the_encoders_embeddings_take_the_card_before_the_fine_tune_holds_it():
+    plan = make_plan(JIGSAW, profile("h100-80gb"), 5760, JIGSAW_SIZED, pretrained=EVERY_MODEL)
+    names = [m.name for m in plan.members]
+    assert names.index("encoder") < names.index("finetune")  # seconds on the card, then the window is the fine-tune's
+    encoder = plan.member("encoder")
+    assert encoder.prepare_slot == "gpu" and encoder.slot == "cpu"  # embeddings on the card, the heads on cores
+    assert plan.member("finetune").slot == "gpu"

@@ -56,8 +56,10 @@ def embed(texts: list[str], device: str, batch_size: int) -> np.ndarray:
 class SentenceEncoder(OneShotEngine):
     name = "encoder"
     inputs = "text"
-    accelerated = True
     Settings = EncoderSettings
+    # on a GPU its embeddings take seconds and need a card before the fine-tuned transformer holds every card for
+    # the window; its heads fit on the cores beside it
+    cheap_first = True
     search_space = dict(C=(0.1, 0.3, 1.0, 3.0, 10.0), k=(5, 10, 15, 25, 40))
 
     def applies(self, spec, dataset_inputs) -> bool:
@@ -81,8 +83,9 @@ class SentenceEncoder(OneShotEngine):
         knn_reasons = (f"encoder-knn: {EncoderSettings().k} nearest neighbours by cosine on the same embeddings "
                        f"(computed once for both), about {knn_fold:.1f} s a fold",)
         knn = settings.model_copy(update=dict(head="knn", reasons=knn_reasons))
-        # on a GPU the embeddings are computed there: a prepare step on the CPU lane would see no GPU at all
-        return [Member(name=name, engine=self.name, slot="gpu" if gpu else "cpu", settings=member_settings,
+        # on a GPU the embeddings are computed there (a prepare step on a CPU slot sees no GPU at all); the heads
+        # are scikit-learn fits, on the cores
+        return [Member(name=name, engine=self.name, slot="cpu", settings=member_settings,
                        prepare_slot="gpu" if gpu else "cpu", folds=context.folds, threads=1, fold_seconds=seconds,
                        min_fold_seconds=seconds, max_fold_seconds=3 * seconds, prepare_threads=cores,
                        prepare_seconds=round(prepare, 1), expected_gain=gain, reasons=why)
