@@ -97,8 +97,9 @@ def test_an_image_competition_plans_the_pixel_member_first_on_the_cpu_lane(machi
 
 def test_a_pixel_member_that_is_not_cheap_for_the_window_waits_behind_the_lead():
     data = DataShape(4800, 1200, classes=2, inputs=frozenset({"image"}), image_side=64)
-    plan = make_plan(DOG, profile("cpu"), 60, data)  # its ~35 core-s are more than 5% of 60 s x 4 cores
-    assert [m.engine for m in plan.members] == ["timm", "pixels", "pixels"]
+    plan = make_plan(DOG, profile("cpu"), 30, data)  # its ~35 core-s are more than 20% of 30 s x 4 cores
+    engines = [m.engine for m in plan.members]
+    assert engines[0] == "timm" and "pixels" in engines
 
 
 def test_no_pixel_member_where_its_fit_would_not_be_cheap():
@@ -125,7 +126,7 @@ def lite0_cache(tmp_path_factory):
     return cache
 
 
-def test_frozen_features_embed_once_and_both_heads_learn_digits(tmp_path, lite0_cache, monkeypatch):
+def test_frozen_features_embed_once_and_every_head_learns_digits(tmp_path, lite0_cache, monkeypatch):
     from runner.engines.features import FeatureSettings
 
     monkeypatch.setenv("RUNNER_HF_CACHE", str(lite0_cache))
@@ -139,7 +140,7 @@ def test_frozen_features_embed_once_and_both_heads_learn_digits(tmp_path, lite0_
     assert prepared.untrainable.tolist().count(True) == 1 and prepared.untrainable[1] and not train[1].any()
     fold_ids = assign_folds(prepared.y, True, 5, 0)
     data = fold_data(prepared, "image", fold_ids, 0)
-    for head in ("linear", "knn"):
+    for head in ("linear", "knn", "boosted"):
         result = engine.train_fold(settings.model_copy(update=dict(head=head)), data, tmp_path,
                                    deadline=time.monotonic() + 120)
         loss = metrics.score(DOG.metric, data.y_val, as_predictions(result.val_pred, data.classes))
@@ -176,7 +177,7 @@ def test_the_sentence_encoders_embeddings_feed_a_linear_and_a_neighbours_head(tm
     prepared = engine.prepare(EncoderSettings(), dataset, tmp_path, threads=2)
     assert prepared.views["text"][0].shape == (450, 384)
     data = fold_data(prepared, "text", assign_folds(prepared.y, True, 5, 0), 0)
-    for head in ("linear", "knn"):
+    for head in ("linear", "knn", "boosted"):
         result = engine.train_fold(EncoderSettings(head=head), data, tmp_path, deadline=time.monotonic() + 120)
         loss = metrics.score(spec.metric, data.y_val, as_predictions(result.val_pred, data.classes))
         assert loss < 0.8 * np.log(3), (head, loss)  # the prior's log loss: 1.10

@@ -71,8 +71,9 @@ def test_texts_are_led_by_tfidf_and_get_the_sentence_encoder():
     spooky = load_spec("spooky")
     data = DataShape(15_000, 2000, classes=3, inputs=frozenset({"text"}), text_chars=2_000_000)
     plan = make_plan(spooky, profile("cpu"), 1800, data)
-    assert [m.name for m in plan.members] == ["tfidf", "encoder", "encoder-knn"]
+    assert [m.name for m in plan.members] == ["tfidf", "encoder", "encoder-gbm", "encoder-knn"]
     encoder, knn = plan.member("encoder"), plan.member("encoder-knn")
+    assert plan.member("encoder-gbm").settings.head == "boosted"  # trees on the same embeddings, where rows allow
     assert encoder.prepare_seconds > 12 and encoder.prepare_threads == 4  # embeds once, with every core
     assert any("not timed" in r for r in encoder.reasons)
     engine = get_engine("encoder")  # the two heads read one prepared dataset: the texts are embedded once

@@ -11,7 +11,8 @@ from typing import Literal
 
 import numpy as np
 
-from runner.engines.oneshot import STARTUP_SECONDS, OneShotEngine, cosine_neighbours
+from runner.engines.oneshot import (BOOSTED_ROUNDS, MAX_BOOSTED_SECONDS, STARTUP_SECONDS, OneShotEngine,
+                                    boosted_head, boosted_seconds, cosine_neighbours)
 from runner.portfolio import Member, PlanContext, Settings
 
 PRIOR_GAIN = 0.04  # a second view of the text, close to TF-IDF's on its own; their errors differ
@@ -23,6 +24,7 @@ MODEL_NAME = "all-MiniLM-L6-v2"
 
 
 KNN_PRIOR_GAIN = 0.005  # neighbours in the embedding space: weaker alone, local where the linear head is global
+BOOSTED_PRIOR_GAIN = 0.005  # trees on the embeddings: non-linear where the linear head is not
 NEIGHBOUR_CELLS_PER_SECOND = 2e8  # training rows x rows asked x dimensions that kNN compares per second here
 DIMENSIONS = 384  # all-MiniLM-L6-v2's embedding width
 
@@ -30,7 +32,7 @@ DIMENSIONS = 384  # all-MiniLM-L6-v2's embedding width
 class EncoderSettings(Settings):
     C: float = 2.0
     batch_size: int = 64
-    head: Literal["linear", "knn"] = "linear"
+    head: Literal["linear", "knn", "boosted"] = "linear"
     k: int = 15
 
 
@@ -83,15 +85,21 @@ class SentenceEncoder(OneShotEngine):
         knn_reasons = (f"encoder-knn: {EncoderSettings().k} nearest neighbours by cosine on the same embeddings "
                        f"(computed once for both), about {knn_fold:.1f} s a fold",)
         knn = settings.model_copy(update=dict(head="knn", reasons=knn_reasons))
+        heads = [(self.name, settings, fold, PRIOR_GAIN, reasons),
+                 (self.name + "-knn", knn, round(knn_fold, 2), KNN_PRIOR_GAIN, knn_reasons)]
+        trees = boosted_seconds(data.n_train * (context.folds - 1) / context.folds, DIMENSIONS, data.classes)
+        if context.spec.is_classification and trees <= MAX_BOOSTED_SECONDS:  # where the rows allow
+            why = (f"encoder-gbm: LightGBM ({BOOSTED_ROUNDS} rounds) on the same embeddings, about {trees:.1f} s "
+                   "a fold",)
+            heads.append((self.name + "-gbm", settings.model_copy(update=dict(head="boosted", reasons=why)),
+                          round(STARTUP_SECONDS + trees, 2), BOOSTED_PRIOR_GAIN, why))
         # on a GPU the embeddings are computed there (a prepare step on a CPU slot sees no GPU at all); the heads
-        # are scikit-learn fits, on the cores
+        # are scikit-learn and LightGBM fits, on the cores
         return [Member(name=name, engine=self.name, slot="cpu", settings=member_settings,
                        prepare_slot="gpu" if gpu else "cpu", folds=context.folds, threads=1, fold_seconds=seconds,
                        min_fold_seconds=seconds, max_fold_seconds=3 * seconds, prepare_threads=cores,
                        prepare_seconds=round(prepare, 1), expected_gain=gain, reasons=why)
-                for name, member_settings, seconds, gain, why in (
-                    (self.name, settings, fold, PRIOR_GAIN, reasons),
-                    (self.name + "-knn", knn, round(knn_fold, 2), KNN_PRIOR_GAIN, knn_reasons))]
+                for name, member_settings, seconds, gain, why in heads]
 
     def prepare_key(self, settings: EncoderSettings) -> str:
         return f"encoder-{MODEL_NAME}"
@@ -112,5 +120,7 @@ class SentenceEncoder(OneShotEngine):
 
         if settings.head == "knn":
             return cosine_neighbours(classification, settings.k, rows)
+        if settings.head == "boosted":
+            return boosted_head(classification, settings.seed)
         return LogisticRegression(C=settings.C, max_iter=2000) if classification else \
             RidgeCV(alphas=tuple(np.logspace(-3, 3, 13)))

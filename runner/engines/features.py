@@ -13,7 +13,8 @@ from typing import Literal
 
 import numpy as np
 
-from runner.engines.oneshot import (STARTUP_SECONDS, OneShotEngine, cosine_neighbours, one_shot_member,
+from runner.engines.oneshot import (BOOSTED_ROUNDS, MAX_BOOSTED_SECONDS, STARTUP_SECONDS, OneShotEngine,
+                                    boosted_head, boosted_seconds, cosine_neighbours, one_shot_member,
                                     standardised_linear)
 from runner.portfolio import Member, PlanContext, Settings
 
@@ -32,13 +33,14 @@ CELLS_PER_SECOND = 8e6  # rows x widths x classes a logistic regression fits per
 NEIGHBOUR_CELLS_PER_SECOND = 2e8  # training rows x rows asked x width that kNN compares per second here
 PRIOR_GAIN = 0.02  # a second view of the images, from another training; errors unlike the fine-tuned net's
 KNN_PRIOR_GAIN = 0.005
+BOOSTED_PRIOR_GAIN = 0.005  # trees on the embeddings: non-linear where the linear head is not
 BATCH = 64
 
 
 class FeatureSettings(Settings):
     model: str = "resnet18"
     side: int = CPU_SIDE
-    head: Literal["linear", "knn"] = "linear"
+    head: Literal["linear", "knn", "boosted"] = "linear"
     C: float = 1.0
     k: int = 15
 
@@ -82,11 +84,15 @@ class Features(OneShotEngine):
         where = "the GPU" if gpu else f"{context.cores} cores"
         why = f"{model} embeddings at {side} px, computed once on {where} (about {prepare:.0f} s, estimated)"
         head = "logistic regression" if context.spec.is_classification else "ridge"
+        heads = [("", FeatureSettings(model=model, side=side), linear, PRIOR_GAIN, head),
+                 ("-knn", FeatureSettings(model=model, side=side, head="knn"), knn, KNN_PRIOR_GAIN,
+                  f"{FeatureSettings().k} nearest neighbours by cosine")]
+        trees = boosted_seconds(rows, width, data.classes)
+        if context.spec.is_classification and trees <= MAX_BOOSTED_SECONDS:  # where the rows allow
+            heads.append(("-gbm", FeatureSettings(model=model, side=side, head="boosted"), trees, BOOSTED_PRIOR_GAIN,
+                          f"LightGBM ({BOOSTED_ROUNDS} rounds)"))
         members = []
-        for suffix, settings, fit, gain, what in (
-                ("", FeatureSettings(model=model, side=side), linear, PRIOR_GAIN, head),
-                ("-knn", FeatureSettings(model=model, side=side, head="knn"), knn, KNN_PRIOR_GAIN,
-                 f"{FeatureSettings().k} nearest neighbours by cosine")):
+        for suffix, settings, fit, gain, what in heads:
             settings = settings.model_copy(update=dict(device="cuda" if gpu else "cpu"))
             member = one_shot_member(context, self.name, settings, STARTUP_SECONDS + fit, fit, gain,
                                      f"{what} on {why}")
@@ -112,6 +118,8 @@ class Features(OneShotEngine):
     def model(self, settings: FeatureSettings, classification: bool, rows: int):
         if settings.head == "knn":
             return cosine_neighbours(classification, settings.k, rows)
+        if settings.head == "boosted":
+            return boosted_head(classification, settings.seed)
         return standardised_linear(classification, settings.C, max_iter=1000)
 
 

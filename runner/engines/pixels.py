@@ -15,7 +15,8 @@ import numpy as np
 from PIL import Image
 
 from runner.data import MAX_PIXELS
-from runner.engines.oneshot import STARTUP_SECONDS, OneShotEngine, one_shot_member, standardised_linear
+from runner.engines.oneshot import (BOOSTED_ROUNDS, MAX_BOOSTED_SECONDS, STARTUP_SECONDS, OneShotEngine,
+                                    boosted_head, boosted_seconds, one_shot_member, standardised_linear)
 from runner.portfolio import Member, PlanContext, Settings
 
 log = logging.getLogger(__name__)
@@ -28,11 +29,6 @@ DECODES_PER_CORE_SECOND = 400.0  # opening and shrinking a small JPEG or PNG her
 CELLS_PER_SECOND = 8e6
 MAX_CELLS = 1e8  # rows x columns x classes: about 12 s of fit a fold here, the most that is still cheap
 BOOSTED_PRIOR_GAIN = 0.01  # trees on pixels: on sklearn's digits LightGBM's defaults beat the linear head
-ROUNDS = 100  # LightGBM's default rounds at its default rate
-# rows x columns x trees (one a class) x rounds LightGBM builds per second on one core here, 32 bins and 30% of
-# the columns a tree: 1.4e8 on 1150 x 64 x 10 classes, 3.4e8 on 4000 x 1024 x 10 (noise: every tree grows full)
-CELL_ROUNDS_PER_SECOND = 1.4e8
-MAX_BOOSTED_SECONDS = 30.0  # a fold's fit beyond this is no longer a cheap member
 
 
 class PixelSettings(Settings):
@@ -83,15 +79,6 @@ def pixel_table(paths: list[Path | None], side: int, workers: int) -> tuple[np.n
     return cube.reshape(len(paths), -1).astype(np.float32) / 255.0, ok
 
 
-def boosted_pixels(classification: bool, seed: int):
-    """LightGBM for a pixel table: few bins (neighbouring grey levels say the same) and a third of the pixels a
-    tree (neighbouring pixels are nearly the same column)."""
-    import lightgbm as lgb
-
-    kind = lgb.LGBMClassifier if classification else lgb.LGBMRegressor
-    return kind(n_estimators=ROUNDS, max_bin=32, colsample_bytree=0.3, n_jobs=1, random_state=seed, verbose=-1)
-
-
 class Pixels(OneShotEngine):
     name = "pixels"
     inputs = "image"
@@ -106,7 +93,7 @@ class Pixels(OneShotEngine):
 
     def model(self, settings: PixelSettings, classification: bool, rows: int):
         if settings.head == "boosted":
-            return boosted_pixels(classification, settings.seed)
+            return boosted_head(classification, settings.seed)
         return standardised_linear(classification, settings.C, max_iter=300)
 
     def plan(self, context: PlanContext) -> list[Member]:
@@ -119,10 +106,10 @@ class Pixels(OneShotEngine):
             return []
         prepare = STARTUP_SECONDS + (data.n_train + data.n_test) / (DECODES_PER_CORE_SECOND * context.cores)
         heads = [("", PixelSettings(side=side), cells / CELLS_PER_SECOND, self.prior_gain, self.describe(context))]
-        trees = rows * columns * (data.classes if data.classes > 2 else 1) * ROUNDS / CELL_ROUNDS_PER_SECOND
+        trees = boosted_seconds(rows, columns, data.classes)
         if context.spec.is_classification and trees <= MAX_BOOSTED_SECONDS:
             heads.append(("-gbm", PixelSettings(side=side, head="boosted"), trees, BOOSTED_PRIOR_GAIN,
-                          f"LightGBM ({ROUNDS} rounds, 32 bins, 30% of the pixels a tree) on the same table"))
+                          f"LightGBM ({BOOSTED_ROUNDS} rounds, 32 bins, 30% of the pixels a tree) on the same table"))
         members = []
         for suffix, settings, fit, gain, why in heads:
             member = one_shot_member(context, self.name, settings, STARTUP_SECONDS + fit, fit, gain, why)
