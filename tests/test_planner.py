@@ -407,6 +407,8 @@ def test_runner_plan_prints_and_writes_a_plan_for_a_profile(dog_breed, tmp_path,
     assert member.settings.device == device and plan.reasons and member.reasons
     assert any(member.settings.model in r for r in member.reasons)
     assert "why" in result.stderr  # the table a reader sees
+    # a named machine's cache is not this one's: planned as if `runner weights pull` had filled it, and said so
+    assert any(r.startswith("weights: planned for a named machine") for r in plan.reasons)
     if device == "cuda":
         assert member.settings.batch_size >= 8 and member.settings.gpu_memory_fraction > 0
         assert member.settings.fold_memory_bytes > 0

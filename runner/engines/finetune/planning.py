@@ -244,9 +244,10 @@ def _member(context: PlanContext, sizing: Sizing, device: str, gpu: Gpu | None, 
                    f"{context.window:.0f} s window; " + (f"up to {most} epochs, each fold refits to its first timed "
                                                         "one)" if gpu else f"at most {CPU_SHARE:.0%} of it on a CPU)"))
     if gpu and _usage(sizing, window, device) < WINDOW_USE:
-        reasons.append(f"{model.name}'s folds stop at {most} epochs, short of the window: the rest goes to the other "
-                       "members and to repeats" + (f"; a larger model would use it (`runner weights pull "
-                                                   f"{LADDER[0].repo}`)" if model is not LADDER[0] else ""))
+        reasons.append(f"{model.name}'s folds stop at {most} epochs, short of the window: the rest of the GPU lane "
+                       "goes to repeats of it on other splits while they pay" +
+                       (f"; a larger model would use it (`runner weights pull {LADDER[0].repo}`)"
+                        if model is not LADDER[0] else ""))
     reasons.append(f"max length {shape.max_length} tokens: 95% of the texts ({shape.covered} tokens) whole; "
                    f"length-bucketed batches of ~{shape.tokens:.0f} tokens a text")
     reasons.append(f"batch {sizing.batch}" + (f" x {sizing.accumulation} accumulated" if sizing.accumulation > 1

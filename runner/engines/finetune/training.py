@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from runner import metrics
 from runner.atomic import replacing
 from runner.budget import past
-from runner.engines.base import EPOCH_LOG, DeadlineReached, EngineResult, FoldData
+from runner.engines.base import EPOCH_LOG, TARGET_MEMORY_FRACTION, DeadlineReached, EngineResult, FoldData
 from runner.engines.finetune.models import model_folder
 from runner.engines.finetune.settings import TextSettings
 from runner.engines.finetune.tokens import bucketed, by_length, pad_id, padded
@@ -224,7 +224,7 @@ def confirm_batch(settings: TextSettings, task: Task) -> tuple[TextSettings, str
         return settings, ""
     slots = max(1, settings.per_gpu)
     total = torch.cuda.get_device_properties(0).total_memory
-    others = max(0.0, 0.8 - settings.memory_target)
+    others = max(0.0, TARGET_MEMORY_FRACTION - settings.memory_target)  # the card's share others held when planned
     if slots > 1 or others > 0:
         torch.cuda.set_per_process_memory_fraction(shared_fraction(slots, total, others))
     result = probe_batch(_warm_peak(settings, task), settings.batch_size, total // slots,
