@@ -10,6 +10,7 @@ window holds its minimum epochs; otherwise the member is left out with the reaso
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -179,7 +180,7 @@ def _fitting(sizing: Sizing, window: float, device: str) -> Sizing | None:
     """The most folds (down to 2) whose waves each hold their least epochs and fill WINDOW_USE of the window (a
     model whose folds stop at `most_epochs` leaves the rest idle, where fewer folds of more epochs would not);
     else the one of those that fills the most; None when not even 2 folds hold their least epochs."""
-    sizings = [Sizing(**{**sizing.__dict__, "folds": folds}) for folds in range(sizing.folds, 1, -1)]
+    sizings = [dataclasses.replace(sizing, folds=folds) for folds in range(sizing.folds, 1, -1)]
     fitting = [s for s in sizings if _epochs(s, window, device) >= s.least_epochs()]
     return next((s for s in fitting if _usage(s, window, device) >= WINDOW_USE),
                 max(fitting, key=lambda s: _usage(s, window, device), default=None))
@@ -206,7 +207,7 @@ def text_member(context: PlanContext, local: frozenset[str], slowdown: float = 1
             chosen = fits
             break
         if sized:
-            two = Sizing(**{**sized.__dict__, "folds": 2})
+            two = dataclasses.replace(sized, folds=2)
             reasons.append(f"not {model.name}: 2 folds x {two.least_epochs():g} epochs (at least {MIN_EPOCHS}, and "
                            f"{MIN_UPDATES} updates) of ~{two.epoch_seconds():.0f} s do not fit "
                            + (f"{_window(context, gpu):.0f} s" if gpu else
