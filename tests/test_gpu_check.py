@@ -13,7 +13,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
 SECTIONS = ("hardware", "memory", "confirm_batch", "shared_gpu", "monitor", "precision_layout_compile",
-            "oom_backoff", "planned_vs_failure", "fork_safety", "leased_gpus")
+            "oom_backoff", "planned_vs_failure", "fork_safety", "leased_gpus", "text_finetune")
 CUDA_ONLY = ("confirm_batch", "shared_gpu", "oom_backoff", "leased_gpus")
 
 
