@@ -59,6 +59,14 @@ class EngineResult:
     changes: dict = field(default_factory=dict)  # settings the member's later folds should take (a smaller batch)
 
 
+def replanned(again: Member, step_seconds: float, expected: float, window: float) -> Member:
+    """A member planned again after a real epoch, the re-plan's reason first in its reasons and its settings'."""
+    reason = (f"re-planned after a real epoch of {step_seconds:.1f} s where {expected:.1f} s was expected "
+              f"({step_seconds / expected:.2f}x), for the {window:.0f} s left")
+    return again.model_copy(update=dict(reasons=(reason, *again.reasons), settings=again.settings.model_copy(
+        update=dict(reasons=(reason, *again.settings.reasons)))))
+
+
 class DeadlineReached(Exception):
     """The fold's deadline arrived before anything usable was trained."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from runner.engines.base import Engine, FoldData
+from runner.engines.base import Engine, FoldData, replanned
 from runner.engines.finetune.models import LADDER, local_models, model_folder
 from runner.engines.finetune.planning import NAME, text_member
 from runner.engines.finetune.settings import TextSettings
@@ -33,10 +33,7 @@ class FineTune(Engine):
                             slowdown=step_seconds / expected * member.settings.slowdown)
         if again.left_out:
             return None
-        reason = (f"re-planned after a real epoch of {step_seconds:.1f} s where {expected:.1f} s was expected "
-                  f"({step_seconds / expected:.2f}x), for the {context.window:.0f} s left")
-        return again.model_copy(update=dict(reasons=(reason, *again.reasons), settings=again.settings.model_copy(
-            update=dict(reasons=(reason, *again.settings.reasons)))))
+        return replanned(again, step_seconds, expected, context.window)
 
     def weights(self) -> tuple[str, ...]:
         return tuple(m.repo for m in LADDER)

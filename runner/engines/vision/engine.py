@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from runner.engines.base import Engine, FoldData
+from runner.engines.base import Engine, FoldData, replanned
 from runner.engines.vision.costs import ImageCosts
 from runner.engines.vision.ladder import image_candidates, ladder_models
 from runner.engines.vision.planning import image_member
@@ -69,11 +69,7 @@ class Timm(Engine):
         slowdown = step_seconds / member.step_seconds if member.step_seconds > 0 else 1.0
         costs = dataclasses.replace(costs, slowdown=costs.slowdown * slowdown)
         again = image_member(dataclasses.replace(context, costs=costs, folds=context.spec.folds))
-        reason = (f"re-planned after a real epoch of {step_seconds:.1f} s where {member.step_seconds:.1f} s was "
-                  f"expected ({slowdown:.2f}x), for the {context.window:.0f} s left")
-        return again.model_copy(update=dict(reasons=(reason, *again.reasons),
-                                            settings=again.settings.model_copy(
-                                                update=dict(reasons=(reason, *again.settings.reasons)))))
+        return replanned(again, step_seconds, member.step_seconds, context.window)
 
     def prepare_key(self, settings: ImageSettings) -> str:
         from runner.engines.vision.images import cache_side
