@@ -28,7 +28,7 @@ EVERY_MODEL = frozenset(m.repo for m in LADDER)
 def planned(machine: str, seconds: float, data=JIGSAW_SIZED, spec=JIGSAW, pretrained=EVERY_MODEL):
     hardware = profile(machine)
     return text_member(PlanContext(spec, hardware, seconds, data, None, spec.folds, hardware.cpus, True,
-                                   pretrained), pretrained)
+                                   pretrained))
 
 
 @pytest.mark.parametrize("machine", ["a10-24gb", "h100-80gb"])

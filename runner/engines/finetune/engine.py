@@ -21,7 +21,7 @@ class FineTune(Engine):
     time_scaled = ("epochs", "epoch_seconds", "max_epochs")
 
     def plan(self, context: PlanContext) -> list[Member]:
-        return [text_member(context, context.pretrained)]
+        return [text_member(context)]
 
     def replan(self, context: PlanContext, member: Member, step_seconds: float) -> Member | None:
         """Planned again for the window left, at the pace a real epoch showed: the same model with other epochs,
@@ -29,7 +29,7 @@ class FineTune(Engine):
         expected = member.step_seconds
         if expected <= 0 or member.left_out:
             return None
-        again = text_member(dataclasses.replace(context, folds=context.spec.folds), context.pretrained,
+        again = text_member(dataclasses.replace(context, folds=context.spec.folds),
                             slowdown=step_seconds / expected * member.settings.slowdown)
         if again.left_out:
             return None

@@ -186,9 +186,10 @@ def _fitting(sizing: Sizing, window: float, device: str) -> Sizing | None:
                 max(fitting, key=lambda s: _usage(s, window, device), default=None))
 
 
-def text_member(context: PlanContext, local: frozenset[str], slowdown: float = 1.0) -> Member:
-    """The fine-tuned member for this hardware, window and texts (`local`: the models whose files are here;
-    `slowdown`: real epochs against the estimate, once one was timed)."""
+def text_member(context: PlanContext, slowdown: float = 1.0) -> Member:
+    """The fine-tuned member for this hardware, window and texts, from the models whose files are here
+    (`context.pretrained`); `slowdown`: real epochs against the estimate, once one was timed."""
+    local = context.pretrained
     gpu = context.hardware.tightest_gpu
     device = "cuda" if gpu else "cpu"
     reasons: list[str] = []
