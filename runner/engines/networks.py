@@ -134,7 +134,7 @@ def shared_fraction(slots: int, total_bytes: int, others: float = 0.0) -> float:
 def smaller_batch(exc: BaseException, batch: int) -> int:
     """The next batch after running out of memory (timm's power-of-two decay); re-raises anything else, an
     illegal memory access (the CUDA context is gone), or a batch of 1 that did not fit."""
-    from timm.utils import check_batch_size_retry, decay_batch_step
+    from timm.utils import check_batch_size_retry
 
     smaller = decay_batch_step(batch)
     if not is_oom(exc) or not check_batch_size_retry(str(exc)) or smaller < 1:
