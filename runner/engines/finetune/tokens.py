@@ -24,12 +24,6 @@ def tokenise(folder: Path, texts: list[str], max_length: int) -> list[np.ndarray
     return [np.asarray(ids, dtype=np.int32) for ids in encoded]
 
 
-def pad_id(folder: Path) -> int:
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(str(folder)).pad_token_id or 0
-
-
 def bucketed(lengths: np.ndarray, batch: int, rng: np.random.Generator) -> list[np.ndarray]:
     """Row indices in batches of similar lengths, in a random order."""
     order = rng.permutation(len(lengths))

@@ -28,7 +28,7 @@ from runner.budget import past
 from runner.engines.base import EPOCH_LOG, TARGET_MEMORY_FRACTION, DeadlineReached, EngineResult, FoldData
 from runner.engines.finetune.models import model_folder
 from runner.engines.finetune.settings import TextSettings
-from runner.engines.finetune.tokens import bucketed, by_length, pad_id, padded
+from runner.engines.finetune.tokens import bucketed, by_length, padded
 from runner.engines.networks import (EpochStats, epoch_seconds, log_epoch, probe_batch, shared_fraction,
                                      smaller_batch, warm_peak_bytes)
 from runner.engines.oneshot import log_space
@@ -136,9 +136,10 @@ class TextTrainer:
         folder = model_folder(settings.model)
         if folder is None:
             raise RuntimeError(f"{settings.model}: no local files (`runner weights pull {settings.model}`)")
-        self.settings, self.task, self.pad = settings, task, pad_id(folder)
+        self.settings, self.task = settings, task
         self.device = torch.device(settings.device)
         self.model = Classifier(folder, task.outputs).to(self.device)
+        self.pad = self.model.encoder.config.pad_token_id or 0  # the model's own, as its tokenizer pads
         self.optimizer = torch.optim.AdamW(layer_groups(self.model, settings.lr, settings.layer_decay))
         planned = max(1, updates)  # optimiser steps the cosine spans (stretched once the fold knows its pace)
         self.schedule = Schedule(int(settings.warmup_share * planned), planned)
