@@ -127,6 +127,14 @@ def test_a_first_epoch_far_faster_than_measured_plans_more():
     assert again.settings.epochs >= member.settings.epochs
 
 
+def test_a_cnn_planned_without_a_step_time_is_replanned_from_its_first_epoch():
+    plan = make_plan(DOG, profile("cpu"), 600, IMAGES, {"timm": COSTS})
+    member = plan.member("timm").model_copy(update=dict(step_seconds=0.0))  # nothing was expected
+    context = replan_context(DOG, profile("cpu"), plan, member, 540, IMAGES, COSTS)
+    again = get_engine("timm").replan(context, member, 4.0)
+    assert again.reasons[0].startswith("re-planned after a real epoch of 4.0 s where 0.0 s was expected, for")
+
+
 @pytest.mark.parametrize("factor, more_rounds", [(5.0, False), (0.2, True)])
 def test_a_boosters_first_fold_resizes_its_rounds(factor, more_rounds):
     spaceship = load_spec("spaceship")

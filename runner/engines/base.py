@@ -60,9 +60,12 @@ class EngineResult:
 
 
 def replanned(again: Member, step_seconds: float, expected: float, window: float) -> Member:
-    """A member planned again after a real epoch, the re-plan's reason first in its reasons and its settings'."""
-    reason = (f"re-planned after a real epoch of {step_seconds:.1f} s where {expected:.1f} s was expected "
-              f"({step_seconds / expected:.2f}x), for the {window:.0f} s left")
+    """A member planned again after a real epoch, the re-plan's reason first in its reasons and its settings'.
+
+    `expected` is 0 for a member planned without a step time (nothing to compare against): no ratio is given then."""
+    ratio = f" ({step_seconds / expected:.2f}x)" if expected > 0 else ""
+    reason = (f"re-planned after a real epoch of {step_seconds:.1f} s where {expected:.1f} s was expected"
+              f"{ratio}, for the {window:.0f} s left")
     return again.model_copy(update=dict(reasons=(reason, *again.reasons), settings=again.settings.model_copy(
         update=dict(reasons=(reason, *again.settings.reasons)))))
 
