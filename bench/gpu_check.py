@@ -108,7 +108,7 @@ FULL = Sizes(memory_models=(("resnet18", 224), ("convnext_tiny", 224), ("efficie
 SMOKE = Sizes(memory_models=(("resnet18", 64),), memory_batches=(4, 8), speed_model=("resnet18", 64),
               speed_batch=4, speed_warmup=1, speed_steps=2, monitor_seconds=1.0,
               demo=dict(train_per_breed=1, test_per_breed=1), demo_size=64, failure_images=32, planned_images=64,
-              run_seconds=20, threads=1)  # one thread: on a shared CPU, OpenMP threads spin at barriers for a
+              run_seconds=12, threads=1)  # one thread: on a shared CPU, OpenMP threads spin at barriers for a
 # preempted peer (40x)
 # (low precision, channels_last, torch.compile): the 2 x 2 of eager steps, then compile on the channels_last ones
 COMBOS = ((False, False, False), (False, True, False), (True, False, False), (True, True, False),

@@ -143,8 +143,8 @@ def _plan(args) -> int:
 def _demo_data(args) -> int:
     from runner.demo import write_demo
 
-    path = write_demo(args.competition, Path(args.out), seed=args.seed)
-    print(path)
+    for competition in args.competitions:  # one process for many: `make up` writes 23
+        print(write_demo(competition, Path(args.out), seed=args.seed))
     return 0
 
 
@@ -251,8 +251,8 @@ def parser() -> argparse.ArgumentParser:
     for action in (pull, imported, listed):
         action.add_argument("--cache", help="the HF cache folder (default: RUNNER_HF_CACHE, else the user's)")
         action.set_defaults(func=_weights)
-    demo_data = sub.add_parser("demo-data", help="write a synthetic competition in the MLE-bench layout")
-    demo_data.add_argument("competition")
+    demo_data = sub.add_parser("demo-data", help="write synthetic competitions in the MLE-bench layout")
+    demo_data.add_argument("competitions", nargs="+", metavar="competition")
     demo_data.add_argument("--out", required=True)
     demo_data.add_argument("--seed", type=int, default=0)
     demo_data.set_defaults(func=_demo_data)

@@ -99,6 +99,22 @@ os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
 os.environ.setdefault("PREFECT_LOGGING_TO_API_WHEN_MISSING_FLOW", "ignore")
 
 
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # another worker shares the cores: an OpenMP thread waiting at a barrier sleeps instead of spinning on a core
+    # the other worker's run needs (the runs' fold processes inherit it; OMP_ variables reach them)
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def one_torch_thread_beside_other_workers():
+    """Under xdist (`make test`) another worker shares the cores: torch's OpenMP threads in this process would spin
+    at barriers for a preempted peer (tens of times slower), so a worker's own training uses one."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        import torch
+
+        torch.set_num_threads(1)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def out_root_under_the_test_folder(tmp_path_factory):
     """The flows empty only folders under $RUNNER_OUT_ROOT: the tests' own temporary folders."""
