@@ -34,8 +34,8 @@ BUDGET = {"image": 30, "text": 8, "tabular": 8, "unsupported": 5, "dog-breed-ide
 
 
 class Replicas(dict):
-    """Each Lite replica, written the first time a test asks for it: a worker running a few of the end-to-end
-    tests writes only theirs."""
+    """Each Lite replica, written the first time a test asks for it: running a few of these tests (`-k`) writes
+    only theirs, not all 22."""
 
     def __init__(self, root: Path):
         super().__init__()
