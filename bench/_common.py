@@ -18,3 +18,10 @@ def save(name: str, rows: list[dict], **summary) -> Path:
                 threads=torch.get_num_threads(), date=time.strftime("%Y-%m-%d"), **summary, rows=rows)
     path.write_text(json.dumps(data, indent=2))
     return path
+
+
+def save_goals(name: str, rows: list[dict], goal: str) -> None:
+    """Save rows that each say whether they met `goal` (`goal_met`), with the count, and print the count."""
+    met = sum(r["goal_met"] for r in rows)
+    path = save(name, rows, goal=goal, goal_met=f"{met} of {len(rows)}")
+    print(f"{met} of {len(rows)} rows meet the goal; written to {path}")

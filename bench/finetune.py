@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from _common import save
+from _common import save_goals
 from quality import TEXTS, commit, graded, judge, prepare, run_runner, run_tfidf, write_spec
 from runner.metrics import LOWER_IS_BETTER, better
 from runner.spec import CompetitionSpec
@@ -199,11 +199,8 @@ def main() -> None:
                 rows.append(row)
                 print(json.dumps(row), flush=True)
                 shutil.rmtree(work, ignore_errors=True)
-    met = sum(r["goal_met"] for r in rows)
-    path = save("finetune", rows, goal="at 300 s the runner beats the best reference beyond the test rows' noise "
-                                       "(90% interval of its edge above 0); at 60 s it is never behind beyond it; "
-                                       "wall <= budget", goal_met=f"{met} of {len(rows)}")
-    print(f"{met} of {len(rows)} rows meet the goal; written to {path}")
+    save_goals("finetune", rows, "at 300 s the runner beats the best reference beyond the test rows' noise (90% "
+                                 "interval of its edge above 0); at 60 s it is never behind beyond it; wall <= budget")
 
 
 if __name__ == "__main__":

@@ -24,6 +24,9 @@ Sections, each recorded on its own (one failing keeps its error and leaves the o
   alone in NVML's compute processes, and a card the machine lacks must be refused naming `--gpus`.
 - text_finetune: the text fine-tuning engine's fold for a minute (the bundled MiniLM, bf16, its batch probed):
   tokens a second and the card's peak memory.
+- audio: a whole `runner run` of the whale replica: the spectrogram CNN on the card (its memory plan and batch
+  probe, time crops and SpecAugment masks on the device) beside the band-statistics members on the cores; its
+  folds must train on the GPU (a smoke run: the CNN alone, on the CPU).
 
 Each section prints one PASS, FAIL or SKIP line (SKIP with its reason), and the last line counts the PASS lines.
 The JSON is rewritten after each section; the exit status is 1 when any section failed. Without a GPU every
@@ -78,6 +81,8 @@ PLAN_FOLDS = 5  # as bench/throughput.py plans (the specs' default folds)
 REPO = Path(__file__).resolve().parent.parent
 GUARD = REPO / "tests" / "cuda_guard"  # sitecustomize that refuses CUDA in the supervisor and the fork server
 NO_SUCH_CARD = "GPU-00000000-0000-0000-0000-000000000000"
+AUDIO_RUN = {"cuda": (90, "spectrogram,sound"), "cpu": (12, "spectrogram")}  # budget, engines: the smoke run's
+# 12 s hold a fold of the CNN only when nothing else takes the cores first
 FINETUNE_SECONDS = {"cuda": 60.0, "cpu": 12.0}  # the text fine-tune's fold: a minute on a GPU, seconds in a smoke run
 FINETUNE_REPEAT = {"cuda": 40, "cpu": 1}  # the spooky replica's texts repeated: a GPU epoch of seconds, not 0.1 s
 
@@ -790,6 +795,32 @@ def text_finetune(check: Check) -> dict:
     return out
 
 
+def audio(check: Check) -> dict:
+    from runner.demo import write_demo
+
+    public = write_demo("the-icml-2013-whale-challenge-right-whale-redux", check.work / "audio-data")
+    out, (budget, engines) = check.work / "audio-run", AUDIO_RUN[check.device]
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "runner.cli", "run", "whale", "--data",
+                           str(public / "prepared" / "public"), "--budget", f"{budget}s", "--out", str(out),
+                           "--engines", engines], cwd=REPO, env=child_env(), capture_output=True, text=True)
+    report = json.loads((out / "report.json").read_text()) if (out / "report.json").is_file() else {}
+    cnn = next((m for m in report.get("members", []) if m["engine"] == "spectrogram"), {})
+    planned = next((m for m in (report.get("plan") or {}).get("members", []) if m["engine"] == "spectrogram"), {})
+    settings = planned.get("settings", {})
+    result = dict(returncode=done.returncode, wall_seconds=round(time.monotonic() - started, 1), budget=budget,
+                  engines=engines, folds_done=cnn.get("folds_done", 0), cv=cnn.get("cv"), blend_cv=report.get(
+                      "cv_score"), device=settings.get("device"), model=settings.get("model"),
+                  batch=settings.get("batch_size"), per_gpu=settings.get("per_gpu"),
+                  augment=settings.get("augment"), output=(done.stdout + done.stderr)[-2000:])
+    result["ok"] = done.returncode == 0 and result["folds_done"] >= 1 and result["augment"] == "spectrogram" \
+        and result["device"] == check.device
+    result["summary"] = f"{result['folds_done']} fold(s) of {result['model']} on spectrograms on {result['device']} " \
+                        f"(batch {result['batch']}, {result['per_gpu']} a card), CV {result['cv']}, blend " \
+                        f"{result['blend_cv']}, in {result['wall_seconds']} s of {budget}"
+    return result
+
+
 def leased_gpus(check: Check) -> dict:
     run = check.results.get("fork_safety", {})
     cards = run.get("fold_pids_by_card", {})
@@ -810,7 +841,8 @@ SECTIONS = (("hardware", hardware, True), ("memory", memory, True), ("confirm_ba
             ("shared_gpu", shared_gpu, False), ("monitor", monitor, True),
             ("precision_layout_compile", precision_layout_compile, True), ("oom_backoff", oom_backoff, False),
             ("planned_vs_failure", planned_vs_failure, True), ("fork_safety", fork_safety, True),
-            ("leased_gpus", leased_gpus, False), ("text_finetune", text_finetune, True))  # (key, function, on a CPU)
+            ("leased_gpus", leased_gpus, False), ("text_finetune", text_finetune, True),
+            ("audio", audio, True))  # (key, function, on a CPU)
 
 
 def run_section(check: Check, function) -> dict:

@@ -3,15 +3,11 @@ says what it is.
 
 - `noisy_pixels` (image to image, denoising): every test pixel as it is, which beats the sample's all-white page;
 - `token_lookup` (text normalisation): each token's most frequent written-out form in train, else the token itself;
-- `file_label_prior` (audio with the label in the file name): the training share of positives for every clip;
-- `species_prior` (mlsp-2013-birds): each species' training frequency, for every test recording.
 
 A baseline whose rule can be checked on held-out training rows reports that score as its CV.
 """
 from __future__ import annotations
 
-import re
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,11 +15,9 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
-from runner import metrics
 from runner.data import image_files, read_table
 from runner.errors import InputError
 from runner.spec import CompetitionSpec
-from runner.untrusted import inside, walk
 
 HELD_OUT = 0.2  # share of training groups a rule is checked on
 SEED = 0
@@ -116,75 +110,4 @@ def token_lookup(spec: CompetitionSpec, data_dir: Path, sample: pd.DataFrame, co
                     f"{cv:.4f} of the tokens of {int(held.sum())} held-out training sentences right", round(cv, 6))
 
 
-# --- label priors --------------------------------------------------------------------------------------------------
-
-def _names(data_dir: Path, name: str) -> list[str]:
-    """File names in a folder or a zip of the public folder (a zip's are read from its index, not extracted)."""
-    source = data_dir / name
-    real = inside(data_dir, source, "folder" if source.is_dir() else "file")
-    if real.is_dir():
-        return [p.name for p in walk(real)]
-    try:
-        with zipfile.ZipFile(real) as archive:
-            return [Path(m.filename).name for m in archive.infolist() if not m.is_dir()]
-    except (zipfile.BadZipFile, OSError) as exc:
-        raise InputError(f"{source}: cannot list: {exc}") from exc
-
-
-def file_label_prior(spec: CompetitionSpec, data_dir: Path, sample: pd.DataFrame, columns: list[str],
-                     work_dir: Path) -> Baseline:
-    """The positive share of the training files (label in the name) for every test row."""
-    pattern = re.compile(spec.label_pattern)
-    labels = [m.group(1) for n in _names(data_dir, spec.image_dir) if (m := pattern.search(n))]
-    if not labels:
-        raise InputError(f"{data_dir / spec.image_dir}: no file name matches the label pattern {spec.label_pattern!r}")
-    classes = sorted(set(labels))
-    share = float(np.mean([label == classes[-1] for label in labels]))
-    return Baseline(pd.DataFrame({columns[0]: np.full(len(sample), share)}),
-                    f"the training share of label {classes[-1]!r} ({share:.3f} of {len(labels)} files) for every "
-                    "row: no model of this input kind")
-
-
-SPECIES_LABELS = "essential_data/rec_labels_test_hidden.txt"
-
-
-def _recordings(data_dir: Path) -> dict[int, list[int] | None]:
-    """rec_id -> its species (None for a test recording, marked '?')."""
-    path = data_dir / SPECIES_LABELS
-    real = inside(data_dir, path)
-    found: dict[int, list[int] | None] = {}
-    for number, line in enumerate(real.read_text().splitlines()[1:], start=2):
-        fields = [f.strip() for f in line.split(",") if f.strip()]
-        if not fields:
-            continue
-        try:
-            found[int(fields[0])] = None if "?" in fields[1:] else [int(f) for f in fields[1:]]
-        except ValueError as exc:
-            raise InputError(f"{path}: line {number}: {exc}") from exc
-    return found
-
-
-def species_prior(spec: CompetitionSpec, data_dir: Path, sample: pd.DataFrame, columns: list[str],
-                  work_dir: Path) -> Baseline:
-    """Id = rec_id * 100 + species takes the species' share of training recordings; checked on held-out ones."""
-    species = sample[spec.id_column].astype(int) % 100
-    known = {rec: s for rec, s in _recordings(data_dir).items() if s is not None}
-    if not known:
-        raise InputError(f"{data_dir / SPECIES_LABELS}: no training recording")
-    k = int(species.max()) + 1
-    truth = np.zeros((len(known), k))
-    for i, labels in enumerate(known.values()):
-        truth[i, [s for s in labels if s < k]] = 1
-    held = np.random.default_rng(SEED).random(len(known)) < HELD_OUT
-    cv = None
-    if held.any() and (~held).any() and 0 < truth[held].sum() < truth[held].size:
-        guess = np.tile(truth[~held].mean(axis=0), (int(held.sum()), 1))
-        cv = round(metrics.score("roc_auc", truth[held].ravel(), guess.ravel()), 6)
-    share = truth.mean(axis=0)
-    return Baseline(pd.DataFrame({columns[0]: share[species.to_numpy()]}),
-                    f"each species' share of the {len(known)} training recordings (no audio model)"
-                    + (f"; pooled AUC {cv:.4f} on held-out recordings" if cv is not None else ""), cv)
-
-
-RULES = {"noisy_pixels": noisy_pixels, "token_lookup": token_lookup, "file_label_prior": file_label_prior,
-         "species_prior": species_prior}
+RULES = {"noisy_pixels": noisy_pixels, "token_lookup": token_lookup}

@@ -22,6 +22,7 @@ from PIL import Image
 
 from runner.csvfiles import compression, find_sample, read_csv_file, read_csv_sample
 from runner.errors import InputError
+from runner.sounds import MELS
 from runner.spec import CompetitionSpec
 from runner.untrusted import inside, walk
 
@@ -39,7 +40,8 @@ DISK_MARGIN = 0.8  # of the free disk an extraction may fill
 MAX_PIXELS = 50_000_000  # per image, well under PIL's bomb limit (~89 M): one decode per core must fit in memory
 
 
-INPUTS = ("table", "text", "image")  # the views a Dataset can carry; each engine reads one
+INPUTS = ("table", "text", "image", "audio")  # the views a Dataset can carry; each engine reads one
+SPECTROGRAM_SIDE = MELS  # an audio competition's pictures: its clips' mel spectrograms, as tall as wide
 SIDE_SAMPLE = 64  # training images whose headers give the typical image side: a median, read in milliseconds
 
 
@@ -56,7 +58,7 @@ class Dataset:
     warnings: list[str] = field(default_factory=list)
     image_cache: str | None = None  # decoded images (.npy): train rows then test rows; the image view holds rows
     untrainable: np.ndarray | None = None  # train rows no fold fits on (their input could not be read)
-    image_side: int = 0  # the training images' median shorter side in pixels (0: no images)
+    image_side: int = 0  # the images' median shorter side in pixels; an audio task's spectrogram side (0: neither)
 
     @property
     def n_outputs(self) -> int:
@@ -368,9 +370,10 @@ def image_folder(data_dir: Path, name: str, work_dir: Path) -> Path:
 def check_zip(archive: zipfile.ZipFile, source: Path, work_dir: Path) -> list[zipfile.ZipInfo]:
     """The image members of a zip, refused (before anything is written) when there are too many, when they
     expand more than MAX_ZIP_RATIO times (images are compressed already) or would fill the disk."""
-    from runner.spec import IMAGE_SUFFIXES
+    from runner.spec import AUDIO_SUFFIXES, IMAGE_SUFFIXES
 
-    members = [m for m in archive.infolist() if not m.is_dir() and Path(m.filename).suffix.lower() in IMAGE_SUFFIXES]
+    suffixes = IMAGE_SUFFIXES + AUDIO_SUFFIXES
+    members = [m for m in archive.infolist() if not m.is_dir() and Path(m.filename).suffix.lower() in suffixes]
     if len(members) > MAX_ZIP_MEMBERS:
         raise InputError(f"{source}: refused: {len(members)} images, more than {MAX_ZIP_MEMBERS}")
     expanded, packed = sum(m.file_size for m in members), sum(m.compress_size for m in members)
@@ -397,20 +400,23 @@ def _images_of(data_dir: Path, name: str, work_dir: Path, ids: pd.Series, suffix
     return [found.get(f"{i}{suffix}") for i in ids.astype(str)]
 
 
-def _image_inputs(spec, train, sample, data_dir, work_dir, warnings):
-    train_paths = _images_of(data_dir, spec.image_dir, work_dir, train[spec.id_column], spec.image_suffix)
-    test_paths = _images_of(data_dir, spec.test_image_dir or spec.image_dir, work_dir, sample[spec.id_column],
+def _file_inputs(spec, train_names: pd.Series, test_names: pd.Series, data_dir, work_dir, warnings):
+    """(trainable rows, training paths, test paths) of a competition whose inputs are files (images, clips), each
+    named its row's name plus the spec's suffix."""
+    kind = "clip" if spec.task == "audio" else "image"
+    train_paths = _images_of(data_dir, spec.image_dir, work_dir, train_names, spec.image_suffix)
+    test_paths = _images_of(data_dir, spec.test_image_dir or spec.image_dir, work_dir, test_names,
                             spec.image_suffix)
     missing_train = np.array([p is None for p in train_paths])
     if missing_train.all():
-        raise InputError(f"{data_dir / spec.image_dir}: none of the training images named in "
-                         f"{spec.train_file} was found")
+        raise InputError(f"{data_dir / spec.image_dir}: none of the training {kind}s named in "
+                         f"{spec.train_file or 'the file names'} was found")
     if missing_train.any():
-        warnings.append(f"{data_dir / spec.image_dir}: {int(missing_train.sum())} training image(s) missing, "
+        warnings.append(f"{data_dir / spec.image_dir}: {int(missing_train.sum())} training {kind}(s) missing, "
                         "skipped")
     missing_test = sum(p is None for p in test_paths)
     if missing_test:
-        warnings.append(f"{data_dir / (spec.test_image_dir or spec.image_dir)}: {missing_test} test image(s) "
+        warnings.append(f"{data_dir / (spec.test_image_dir or spec.image_dir)}: {missing_test} test {kind}(s) "
                         "missing; their rows get the prior")
     return ~missing_train, train_paths, test_paths
 
@@ -422,6 +428,8 @@ def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_s
     data_dir = Path(data_dir)
     sample = read_sample(spec, data_dir)
     columns = value_columns(spec, sample)
+    if spec.labels_file:
+        return _listed_dataset(spec, data_dir, work_dir, sample, columns)
     warnings: list[str] = []
     if spec.label_pattern:
         train_path = data_dir / spec.image_dir
@@ -433,10 +441,11 @@ def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_s
     views: dict[str, tuple] = {}
     keep = np.ones(len(y), dtype=bool)
     side = 0
-    if spec.task == "image":
-        keep, train_paths, test_paths = _image_inputs(spec, train, sample, data_dir, work_dir, warnings)
-        views["image"] = (train_paths, test_paths)
-        side = typical_side(train_paths)
+    if spec.task in ("image", "audio"):
+        keep, train_paths, test_paths = _file_inputs(spec, train[spec.id_column], sample[spec.id_column], data_dir,
+                                                     work_dir, warnings)
+        views[spec.task] = (train_paths, test_paths)
+        side = typical_side(train_paths) if spec.task == "image" else SPECTROGRAM_SIDE
     elif spec.test_file is None:
         raise InputError(f"spec {spec.id}: a {spec.task} competition needs a test file with features")
     test = None
@@ -456,6 +465,94 @@ def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_s
     if not views:
         raise InputError(f"{train_path}: no feature columns besides the id and the target(s)")
     return Dataset(spec, columns, classes, y, views, warnings, image_side=side).subset(keep)
+
+
+# --- items listed in files (mlsp-2013-birds) ---------------------------------------------------------------
+
+def stacked_items(spec: CompetitionSpec, sample: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """For a sample with a row per (item, label), Id = item * spec.stacked_ids + label: each row's item and label."""
+    ids = pd.to_numeric(sample[spec.id_column], errors="coerce")
+    if ids.isna().any() or (ids < 0).any():
+        raise InputError(f"{spec.sample_submission}: column {spec.id_column!r} must hold item * {spec.stacked_ids} "
+                         f"+ label, e.g. {sample[spec.id_column].iloc[int(np.argmax(ids.isna() | (ids < 0)))]!r}")
+    ids = ids.to_numpy(dtype=np.int64)
+    return ids // spec.stacked_ids, ids % spec.stacked_ids
+
+
+def _listed_labels(spec: CompetitionSpec, data_dir: Path) -> dict[int, list[int]]:
+    """Each training item's labels from the labels file (`id,label,...`; a test item's `id,?` is left out)."""
+    path = data_dir / spec.labels_file
+    known: dict[int, list[int]] = {}
+    for number, line in enumerate(_located(path, "labels file", data_dir).read_text().splitlines()[1:], start=2):
+        fields = [f.strip() for f in line.split(",") if f.strip()]
+        if not fields or "?" in fields[1:]:
+            continue
+        try:
+            known[int(fields[0])] = [int(f) for f in fields[1:]]
+        except ValueError as exc:
+            raise InputError(f"{path}: line {number}: {exc}") from exc
+    if not known:
+        raise InputError(f"{path}: no training item (every line is `id,?`)")
+    return known
+
+
+def _file_names(spec: CompetitionSpec, data_dir: Path, items) -> pd.Series:
+    """The file name (less its suffix) of each item: from the names file, else the item itself."""
+    if not spec.names_file:
+        return pd.Series([str(i) for i in items])
+    path = data_dir / spec.names_file
+    table = read_csv(path, "names file", data_dir)
+    if table.shape[1] < 2:
+        raise InputError(f"{path}: needs two columns, the id and the file name")
+    names = dict(zip(pd.to_numeric(table.iloc[:, 0], errors="coerce"), table.iloc[:, 1].astype(str)))
+    return pd.Series([names.get(i, f"<item {i} not in {spec.names_file}>") for i in items])
+
+
+def _ready_features(spec: CompetitionSpec, data_dir: Path, train_items, test_items) -> tuple | None:
+    """The feature files joined by item id (rows of one id averaged: a file may hold one per segment) as a
+    (train, test) table; an item a file lacks gets empty values."""
+    frames = []
+    for name in spec.feature_files:
+        path = data_dir / name
+        try:
+            table = pd.read_csv(_located(path, "feature file", data_dir), header=None, skiprows=1)
+        except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
+            raise InputError(f"{path}: cannot read: {exc}") from exc
+        table = table.apply(pd.to_numeric, errors="coerce").dropna(subset=[0]).dropna(axis=1, how="all")
+        table = table.groupby(0).mean()
+        table.columns = [f"{Path(name).stem}_{j}" for j in range(table.shape[1])]
+        frames.append(table)
+    if not frames:
+        return None
+    joined = pd.concat(frames, axis=1)
+    return joined.reindex(train_items).reset_index(drop=True), joined.reindex(test_items).reset_index(drop=True)
+
+
+def _listed_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, sample: pd.DataFrame,
+                    columns: list[str]) -> Dataset:
+    """A competition whose items, labels and files are listed in files (see the spec's `labels_file`): one row per
+    item, a 0/1 column per label; test items in the sample's order, each of its rows a (test item, label)."""
+    items, labels = stacked_items(spec, sample)
+    test_items, k = pd.unique(items), int(labels.max()) + 1
+    known = _listed_labels(spec, data_dir)
+    y = np.zeros((len(known), k))
+    for i, present in enumerate(known.values()):
+        y[i, [label for label in present if 0 <= label < k]] = 1
+    warnings: list[str] = []
+    views: dict[str, tuple] = {}
+    keep = np.ones(len(y), dtype=bool)
+    if spec.task == "audio":
+        keep, train_paths, test_paths = _file_inputs(spec, _file_names(spec, data_dir, known),
+                                                     _file_names(spec, data_dir, test_items), data_dir, work_dir,
+                                                     warnings)
+        views["audio"] = (train_paths, test_paths)
+    if (table := _ready_features(spec, data_dir, list(known), test_items)) is not None:
+        views["table"] = table
+    if not views:
+        raise InputError(f"spec {spec.id}: a {spec.task} competition listed in {spec.labels_file} needs files "
+                         "(task audio) or feature_files")
+    side = SPECTROGRAM_SIDE if spec.task == "audio" else 0
+    return Dataset(spec, columns, None, y, views, warnings, image_side=side).subset(keep)
 
 
 # --- tabular features ----------------------------------------------------------------------------------------

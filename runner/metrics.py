@@ -3,7 +3,8 @@
 `y` is the truth: class indices (n,) for classification, values (n, t) for regression and multi-label (0/1).
 `pred` is what an engine outputs: class probabilities (n, k) for classification, values (n, t) for regression.
 Quadratic weighted kappa scores ordinal classes 0..k-1 by the expected grade of the probabilities, cut at
-thresholds (halfway between grades unless tuned on out-of-fold predictions: `fit_grade_thresholds`).
+thresholds (halfway between grades unless tuned on out-of-fold predictions: `fit_grade_thresholds`). ROC AUC over
+several 0/1 labels is pooled over every (row, label) pair, as mlsp-2013-birds is graded.
 """
 from __future__ import annotations
 
@@ -73,6 +74,8 @@ def score(metric: str, y: np.ndarray, pred: np.ndarray) -> float:
         return float(skm.log_loss(y, pred, labels=np.arange(pred.shape[1])))
     if metric == "accuracy":
         return float(skm.accuracy_score(y, pred.argmax(axis=1)))
+    if metric == "roc_auc" and np.ndim(y) == 2:  # several 0/1 labels: one AUC pooled over every (row, label)
+        return float(skm.roc_auc_score(np.ravel(y), np.ravel(pred)))
     if metric == "roc_auc":
         return float(skm.roc_auc_score(y, pred[:, 1] if pred.ndim == 2 else pred))
     if metric == "mean_column_roc_auc":
@@ -113,6 +116,8 @@ def fast_score(metric: str, y: np.ndarray, pred: np.ndarray) -> float:
         return float(-np.mean(np.log(np.clip(pred[np.arange(len(y)), y.astype(int)], eps, 1 - eps))))
     if metric == "accuracy":
         return float(np.mean(pred.argmax(axis=1) == y))
+    if metric == "roc_auc" and y.ndim == 2:
+        return _fast_auc(y.ravel(), pred.ravel())
     if metric == "roc_auc":
         return _fast_auc(y, pred[:, 1] if pred.ndim == 2 else pred)
     if metric == "mean_column_roc_auc":

@@ -21,12 +21,13 @@ from runner.errors import InputError, SpecError
 from runner.metrics import LOWER_IS_BETTER
 from runner.saved import Saved
 
-TASKS = ("tabular", "image", "text", "unsupported")
+TASKS = ("tabular", "image", "text", "audio", "unsupported")
 # what the sample submission's value columns hold: one probability per class of one label, one probability of the
 # positive class, a class label, values, or one independent probability per label column (multi-label)
 FORMATS = ("probabilities", "probability", "label", "regression", "multilabel")
-BASELINES = ("noisy_pixels", "token_lookup", "file_label_prior", "species_prior")  # see runner.baselines
+BASELINES = ("noisy_pixels", "token_lookup")  # see runner.baselines
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".tif", ".tiff", ".bmp")
+AUDIO_SUFFIXES = (".wav", ".aif", ".aiff", ".flac", ".ogg")  # what libsndfile reads (runner.sounds)
 DESCRIPTION_BYTES = 256 * 1024  # what is read of description.md: its evaluation section is near the top
 
 
@@ -52,7 +53,7 @@ class CompetitionSpec(Saved):
     sample_submission: str = "sample_submission.csv"
     answers_file: str = "test.csv"  # in prepared/private
     aliases: tuple[str, ...] = ()
-    image_dir: str | None = None  # folder or .zip with the training images
+    image_dir: str | None = None  # folder or .zip with the training images (an audio task's sound clips)
     test_image_dir: str | None = None
     image_suffix: str = ""  # file name = id + suffix
     text_column: str | None = None
@@ -62,6 +63,12 @@ class CompetitionSpec(Saved):
     scored_columns: tuple[str, ...] = ()  # the value columns the grader scores, where not all of them
     label_pattern: str | None = None  # regex whose group is the label in a training file's name (no train file)
     baseline: str | None = None  # one of BASELINES: how an unsupported task still gets an honest submission
+    # items listed in files rather than a train table (mlsp-2013-birds): `labels_file` has lines `id,label,...`
+    # (`id,?` for a test item) under a header, `names_file` is a CSV of id and file name (without the suffix)
+    labels_file: str | None = None
+    names_file: str | None = None
+    feature_files: tuple[str, ...] = ()  # ready features `id,value,...` under a one-line header, joined by id
+    stacked_ids: int = 0  # the sample has a row per (item, label), Id = item * stacked_ids + label (0: not so)
     folds: int = 5
     inferred: bool = False
     note: str = ""
@@ -76,6 +83,8 @@ class CompetitionSpec(Saved):
             raise SpecError(f"spec {self.id}: submission {self.submission!r} is not one of {FORMATS}")
         if self.baseline is not None and self.baseline not in BASELINES:
             raise SpecError(f"spec {self.id}: baseline {self.baseline!r} is not one of {BASELINES}")
+        if self.stacked_ids and self.submission != "multilabel":
+            raise SpecError(f"spec {self.id}: stacked_ids needs the multilabel submission format")
         if self.label_pattern is not None and re.compile(self.label_pattern).groups != 1:
             raise SpecError(f"spec {self.id}: label_pattern {self.label_pattern!r} needs exactly one group")
 
@@ -205,14 +214,14 @@ def _read_head(path: Path, rows: int | None = 5000) -> pd.DataFrame:
         raise InputError(f"{path}: cannot read CSV: {exc}") from exc
 
 
-def _find_images(data_dir: Path, ids: pd.Series) -> tuple[str, str] | None:
-    """(folder, suffix) of a folder whose file names are the given ids plus an image suffix."""
+def _find_files(data_dir: Path, ids: pd.Series, suffixes: tuple[str, ...]) -> tuple[str, str] | None:
+    """(folder, suffix) of a folder whose file names are the given ids plus one of `suffixes` (images, clips)."""
     sample = [str(i) for i in ids.head(20)]
     real = data_dir.resolve()
     for folder in sorted(p for p in data_dir.iterdir() if p.is_dir() and real in p.resolve().parents):
-        for suffix in ("",) + IMAGE_SUFFIXES:
+        for suffix in ("",) + suffixes:
             if all((folder / f"{i}{suffix}").is_file() for i in sample) and (
-                suffix or Path(sample[0]).suffix.lower() in IMAGE_SUFFIXES
+                suffix or Path(sample[0]).suffix.lower() in suffixes
             ):
                 return folder.name, suffix
     return None
@@ -292,19 +301,21 @@ def infer_spec(name: str, data_dir: Path) -> CompetitionSpec:
 
     if fmt == "probabilities" and len(train_targets) > 1 and metric not in ("mean_column_roc_auc", "log_loss"):
         metric = "mean_column_roc_auc"
-    images = _find_images(data_dir, train[id_column])
+    images = _find_files(data_dir, train[id_column], IMAGE_SUFFIXES)
+    sounds = None if images else _find_files(data_dir, train[id_column], AUDIO_SUFFIXES)
     text = next((c for c in train.columns if c not in train_targets and pd.api.types.is_string_dtype(train[c])
                  and train[c].astype(str).str.len().mean() > 40), None)
-    task = "image" if images else "text" if text else "tabular"
-    if task == "image" and fmt == "regression":
-        return unsupported("image regression is not trained by this runner")
+    task = "image" if images else "audio" if sounds else "text" if text else "tabular"
+    if task in ("image", "audio") and fmt == "regression":
+        return unsupported(f"{task} regression is not trained by this runner")
     extra = {}
-    if images:
-        test_images = _find_images(data_dir, sample[id_column])
-        extra = dict(image_dir=images[0], image_suffix=images[1],
-                     test_image_dir=test_images[0] if test_images else images[0])
-        evidence.append(f"images: {images[0]}/ holds a file named id{images[1] and ' + ' + images[1]} for each "
-                        f"training id" + (f"; test images in {test_images[0]}/" if test_images else ""))
+    if files := images or sounds:
+        kind, suffixes = ("images", IMAGE_SUFFIXES) if images else ("sound clips", AUDIO_SUFFIXES)
+        test_files = _find_files(data_dir, sample[id_column], suffixes)
+        extra = dict(image_dir=files[0], image_suffix=files[1],
+                     test_image_dir=test_files[0] if test_files else files[0])
+        evidence.append(f"{kind}: {files[0]}/ holds a file named id{files[1] and ' + ' + files[1]} for each "
+                        f"training id" + (f"; test {kind} in {test_files[0]}/" if test_files else ""))
     if text:
         extra["text_column"] = text
         evidence.append(f"text: column {text!r} averages more than 40 characters")

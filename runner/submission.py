@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from runner.atomic import replacing
+from runner.data import stacked_items
 from runner.errors import InvalidSubmissionError
 from runner.metrics import grades
 from runner.spec import CompetitionSpec
@@ -45,10 +46,22 @@ def _label_values(classes: tuple, index: np.ndarray, template: pd.Series) -> lis
     return labels
 
 
+def _unstacked(values: np.ndarray, sample: pd.DataFrame, spec: CompetitionSpec) -> np.ndarray:
+    """(items x labels) predictions as one column in the sample's rows, Id = item * stacked_ids + label."""
+    items, labels = stacked_items(spec, sample)
+    order = pd.unique(items)
+    if len(values) != len(order) or labels.max() >= values.shape[1]:
+        raise InvalidSubmissionError(f"{values.shape} predictions for {len(order)} items x {labels.max() + 1} labels "
+                                     f"of {spec.sample_submission}")
+    return values[pd.Index(order).get_indexer(items), labels][:, None]
+
+
 def build_submission(sample: pd.DataFrame, spec: CompetitionSpec, columns: list[str],
                      predictions: Predictions) -> pd.DataFrame:
     """The sample submission with its value columns replaced by the predictions."""
     values = predictions.values
+    if spec.stacked_ids:  # a row per (item, label): each takes its item's prediction for its label
+        values = _unstacked(values, sample, spec)
     if len(values) != len(sample):
         raise InvalidSubmissionError(f"{len(values)} predictions for {len(sample)} rows of {spec.sample_submission}")
     submission = sample.copy()

@@ -16,7 +16,7 @@ LAYERS = (
     ("shared", {"runner", "runner.errors", "runner.atomic", "runner.budget", "runner.csvfiles", "runner.untrusted",
                 "runner.metrics", "runner.monitor", "runner.weights", "runner.heap", "runner.saved"}),
     ("spec", {"runner.spec", "runner.mlebench"}),
-    ("data", {"runner.data"}),
+    ("data", {"runner.data", "runner.sounds"}),
     ("hardware", {"runner.hardware", "runner.devices", "runner.profiles"}),
     ("plan vocabulary", {"runner.portfolio", "runner.engines", "runner.engines.base"}),
     ("engines", {"runner.engines.*"}),

@@ -27,6 +27,8 @@ REGISTRY = {
     "timm": "runner.engines.vision.engine:Timm",
     "pixels": "runner.engines.pixels:Pixels",
     "features": "runner.engines.features:Features",
+    "spectrogram": "runner.engines.vision.spectrogram:Spectrogram",
+    "sound": "runner.engines.sound:Sound",
 }
 EXTRA_ENGINES_VARIABLE = "RUNNER_ENGINES"  # "name=module:Class,..." adds engines; fold processes inherit it
 

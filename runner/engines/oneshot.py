@@ -10,7 +10,7 @@ import pickle
 import time
 import warnings
 from pathlib import Path
-from typing import Callable
+from typing import Callable, ClassVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -230,3 +230,30 @@ class OneShotEngine(Engine):
         to_space, from_space = log_space(data.spec.metric)
         model = self.model(settings, data.classes is not None, len(data.y_train))
         return train_one_shot(model, data, out_dir, deadline, to_space, from_space)
+
+
+class HeadsOnATable(OneShotEngine):
+    """A one-shot engine whose prepare step derives one dense table for all its members (pixels, band statistics)
+    and whose members are heads on it: a standardised linear model (`settings.C`) or LightGBM (`settings.head`
+    "boosted"). Cheap members that go first: nothing to time before the table exists, and the first fold's fit
+    replaces the estimate."""
+
+    cheap_first = True  # seconds of fitting; behind a CNN that fills a CPU's window it would never run
+    linear_iterations: ClassVar[int] = 1000
+
+    def measure(self, dataset, hardware, seconds, work, here=True):
+        return None
+
+    def model(self, settings: Settings, classification: bool, rows: int):
+        if settings.head == "boosted":
+            return boosted_head(classification, settings.seed)
+        return standardised_linear(classification, settings.C, max_iter=self.linear_iterations)
+
+    def head_members(self, context: PlanContext, heads: list[tuple], prepare_seconds: float) -> list[Member]:
+        """A member per (name suffix, settings, fit seconds, expected gain, why), all from one prepare step."""
+        members = []
+        for suffix, settings, fit, gain, why in heads:
+            member = one_shot_member(context, self.name, settings, STARTUP_SECONDS + fit, fit, gain, why)
+            members.append(member.model_copy(update=dict(name=self.name + suffix, prepare_threads=context.cores,
+                                                         prepare_seconds=round(prepare_seconds, 1))))
+        return members

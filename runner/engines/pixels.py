@@ -15,8 +15,7 @@ import numpy as np
 from PIL import Image
 
 from runner.data import MAX_PIXELS
-from runner.engines.oneshot import (BOOSTED_ROUNDS, MAX_BOOSTED_SECONDS, STARTUP_SECONDS, OneShotEngine,
-                                    boosted_head, boosted_seconds, one_shot_member, standardised_linear)
+from runner.engines.oneshot import BOOSTED_ROUNDS, MAX_BOOSTED_SECONDS, STARTUP_SECONDS, HeadsOnATable, boosted_seconds
 from runner.portfolio import Member, PlanContext, Settings
 
 log = logging.getLogger(__name__)
@@ -79,22 +78,14 @@ def pixel_table(paths: list[Path | None], side: int, workers: int) -> tuple[np.n
     return cube.reshape(len(paths), -1).astype(np.float32) / 255.0, ok
 
 
-class Pixels(OneShotEngine):
+class Pixels(HeadsOnATable):
     name = "pixels"
     inputs = "image"
     preload = ("sklearn.linear_model", "sklearn.preprocessing", "lightgbm", "runner.engines.pixels")
     Settings = PixelSettings
     search_space = dict(C=(0.003, 0.01, 0.03, 0.1, 0.3, 1.0))
     prior_gain = PRIOR_GAIN
-    cheap_first = True  # seconds of fitting; behind a CNN that fills a CPU's window it would never run
-
-    def measure(self, dataset, hardware, seconds, work, here=True):
-        return None  # nothing to time before the table exists; its first fold's fit replaces the estimate
-
-    def model(self, settings: PixelSettings, classification: bool, rows: int):
-        if settings.head == "boosted":
-            return boosted_head(classification, settings.seed)
-        return standardised_linear(classification, settings.C, max_iter=300)
+    linear_iterations = 300
 
     def plan(self, context: PlanContext) -> list[Member]:
         data = context.data
@@ -110,12 +101,7 @@ class Pixels(OneShotEngine):
         if context.spec.is_classification and trees <= MAX_BOOSTED_SECONDS:
             heads.append(("-gbm", PixelSettings(side=side, head="boosted"), trees, BOOSTED_PRIOR_GAIN,
                           f"LightGBM ({BOOSTED_ROUNDS} rounds, 32 bins, 30% of the pixels a tree) on the same table"))
-        members = []
-        for suffix, settings, fit, gain, why in heads:
-            member = one_shot_member(context, self.name, settings, STARTUP_SECONDS + fit, fit, gain, why)
-            members.append(member.model_copy(update=dict(name=self.name + suffix, prepare_threads=context.cores,
-                                                         prepare_seconds=round(prepare, 1))))
-        return members
+        return self.head_members(context, heads, prepare)
 
     def describe(self, context: PlanContext) -> str:
         side = table_side(context.data.image_side)

@@ -1,5 +1,7 @@
 """Augmentation where the model trains: RandomResizedCrop and a flip on uint8 squares from the image cache, then the
-model's normalisation; the loader ships pixels and does no per-image work."""
+model's normalisation; the loader ships pixels and does no per-image work. Spectrograms (time across, pitch down)
+take what suits sound instead: a crop in time only, no flip (a flipped up-sweep is a down-sweep, another sound),
+and SpecAugment's masks of a few frames and a few bands."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,6 +10,8 @@ import torch.nn.functional as F
 
 CROP_SCALE = (0.35, 1.0)  # RandomResizedCrop's area share: a wider floor than ImageNet's 0.08 for small data
 CROP_RATIO = (3 / 4, 4 / 3)  # and its aspect ratios
+TIME_CROP = (0.7, 1.0)  # spectrograms: the share of the clip's frames a crop keeps (a time shift), all its bands
+MASK_SHARE = 0.15  # SpecAugment: each mask covers up to this share of the frames, or of the bands
 
 
 class DeviceAugment:
@@ -18,8 +22,8 @@ class DeviceAugment:
     workers do no per-image work (timm's prefetcher idea, taken as far as the crop)."""
 
     def __init__(self, size: int, mean, std, interpolation: str, device: torch.device, memory_format,
-                 batched: bool | None = None):
-        self.size, self.device, self.memory_format = size, device, memory_format
+                 batched: bool | None = None, sound: bool = False):
+        self.size, self.device, self.memory_format, self.sound = size, device, memory_format, sound
         self.batched = device.type != "cpu" if batched is None else batched
         self.mode = "bicubic" if interpolation == "bicubic" else "bilinear"
         self.mean = torch.tensor(mean, device=device).view(1, 3, 1, 1) * 255
@@ -27,7 +31,11 @@ class DeviceAugment:
 
     def crop_boxes(self, n: int) -> torch.Tensor:
         """Per image (width, height, centre x, centre y) as shares of the square, drawn as torchvision's
-        RandomResizedCrop draws them (area share and log aspect ratio uniform), clipped to the square."""
+        RandomResizedCrop draws them (area share and log aspect ratio uniform), clipped to the square; for a
+        spectrogram a stretch of its frames with every band."""
+        if self.sound:
+            width, height = torch.empty(n).uniform_(*TIME_CROP), torch.ones(n)
+            return torch.stack([width, height, (1 - width) * torch.rand(n) + width / 2, height / 2], dim=1)
         area = torch.empty(n).uniform_(*CROP_SCALE)
         ratio = torch.exp(torch.empty(n).uniform_(*np.log(CROP_RATIO)))
         width, height = (area * ratio).sqrt().clamp(max=1.0), (area / ratio).sqrt().clamp(max=1.0)
@@ -38,9 +46,22 @@ class DeviceAugment:
     def train(self, images: torch.Tensor) -> torch.Tensor:
         # bilinear whatever the model's own: the crop's interpolation is part of the augmentation (timm's training
         # transform draws it at random), and bicubic cost a CPU step 5% here
-        boxes, flips = self.crop_boxes(len(images)), torch.rand(len(images)) < 0.5
+        boxes, flips = self.crop_boxes(len(images)), torch.rand(len(images)) < (0.0 if self.sound else 0.5)
         crop = self._crop_batch if self.batched else self._crop_each
-        return self._normalise(crop(images, boxes, flips))
+        out = self._normalise(crop(images, boxes, flips))
+        return self._mask(out) if self.sound else out
+
+    def _mask(self, batch: torch.Tensor) -> torch.Tensor:
+        """SpecAugment on the normalised batch: per spectrogram one run of frames and one of bands set to 0 (the
+        normalised mean), each up to MASK_SHARE of its axis."""
+        n, size = len(batch), self.size
+        spans = (torch.rand(n, 2) * MASK_SHARE * size).long()
+        starts = (torch.rand(n, 2) * (size - spans)).long()
+        axis = torch.arange(size)
+        frames = (axis >= starts[:, :1]) & (axis < (starts + spans)[:, :1])  # n x size, across (time)
+        bands = (axis >= starts[:, 1:]) & (axis < (starts + spans)[:, 1:])  # n x size, down (pitch)
+        keep = ~(frames[:, None, :] | bands[:, :, None])
+        return batch.mul_(keep[:, None].to(batch.device, batch.dtype))
 
     def _crop_batch(self, images: torch.Tensor, boxes: torch.Tensor, flips: torch.Tensor) -> torch.Tensor:
         images = images.to(self.device, non_blocking=True).float()

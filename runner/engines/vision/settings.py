@@ -1,6 +1,8 @@
 """What an image member trains with, and the memory and batch rules that planning and training share."""
 from __future__ import annotations
 
+from typing import Literal
+
 from runner.engines.base import TARGET_MEMORY_FRACTION
 from runner.portfolio import Settings
 
@@ -14,6 +16,7 @@ class ImageSettings(Settings):
     image_size: int
     source_side: int = 0  # the training images' median shorter side (0: unknown): the cache keeps no more
     init: str = "scratch"  # scratch | pretrained (local weights found)
+    augment: Literal["photo", "spectrogram"] = "photo"  # see augment.DeviceAugment
     batch_size: int = 32
     accumulation: int = 1
     precision: str = "fp32"  # fp32 | bf16 | fp16

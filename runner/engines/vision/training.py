@@ -81,7 +81,8 @@ class Trainer:
         self.forward = torch.compile(self.model) if settings.compile else self.model
         config = timm.data.resolve_data_config({}, model=model)  # the model's own mean, std and interpolation
         self.augment = DeviceAugment(settings.image_size, config["mean"], config["std"],
-                                     config.get("interpolation") or "bilinear", self.device, self.memory_format)
+                                     config.get("interpolation") or "bilinear", self.device, self.memory_format,
+                                     sound=settings.augment == "spectrogram")
         pretrained = self.init.startswith("pretrained")
         self.lr = fine_tune_lr(settings.model) if pretrained else SCRATCH_LR
         # fine-tuning: each block deeper from the head learns at LAYER_DECAY times the rate of the one above, so
