@@ -58,6 +58,7 @@ class Dataset:
     warnings: list[str] = field(default_factory=list)
     image_cache: str | None = None  # decoded images (.npy): train rows then test rows; the image view holds rows
     untrainable: np.ndarray | None = None  # train rows no fold fits on (their input could not be read)
+    groups: np.ndarray | None = None  # train rows of one group share a fold (the pixels of one page)
     image_side: int = 0  # the images' median shorter side in pixels; an audio task's spectrogram side (0: neither)
 
     @property
@@ -75,7 +76,8 @@ class Dataset:
     def subset(self, keep: np.ndarray) -> "Dataset":
         """The same dataset keeping only the train rows where `keep` is true."""
         views = {kind: (rows_of(train, keep), test) for kind, (train, test) in self.views.items()}
-        return dataclasses.replace(self, y=self.y[keep], views=views, warnings=list(self.warnings))
+        groups = None if self.groups is None else self.groups[keep]
+        return dataclasses.replace(self, y=self.y[keep], views=views, warnings=list(self.warnings), groups=groups)
 
 
 def typical_side(paths: list[Path | None]) -> int:
@@ -430,6 +432,8 @@ def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_s
     columns = value_columns(spec, sample)
     if spec.labels_file:
         return _listed_dataset(spec, data_dir, work_dir, sample, columns)
+    if spec.target_image_dir:
+        return _pixel_dataset(spec, data_dir, work_dir, sample, columns, budget_seconds)
     warnings: list[str] = []
     if spec.label_pattern:
         train_path = data_dir / spec.image_dir
@@ -553,6 +557,99 @@ def _listed_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, sampl
                          "(task audio) or feature_files")
     side = SPECTROGRAM_SIDE if spec.task == "audio" else 0
     return Dataset(spec, columns, None, y, views, warnings, image_side=side).subset(keep)
+
+
+# --- image to image (denoising-dirty-documents) --------------------------------------------------------------
+
+WINDOW = 5  # a pixel's neighbourhood: its 5 x 5 window of noisy intensities
+BACKGROUND = 7  # the paper's own tone near a pixel: the lightest and the median of its 7 x 7 window
+MAX_PIXEL_ROWS = 2_000_000  # training pixels kept at most (a random share of them): ~250 MB of features
+
+
+def pixel_features(image: np.ndarray) -> np.ndarray:
+    """(pixels x columns) float32 of a gray image in [0, 1], row by row: the WINDOW x WINDOW neighbourhood, the
+    window's lightest and median value and the page's median (the paper's tone, under stains), and the position."""
+    from scipy.ndimage import maximum_filter, median_filter
+
+    padded = np.pad(image, WINDOW // 2, mode="edge")
+    window = np.lib.stride_tricks.sliding_window_view(padded, (WINDOW, WINDOW)).reshape(image.size, -1)
+    rows, cols = np.indices(image.shape)
+    extra = [maximum_filter(image, BACKGROUND, mode="nearest"), median_filter(image, BACKGROUND, mode="nearest"),
+             np.full(image.shape, np.median(image)), rows / max(1, image.shape[0] - 1),
+             cols / max(1, image.shape[1] - 1)]
+    return np.concatenate([window, np.stack([e.ravel() for e in extra], axis=1)], axis=1).astype(np.float32)
+
+
+def _gray(path: Path) -> np.ndarray | None:
+    try:
+        with Image.open(path) as image:
+            if image.width * image.height > MAX_PIXELS:
+                return None
+            return np.asarray(image.convert("L"), dtype=np.float32) / 255.0
+    except (OSError, SyntaxError, ValueError, Image.DecompressionBombError):
+        return None
+
+
+def _area(path: Path) -> int:
+    try:
+        with Image.open(path) as image:
+            return image.width * image.height
+    except (OSError, SyntaxError, ValueError, Image.DecompressionBombError):
+        return 0
+
+
+def _pixel_columns() -> list[str]:
+    return [f"w{r}{c}" for r in range(WINDOW) for c in range(WINDOW)] + ["lightest", "median", "page", "row", "col"]
+
+
+def _pixel_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, sample: pd.DataFrame, columns: list[str],
+                   budget_seconds: float | None) -> Dataset:
+    """Image to image as a table: a row per training pixel (its noisy neighbourhood; the clean intensity as the
+    target; the pixels of one page one group) and a row per sample row (`<image>_<row>_<col>`, 1-based, of the
+    test images), so the table engines learn the map pixel by pixel."""
+    warnings: list[str] = []
+    paths = sorted(image_files(data_dir, spec.image_dir, work_dir))
+    pixels = np.mean([_area(p) for p in paths[:SIDE_SAMPLE]] or [0]) * len(paths)  # from headers: no decoding
+    most = min(MAX_PIXEL_ROWS, sampled_rows(budget_seconds, None)) if budget_seconds else MAX_PIXEL_ROWS
+    share = min(1.0, most / max(1.0, pixels))  # each page keeps this share of its pixels, before any is stacked
+    rng = np.random.default_rng(0)
+    features, targets, groups = [], [], []
+    for path in paths:
+        clean_path = data_dir / spec.target_image_dir / path.name
+        noisy, clean = _gray(path), _gray(inside(data_dir, clean_path)) if clean_path.is_file() else None
+        if noisy is None or clean is None or noisy.shape != clean.shape:
+            warnings.append(f"{path}: no readable clean image of its size in {spec.target_image_dir}/, skipped")
+            continue
+        keep = rng.random(noisy.size) < share if share < 1 else slice(None)
+        features.append(pixel_features(noisy)[keep])
+        targets.append(clean.ravel()[keep])
+        groups.append(np.full(len(targets[-1]), len(groups)))
+    if not features:
+        raise InputError(f"{data_dir / spec.image_dir}: no training image with a clean one in {spec.target_image_dir}/")
+    if share < 1:
+        warnings.append(f"about {pixels:.0f} training pixels: a random {share:.1%} of each page's kept (what the "
+                        f"budget trains, at most {MAX_PIXEL_ROWS})")
+    x, y, group = np.concatenate(features), np.concatenate(targets), np.concatenate(groups)
+    ids = sample[spec.id_column].astype(str)
+    parts = ids.str.extract(r"^(.+)_(\d+)_(\d+)$")
+    if parts.isna().any().any():
+        raise InputError(f"{spec.sample_submission}: ids must be <image>_<row>_<col>, e.g. "
+                         f"{ids[parts.isna().any(axis=1)].iloc[0]!r}")
+    test = np.full((len(ids), x.shape[1]), np.nan, dtype=np.float32)
+    found = {p.stem: p for p in image_files(data_dir, spec.test_image_dir or "test", work_dir)}
+    for stem, rows in parts.groupby(0).groups.items():
+        image = _gray(found[stem]) if stem in found else None
+        if image is None:
+            warnings.append(f"{data_dir / (spec.test_image_dir or 'test')}: no readable image {stem}: its "
+                            f"{len(rows)} pixel(s) get the mean")
+            continue
+        r, c = parts.loc[rows, 1].astype(int) - 1, parts.loc[rows, 2].astype(int) - 1
+        inside_image = ((r >= 0) & (r < image.shape[0]) & (c >= 0) & (c < image.shape[1])).to_numpy()
+        flat = (r * image.shape[1] + c).to_numpy()
+        test[np.asarray(rows)[inside_image]] = pixel_features(image)[flat[inside_image]]
+    names = _pixel_columns()
+    views = {"table": (pd.DataFrame(x, columns=names), pd.DataFrame(test, columns=names))}
+    return Dataset(spec, columns, None, y[:, None].astype(np.float64), views, warnings, groups=group)
 
 
 # --- tabular features ----------------------------------------------------------------------------------------

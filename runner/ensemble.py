@@ -38,7 +38,8 @@ class Ensemble:
     def _ids(self, member: Member) -> np.ndarray:
         key = (member.folds, member.split_seed)
         if key not in self.fold_ids:
-            self.fold_ids[key] = assign_folds(self.dataset.y, self.outputs.spec.is_classification, *key)
+            self.fold_ids[key] = assign_folds(self.dataset.y, self.outputs.spec.is_classification, *key,
+                                              groups=self.dataset.groups)
         return self.fold_ids[key]
 
     def add(self, state: MemberState, results: list[FoldResult]) -> None:

@@ -67,7 +67,8 @@ def train(task: FoldTask, started: float) -> FoldResult:
     member, out = task.member, Path(task.out_dir)
     engine = get_engine(member.engine)
     dataset = _load(task.dataset)
-    fold_ids = assign_folds(dataset.y, dataset.spec.is_classification, member.folds, member.split_seed)
+    fold_ids = assign_folds(dataset.y, dataset.spec.is_classification, member.folds, member.split_seed,
+                            groups=dataset.groups)
     data = fold_data(dataset, engine.inputs, fold_ids, task.fold)
     startup = time.monotonic() - started
     sizes = dict(n_train=len(data.y_train), n_val=len(data.y_val), startup_seconds=round(startup, 2))

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from sklearn.model_selection import KFold, StratifiedKFold
+from sklearn.model_selection import GroupKFold, KFold, StratifiedKFold
 
 from runner.portfolio import Member
 from runner.saved import Saved
@@ -70,9 +70,15 @@ class FoldResult(Saved):
         return cls.from_json(json.loads(Path(path).read_text()))
 
 
-def assign_folds(y: np.ndarray, classification: bool, folds: int, seed: int) -> np.ndarray:
-    """Fold id per train row: stratified for classification when every class has enough rows."""
+def assign_folds(y: np.ndarray, classification: bool, folds: int, seed: int,
+                 groups: np.ndarray | None = None) -> np.ndarray:
+    """Fold id per train row: stratified for classification when every class has enough rows; with `groups`,
+    the rows of a group share a fold (a page's pixels: its neighbours would otherwise validate a pixel)."""
     ids = np.zeros(len(y), dtype=np.int64)
+    if groups is not None and len(np.unique(groups)) >= folds:
+        for k, (_, val) in enumerate(GroupKFold(folds, shuffle=True, random_state=seed).split(y, groups=groups)):
+            ids[val] = k
+        return ids
     counts = np.bincount(y.astype(int)) if classification else np.array([])
     stratify = classification and counts[counts > 0].min() >= folds
     splitter = StratifiedKFold(folds, shuffle=True, random_state=seed) if stratify \

@@ -21,7 +21,7 @@ from runner.errors import InputError, SpecError
 from runner.metrics import LOWER_IS_BETTER
 from runner.saved import Saved
 
-TASKS = ("tabular", "image", "text", "audio", "unsupported")
+TASKS = ("tabular", "image", "text", "audio", "image_to_image", "unsupported")
 # what the sample submission's value columns hold: one probability per class of one label, one probability of the
 # positive class, a class label, values, or one independent probability per label column (multi-label)
 FORMATS = ("probabilities", "probability", "label", "regression", "multilabel")
@@ -69,6 +69,7 @@ class CompetitionSpec(Saved):
     names_file: str | None = None
     feature_files: tuple[str, ...] = ()  # ready features `id,value,...` under a one-line header, joined by id
     stacked_ids: int = 0  # the sample has a row per (item, label), Id = item * stacked_ids + label (0: not so)
+    target_image_dir: str | None = None  # image to image: the clean images, named as the inputs in image_dir
     folds: int = 5
     inferred: bool = False
     note: str = ""
@@ -246,11 +247,12 @@ def infer_spec(name: str, data_dir: Path) -> CompetitionSpec:
 
     def unsupported(note: str) -> CompetitionSpec:
         rule = _rule_baseline(data_dir, sample[id_column], targets)
-        if rule is not None:  # a kind no engine trains, but one a baseline rule knows
+        if rule is not None:  # image to image, or a kind no engine trains but one a baseline rule knows
             fields, why = rule
-            usual = fields.pop("metric")
-            return CompetitionSpec(task="unsupported", metric=described or usual, note=note,
-                                   evidence=(*evidence, f"not trained: {note}", why), **{**base, **fields})
+            usual, task = fields.pop("metric"), fields.pop("task", "unsupported")
+            said = (why,) if task != "unsupported" else (f"not trained: {note}", why)
+            return CompetitionSpec(task=task, metric=described or usual, note=note if task == "unsupported" else why,
+                                   evidence=(*evidence, *said), **{**base, **fields})
         metric = described or "accuracy"
         fmt = "regression" if metric in ("rmsle", "rmse", "mae") else "label"
         return CompetitionSpec(task="unsupported", metric=metric, submission=fmt, note=note,
@@ -328,10 +330,23 @@ def infer_spec(name: str, data_dir: Path) -> CompetitionSpec:
 PIXEL_ID = re.compile(r"^(.+)_\d+_\d+$")  # '<image>_<row>_<col>': one submission row per pixel
 
 
+def _image_pair(data_dir: Path) -> tuple[str, str] | None:
+    """(inputs, targets) of two image folders `X/` and `X_*/` whose image names are the same: noisy pages and
+    clean ones (denoising-dirty-documents' train/ and train_cleaned/)."""
+    def images(folder: Path) -> set[str]:
+        return {p.name for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES}
+
+    for folder in sorted(p for p in data_dir.iterdir() if p.is_dir()):
+        for other in sorted(data_dir.glob(f"{folder.name}_*")):
+            if other.is_dir() and (names := images(folder)) and names == images(other):
+                return folder.name, other.name
+    return None
+
+
 def _rule_baseline(data_dir: Path, ids: pd.Series, targets: tuple) -> tuple[dict, str] | None:
-    """(spec fields, evidence) of the baseline rule (runner.baselines) an untrainable competition's files call for:
-    pixel ids of the images in a folder (image to image), or tokens with their spoken form in a training table
-    (text normalisation); None when neither fits."""
+    """(spec fields, evidence) of what a competition without a train table calls for: pixel ids of the images in a
+    folder with a pair of noisy and clean image folders (image to image, trained), else the noisy-pixels rule; or
+    tokens with their spoken form in a training table (text normalisation's rule); None when none fits."""
     if len(targets) != 1:
         return None
     stems = {m.group(1) for i in ids.astype(str).head(50) if (m := PIXEL_ID.match(i))}
@@ -339,9 +354,13 @@ def _rule_baseline(data_dir: Path, ids: pd.Series, targets: tuple) -> tuple[dict
         for folder in sorted(p for p in data_dir.iterdir() if p.is_dir()):
             names = {p.stem for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES}
             if stems <= names:
-                return (dict(baseline="noisy_pixels", submission="regression", metric="rmse", train_file=None,
-                             test_file=None, test_image_dir=folder.name),
-                        f"baseline noisy_pixels: the ids are <image>_<row>_<col> of the images in {folder.name}/")
+                fields = dict(submission="regression", metric="rmse", train_file=None, test_file=None,
+                              test_image_dir=folder.name)
+                why = f"the ids are <image>_<row>_<col> of the images in {folder.name}/"
+                if pair := _image_pair(data_dir):
+                    return (dict(fields, task="image_to_image", image_dir=pair[0], target_image_dir=pair[1]),
+                            f"image to image: {why}; {pair[0]}/ and {pair[1]}/ hold images of the same names")
+                return dict(fields, baseline="noisy_pixels"), f"baseline noisy_pixels: {why}"
     tables = {}
     for path in sorted(data_dir.iterdir()):
         if path.is_file() and re.search(r"\.csv(\.(zip|gz))?$", path.name) and "sample" not in path.name.lower():

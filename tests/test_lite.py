@@ -22,12 +22,12 @@ from runner.spec import BASELINES, load_spec
 from runner.submission import Predictions, build_submission
 
 LITE = (Path(__file__).resolve().parent.parent / "competitions" / "splits" / "mle-bench-lite.txt").read_text().split()
-BASELINE_ONLY = {"denoising-dirty-documents", "text-normalization-challenge-english-language",
-                 "text-normalization-challenge-russian-language"}
+BASELINE_ONLY = {"text-normalization-challenge-english-language", "text-normalization-challenge-russian-language"}
 SMALL = {"dog-breed-identification": dict(train_per_breed=4, test_per_breed=1)}  # the demo's own size is minutes
 # seconds each replica runs for in the end-to-end test: images need a few epochs of a small CNN on 2 cores, and
 # dog-breed's 120 classes from 4 photos each 35 s
-BUDGET = {"image": 30, "text": 8, "tabular": 8, "unsupported": 5, "audio": 20, "dog-breed-identification": 35,
+BUDGET = {"image": 30, "text": 8, "tabular": 8, "unsupported": 5, "audio": 20, "image_to_image": 20,
+          "dog-breed-identification": 35,
           # 48-px pets from random init: resnet10t at their own size reached a CV log loss of 0.22 and 0.23 at 40 s
           # (0.48 at 30 s, where mobilenetv3 at 64 px had kept the prior's 0.693 even at 60 s under load)
           "dogs-vs-cats-redux-kernels-edition": 40}
@@ -256,8 +256,7 @@ def test_a_layout_no_spec_knows_is_inferred_trained_and_its_choices_reported(rep
     assert report.status == "trained" and graded.valid_submission and graded.score > 0.6, (report.error, graded)
 
 
-@pytest.mark.parametrize("competition, rule", [("denoising-dirty-documents", "noisy_pixels"),
-                                               ("text-normalization-challenge-russian-language", "token_lookup")])
+@pytest.mark.parametrize("competition, rule", [("text-normalization-challenge-russian-language", "token_lookup")])
 def test_an_unknown_kind_under_another_name_still_gets_its_baseline_rule(replicas, competition, rule, tmp_path):
     """The same files under an id no spec knows: inference finds the rule from the ids and columns, the run writes
     the honest baseline and the report says why."""
