@@ -24,7 +24,7 @@ LAYERS = (
     ("units", {"runner.folds", "runner.processes", "runner.fold_worker", "runner.units", "runner.deadlines",
                "runner.slots", "runner.watch", "runner.control"}),
     ("predictions", {"runner.predict", "runner.blend", "runner.resume", "runner.bags"}),
-    ("submission", {"runner.submission", "runner.baselines"}),
+    ("submission", {"runner.submission", "runner.baselines", "runner.normalization"}),
     ("grade", {"runner.grade"}),
     ("supervisor", {"runner.report", "runner.outputs", "runner.ensemble", "runner.controller", "runner.extras",
                     "runner.run"}),

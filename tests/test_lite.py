@@ -269,3 +269,15 @@ def test_an_unknown_kind_under_another_name_still_gets_its_baseline_rule(replica
     graded = grade(tmp_path / "out" / "submission.csv", load_spec(competition), replicas[competition] / "prepared"
                    / "private")
     assert metrics.better(graded.metric, graded.score, sample_score(competition, replicas[competition], tmp_path))
+
+
+def test_the_leaf_replica_names_its_species_as_the_real_competition_does(replicas):
+    """MLE-bench's leaf grader accepts exactly the real 99 class columns: a replica with invented species names
+    was rejected by it however good its predictions."""
+    public = replicas["leaf-classification"] / "prepared" / "public"
+    columns = pd.read_csv(public / "sample_submission.csv", nrows=1).columns.tolist()
+    species = columns[1:]
+    assert columns[0] == "id" and len(species) == 99 and species == sorted(species)
+    assert {"Acer_Capillipes", "Quercus_Rubra", "Zelkova_Serrata", "Tilia_Tomentosa"} <= set(species)
+    train = pd.read_csv(public / "train.csv")
+    assert set(train["species"]) <= set(species)

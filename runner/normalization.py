@@ -1,0 +1,223 @@
+"""Text normalisation learned from the training pairs alone (written token -> spoken form), for the tokens a plain
+lookup has never seen. No word of any language is written here: every word comes from train.
+
+- the lookup: each token's most frequent spoken form, and where a token has several, the one most frequent with
+  the same neighbours (the context lookup);
+- letters: an upper-case token spoken letter by letter ("BBC" -> "b b c"), each letter's word learned from the
+  acronyms train spells;
+- numbers: a place-value grammar induced from the digit tokens train speaks: the words of 0-99 (a ten and a unit
+  put side by side where 37 itself was never seen), of each hundred and of each count of thousands, each learned as
+  the words a seen number puts before the words of its rest (and, where train shows one word that every hundred
+  or thousand adds to its count's words, that word for the counts it never showed);
+- ordinals ("12th"): the number's words with their last word changed as train changes it ("two" -> "second");
+- years (a 4-digit token train speaks as two 2-digit halves, "1984" -> "nineteen eighty four"): that rule, when it
+  holds for every such year train shows;
+- money ("$111", "5 руб."): the amount's words and the currency's word train puts after them, chosen by whether
+  the amount is one, its last digit and whether it is a teen (as plurals go).
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+
+import pandas as pd
+
+DIGITS = re.compile(r"^\d{1,7}$")
+ORDINAL = re.compile(r"^(\d{1,7})([^\d\s]{1,4})$")
+CAPITALS = re.compile(r"^[^\W\d_]{2,8}$")
+YEAR = re.compile(r"^(1[0-9]|20)(\d\d)$")
+MONEY = re.compile(r"^(\D{1,3})(\d{1,7})$|^(\d{1,7}) (\S{1,6})$")  # "$111" or "5 руб."
+
+
+def _most_frequent(pairs: pd.DataFrame, keys: list[str]) -> pd.Series:
+    counts = pairs.groupby([*keys, "after"]).size().rename("n").reset_index()
+    best = counts.sort_values([*keys, "n"], ascending=[True] * len(keys) + [False]).drop_duplicates(keys)
+    return best.set_index(keys)["after"]
+
+
+class Numbers:
+    """Cardinal numbers from the digit tokens of train (see the module's docstring)."""
+
+    def __init__(self, spoken: dict[int, str]):
+        self.seen = spoken
+        self.small = {n: w for n, w in spoken.items() if n < 100}
+        tens = {n // 10: w for n, w in self.small.items() if n >= 20 and n % 10 == 0}
+        for n, words in spoken.items():  # "seventy" from "... seventy four" where 4 is "four" and 70 unseen
+            last = n % 100
+            said = words.split()
+            if last >= 20 and last % 10 and len(said) >= 2 and said[-1] == self.small.get(last % 10):
+                tens.setdefault(last // 10, said[-2])
+            elif last >= 20 and last % 10 == 0 and n >= 100 and said:
+                tens.setdefault(last // 10, said[-1])
+        for n in range(20, 100):  # a ten and a unit side by side, where train never spoke n itself
+            if n not in self.small and n // 10 in tens and (n % 10 == 0 or n % 10 in self.small):
+                self.small[n] = tens[n // 10] + (f" {self.small[n % 10]}" if n % 10 else "")
+        self.hundreds = self._heads(100, 10)
+        self.thousands = self._heads(1000, 1000)
+
+    def _heads(self, unit: int, counts: int) -> dict[int, str]:
+        """For each count c < counts, the words of c * unit before the rest's words, from the numbers train spoke;
+        then, where every learned head is its count's words plus one shared word, that rule for the others."""
+        heads: dict[int, str] = {}
+        for n, words in sorted(self.seen.items()):
+            count, rest = divmod(n, unit)
+            if not 1 <= count < counts:
+                continue
+            tail = self.say(rest) if rest else ""
+            if rest == 0:
+                heads.setdefault(count, words)
+            elif tail and words.endswith(" " + tail):
+                heads.setdefault(count, words[: -len(tail) - 1])
+        shared = {h[len(said) + 1:] if (said := self._count(c, unit)) and h.startswith(said + " ") else None
+                  for c, h in heads.items()}
+        if len(heads) >= 2 and len(shared) == 1 and None not in shared:  # every head: its count's words + one word
+            word = shared.pop()
+            for count in range(1, counts):
+                if count not in heads and (said := self._count(count, unit)):
+                    heads[count] = f"{said} {word}"
+        return heads
+
+    def _count(self, count: int, unit: int) -> str | None:
+        return self.small.get(count) if unit == 100 else self.say(count)
+
+    def say(self, n: int) -> str | None:
+        """The words of n, or None where train did not teach enough of them."""
+        if n in self.seen:
+            return self.seen[n]
+        if n < 100:
+            return self.small.get(n)
+        unit, heads = (100, self.hundreds) if n < 1000 else (1000, self.thousands)
+        count, rest = divmod(n, unit)
+        head = heads.get(count) if unit == 100 or count < 1000 else None
+        if head is None:
+            return None
+        if rest == 0:
+            return head
+        tail = self.say(rest)
+        return f"{head} {tail}" if tail else None
+
+
+def _learn_letters(pairs: pd.DataFrame) -> dict[str, str]:
+    """Each letter's spoken word, from tokens of capitals that train speaks as one word a letter."""
+    votes: dict[str, Counter] = defaultdict(Counter)
+    for before, after in pairs.itertuples(index=False):
+        words = after.split()
+        if CAPITALS.match(before) and before.isupper() and len(words) == len(before):
+            for letter, word in zip(before, words):
+                votes[letter][word] += 1
+    return {letter: counted.most_common(1)[0][0] for letter, counted in votes.items()}
+
+
+def _learn_last_words(pairs: pd.DataFrame, numbers: Numbers) -> tuple[dict[str, str], set[str]]:
+    """How an ordinal changes its number's last word ("two" -> "second"), and the suffixes ordinals carry."""
+    changes: dict[str, Counter] = defaultdict(Counter)
+    suffixes = set()
+    for before, after in pairs.itertuples(index=False):
+        if (match := ORDINAL.match(before)) and (said := numbers.say(int(match.group(1)))):
+            words, spoken = said.split(), after.split()
+            if len(words) == len(spoken) and words[:-1] == spoken[:-1]:
+                changes[words[-1]][spoken[-1]] += 1
+                suffixes.add(match.group(2))
+    return {word: counted.most_common(1)[0][0] for word, counted in changes.items()}, suffixes
+
+
+def _money_key(n: int) -> tuple:
+    """What a currency's word may depend on: one or not, the last digit and whether it is a teen (plurals)."""
+    return n == 1, n % 10, 10 <= n % 100 < 20
+
+
+def _money(token: str) -> tuple[str, int] | None:
+    """(currency, amount) of "$111" or "5 руб.", or None."""
+    if not (match := MONEY.match(token)):
+        return None
+    return (match.group(1), int(match.group(2))) if match.group(1) else (match.group(4), int(match.group(3)))
+
+
+def _learn_currencies(pairs: pd.DataFrame, numbers: Numbers) -> dict[tuple, str]:
+    """A currency's spoken word after the amount's words, by (currency, _money_key) and by (currency, one or
+    not): "$" -> "dollar" / "dollars", "руб." -> "рубль" / "рубля" / "рублей"."""
+    votes: dict[tuple, Counter] = defaultdict(Counter)
+    for before, after in pairs.itertuples(index=False):
+        if (found := _money(before)) and (said := numbers.say(found[1])) and after.startswith(said + " "):
+            word = after[len(said) + 1:]
+            key = _money_key(found[1])
+            votes[(found[0], *key)][word] += 1
+            votes[(found[0], key[0])][word] += 1
+    return {key: counted.most_common(1)[0][0] for key, counted in votes.items()}
+
+
+class Normalizer:
+    """Learned from a training table (sentence_id, before, after); `speak` normalises a test table."""
+
+    def __init__(self, train: pd.DataFrame):
+        pairs = train[["before", "after"]].astype(str)
+        self.lookup = _most_frequent(pairs, ["before"])
+        context = self._context(train)
+        ambiguous = pairs.groupby("before")["after"].nunique()
+        ambiguous = set(ambiguous[ambiguous > 1].index)
+        self.context = _most_frequent(context[context["before"].isin(ambiguous)], ["previous", "before", "next"])
+        digits = pairs[pairs["before"].str.match(DIGITS) & ~pairs["after"].str.contains(r"\d")]
+        # 4-digit tokens that may be years are left out: "1984" as a year is not the number's words
+        self.numbers = Numbers({int(b): a for b, a in _most_frequent(digits, ["before"]).items()
+                                if not YEAR.match(b) or 2000 <= int(b) < 2010})
+        self.years = self._years(digits)
+        self.letters = _learn_letters(pairs)
+        self.last_words, self.ordinal_suffixes = _learn_last_words(pairs, self.numbers)
+        self.currencies = _learn_currencies(pairs, self.numbers)
+
+    @staticmethod
+    def _context(frame: pd.DataFrame) -> pd.DataFrame:
+        """Each token with the tokens before and after it in its sentence ('' at the ends)."""
+        frame = frame.astype({"before": str})
+        by_sentence = frame.groupby("sentence_id")["before"]
+        return frame.assign(previous=by_sentence.shift(1).fillna(""), next=by_sentence.shift(-1).fillna(""))
+
+    def _years(self, digits: pd.DataFrame) -> bool:
+        """Whether train speaks every 4-digit token of 1000-1999 (and 2010-2099) as its two halves."""
+        held = []
+        for before, after in digits.itertuples(index=False):
+            match = YEAR.match(before)
+            if match and not 2000 <= int(before) < 2010 and int(match.group(2)) >= 10:
+                high, low = (self.numbers.say(int(g)) for g in match.groups())
+                if high and low:  # a year whose halves train taught
+                    held.append(after == f"{high} {low}")
+        return len(held) >= 2 and all(held)
+
+    def rule(self, token: str) -> str | None:
+        """What the learned rules say for a token the lookup never saw (None: nothing)."""
+        if DIGITS.match(token):
+            match = YEAR.match(token)
+            if self.years and match and not 2000 <= int(token) < 2010 and int(match.group(2)) >= 10:
+                high, low = (self.numbers.say(int(g)) for g in match.groups())
+                if high and low:
+                    return f"{high} {low}"
+            return self.numbers.say(int(token))
+        if (match := ORDINAL.match(token)) and match.group(2) in self.ordinal_suffixes:
+            said = self.numbers.say(int(match.group(1)))
+            words = said.split() if said else []
+            if words and words[-1] in self.last_words:
+                return " ".join([*words[:-1], self.last_words[words[-1]]])
+            return None
+        if (found := _money(token)) and (said := self.numbers.say(found[1])):
+            key = _money_key(found[1])
+            word = self.currencies.get((found[0], *key)) or self.currencies.get((found[0], key[0]))
+            return f"{said} {word}" if word else None
+        if CAPITALS.match(token) and token.isupper() and all(c in self.letters for c in token):
+            return " ".join(self.letters[c] for c in token)
+        return None
+
+    def look_up(self, before: pd.Series) -> pd.Series:
+        """The plain lookup alone (else the token itself): what the rules are measured against."""
+        return before.astype(str).map(self.lookup).fillna(before.astype(str))
+
+    def speak(self, test: pd.DataFrame) -> pd.Series:
+        """Each test token's spoken form: the context lookup for tokens train spoke in several ways, the lookup,
+        the learned rules for the rest, else the token itself."""
+        context = self._context(test)
+        said = test["before"].astype(str).map(self.lookup)
+        if len(self.context):
+            keys = pd.MultiIndex.from_frame(context[["previous", "before", "next"]])
+            said = pd.Series(self.context.reindex(keys).to_numpy(), index=test.index).fillna(said)
+        unseen = said.isna()
+        said[unseen] = [self.rule(t) for t in test.loc[unseen, "before"].astype(str)]
+        return said.fillna(test["before"].astype(str))
