@@ -51,6 +51,7 @@ bench: $(BENCH_STAMP)
 	cd bench && PYTHONPATH=..:. ../$(PY) pretrained.py
 	cd bench && PYTHONPATH=..:. ../$(PY) quality.py
 	cd bench && PYTHONPATH=..:. ../$(PY) finetune.py
+	cd bench && PYTHONPATH=..:. ../$(PY) modalities.py
 	cd bench && PYTHONPATH=..:. ../$(PY) missing_values.py
 
 # on an NVIDIA GPU, the CUDA paths for real (memory probe, shared folds, NVML, bf16/compile, OOM back-off, planned
