@@ -8,7 +8,10 @@ constant, AUC 0.5); the textbook reference is a linear model on each clip's mean
 decoding, a model that sees no time order): logistic regression, or ridge with an output per species. And the
 image-to-image replica, denoising-dirty-documents (32 stained training pages and their clean twins, pixel RMSE):
 its rule baseline was every test pixel as noisy as it is; the textbook reference a straight line from the noisy
-intensity to the clean one. In one run, on this machine, for each replica and budget:
+intensity to the clean one. And the two text-normalization replicas (300 training sentences each, exact-match
+accuracy): their rule baseline was the train lookup alone (what the runner's learned rules now extend), the
+textbook reference every token copied as written (the sample submission). In one run, on this machine, for each
+replica and budget:
 - the runner: `runner run` in its own process, graded with MLE-bench's rules;
 - the rule baseline and the reference, fitted on all the training clips;
 - the runner's best single member (best CV of those whose folds all finished).
@@ -16,9 +19,10 @@ Each row keeps the runner's edge over every other contestant with its 90% interv
 test rows. Goal: at 60 s ahead of the rule baseline beyond the noise and never behind the reference beyond it; at
 300 s ahead of both beyond the noise and ahead of its own 60 s score; wall <= budget.
 
-    python modalities.py [--budgets 60 300] [--only whale birds denoising]
+    python modalities.py [--budgets 60 300] [--only whale birds denoising text-norm-en text-norm-ru]
 
-Writes bench/results/modalities.json in the quality bench's row format (`task` audio or image_to_image).
+Writes bench/results/modalities.json in the quality bench's row format (`task` audio, image_to_image or
+text_normalization).
 """
 from __future__ import annotations
 
@@ -119,10 +123,33 @@ def kept_rows(fresh: list[dict]) -> list[dict]:
                                               r["budget"]))
 
 
+def text_references(spec, public: Path, private: Path, work: Path) -> dict[str, tuple[dict, pd.DataFrame]]:
+    """The rule the competition had (each token's most frequent spoken form in train, else the token) and the
+    sample itself (every token copied as written), which is what the field starts from."""
+    from runner.data import read_table
+    from runner.normalization import Normalizer
+
+    train = read_table(public / spec.train_file, "train file", public)
+    test = read_table(public / spec.test_file, "test file", public)
+    sample = read_table(public / spec.sample_submission, "sample", public)
+    ids = test["sentence_id"].astype(str) + "_" + test["token_id"].astype(str)
+    started = time.monotonic()
+    looked_up = pd.Series(Normalizer(train).look_up(test["before"]).to_numpy(), index=ids.to_numpy())
+    fitted = time.monotonic() - started
+    out = {}
+    for name, values, seconds in (("rule_baseline", looked_up, fitted),
+                                  ("textbook", pd.Series(test["before"].astype(str).to_numpy(), index=ids), 0.0)):
+        frame = sample.assign(**{spec.targets[0]: sample[spec.id_column].astype(str).map(values).to_numpy()})
+        out[name] = (dict(score=graded(frame, spec, private, work), seconds=round(seconds, 2)), frame)
+    return out
+
+
 # name: (competition, its references, task)
 REPLICAS = {"whale": ("the-icml-2013-whale-challenge-right-whale-redux", audio_references, "audio"),
             "birds": ("mlsp-2013-birds", audio_references, "audio"),
-            "denoising": ("denoising-dirty-documents", pixel_references, "image_to_image")}
+            "denoising": ("denoising-dirty-documents", pixel_references, "image_to_image"),
+            "text-norm-en": ("text-normalization-challenge-english-language", text_references, "text_normalization"),
+            "text-norm-ru": ("text-normalization-challenge-russian-language", text_references, "text_normalization")}
 
 
 def main() -> None:
