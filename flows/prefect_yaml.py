@@ -10,13 +10,15 @@ from runner.leases import CPU_QUEUE, GPU_QUEUE
 from runner.spec import known_specs
 
 SWEEP_QUEUE = "sweep"  # flows that only wait on others: served by a worker holding no lease
-ON_A_CARD = {"image", "text", "audio"}  # tasks whose runs want a GPU (a CNN, a sentence encoder, a spectrogram CNN): the gpu queue
+# tasks whose runs want a GPU (a CNN, a sentence encoder, a spectrogram CNN): the gpu queue
+ON_A_CARD = {"image", "text", "audio"}
 
 HEADER = """\
 # Deployments: `compete/<alias>` per competition spec, the `sweep/mle-bench-lite` nightly sweep (its schedule is
 # created inactive: resume it in the UI or with `prefect deployment schedule resume`), and `sweep/demo`.
 # `make up` deploys them all to a local server; workers run flows from $RUNNER_REPO (set by `make up`).
-# Queues: gpu (image, text and audio competitions), cpu (tables, image to image, rule baselines), sweep (flows that wait on others).
+# Queues: gpu (image, text and audio competitions), cpu (tables, image to image, rule baselines), sweep
+# (flows that wait on others).
 # Generated from competitions/*.yaml by `python -m flows.prefect_yaml`: edit that, not this.
 """
 
