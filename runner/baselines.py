@@ -15,9 +15,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from PIL import Image
 
-from runner.data import image_files, read_table
+from runner.data import gray_image, image_files, read_table
 from runner.errors import InputError
 from runner.normalization import Normalizer
 from runner.spec import CompetitionSpec
@@ -58,10 +57,7 @@ def noisy_pixels(spec: CompetitionSpec, data_dir: Path, sample: pd.DataFrame, co
     where = data_dir / (spec.test_image_dir or "test")
     parts = []
     for path in sorted(image_files(data_dir, spec.test_image_dir or "test", work_dir)):
-        try:
-            with Image.open(path) as image:
-                pixels = np.asarray(image.convert("L"), dtype=np.float64) / 255.0
-        except (OSError, ValueError):
+        if (pixels := gray_image(path, np.float64)) is None:
             continue
         rows, cols = np.indices(pixels.shape)
         ids = path.stem + "_" + (rows.ravel() + 1).astype(str).astype(object) + "_" \

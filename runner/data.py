@@ -580,12 +580,13 @@ def pixel_features(image: np.ndarray) -> np.ndarray:
     return np.concatenate([window, np.stack([e.ravel() for e in extra], axis=1)], axis=1).astype(np.float32)
 
 
-def _gray(path: Path) -> np.ndarray | None:
+def gray_image(path: Path, dtype=np.float32) -> np.ndarray | None:
+    """An image's gray intensities in [0, 1], or None when it cannot be read or is larger than MAX_PIXELS."""
     try:
         with Image.open(path) as image:
             if image.width * image.height > MAX_PIXELS:
                 return None
-            return np.asarray(image.convert("L"), dtype=np.float32) / 255.0
+            return np.asarray(image.convert("L"), dtype=dtype) / 255.0
     except (OSError, SyntaxError, ValueError, Image.DecompressionBombError):
         return None
 
@@ -616,7 +617,7 @@ def _pixel_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, sample
     features, targets, groups = [], [], []
     for path in paths:
         clean_path = data_dir / spec.target_image_dir / path.name
-        noisy, clean = _gray(path), _gray(inside(data_dir, clean_path)) if clean_path.is_file() else None
+        noisy, clean = gray_image(path), gray_image(inside(data_dir, clean_path)) if clean_path.is_file() else None
         if noisy is None or clean is None or noisy.shape != clean.shape:
             warnings.append(f"{path}: no readable clean image of its size in {spec.target_image_dir}/, skipped")
             continue
@@ -638,7 +639,7 @@ def _pixel_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, sample
     test = np.full((len(ids), x.shape[1]), np.nan, dtype=np.float32)
     found = {p.stem: p for p in image_files(data_dir, spec.test_image_dir or "test", work_dir)}
     for stem, rows in parts.groupby(0).groups.items():
-        image = _gray(found[stem]) if stem in found else None
+        image = gray_image(found[stem]) if stem in found else None
         if image is None:
             warnings.append(f"{data_dir / (spec.test_image_dir or 'test')}: no readable image {stem}: its "
                             f"{len(rows)} pixel(s) get the mean")

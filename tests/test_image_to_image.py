@@ -89,3 +89,23 @@ def test_pages_beyond_what_training_takes_keep_a_share_of_every_pages_pixels(pag
     assert set(np.unique(short.groups)) == set(np.unique(whole.groups))
     assert any("kept" in w for w in short.warnings)
     assert len(short.views["table"][1]) == len(whole.views["table"][1])
+
+
+def test_pixel_ids_without_clean_pages_still_get_the_noisy_pixels_rule(pages, tmp_path):
+    """No paired folder to learn from: inference falls back to the noisy-pixels rule, which the run writes and
+    which beats the sample's all-white page."""
+    from runner.budget import Budget
+    from runner.grade import grade
+    from runner.run import run_competition
+
+    copy = tmp_path / "public"
+    shutil.copytree(pages, copy)
+    shutil.rmtree(copy / "train_cleaned")
+    spec = load_spec("some-pages", copy)
+    assert (spec.task, spec.baseline) == ("unsupported", "noisy_pixels")
+    report = run_competition("some-pages", copy, Budget.start(10), tmp_path / "out")
+    assert report.status == "baseline"
+    private = pages.parent / "private"
+    noisy = grade(tmp_path / "out" / "submission.csv", load_spec(DENOISING), private).score
+    sample = grade(copy / "sampleSubmission.csv", load_spec(DENOISING), private).score
+    assert noisy < 0.7 * sample, (noisy, sample)
