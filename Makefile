@@ -5,9 +5,10 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.installed-bench
 DEMO_DIR := runs/demo
-# pytest-xdist workers, each taking whole test files (0: one process, the default). Two finish in about half the
-# time, but whole runs then share the cores and one given half the CPU can miss its score (docs/testing.md)
-TEST_WORKERS ?= 0
+# pytest-xdist workers, each taking whole test files (longest first, in the order tests/conftest.py gives them) and
+# keeping its own share of the cores, so a run sees the same machine whatever the other worker does; 0: one process
+# on every core (docs/testing.md)
+TEST_WORKERS ?= 2
 DEMO_BUDGET ?=  # empty: each demo competition's own budget (dog-breed 3m, spaceship 1m)
 
 .PHONY: install demo test bench gpu-check gpu-wheels gpu-check-offline up down clean
@@ -28,7 +29,7 @@ demo: $(STAMP)
 # the tests themselves.
 test: $(STAMP)
 	docker/install-engine.sh
-	$(PY) -m pytest -q $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile)
+	$(PY) -m pytest -q $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 # A local Prefect stack (server on 127.0.0.1:4200, a process worker, every deployment); state in .prefect-stack/
 up: $(STAMP)

@@ -48,6 +48,7 @@ class Controller:
         self.epochs = EpochReader()
         self.reprobed_at = -math.inf
         self.planned_lanes: dict[str, int] | None = None  # the plan's lane cores before other processes took some
+        self.given_up: set[str] = set()  # members whose later folds were skipped after one trained nothing in time
 
     # --- what running folds show ----------------------------------------------------------------------------
 
@@ -100,6 +101,19 @@ class Controller:
                 settings=state.member.settings.model_copy(update=result.changes)))
             self.apply(Change(member, f"{member.name}: fold {result.fold} changed {result.changes} "
                                       f"({result.message.split('; ')[-1]})"))
+        if result.out_of_time and not state.folds_done and get_engine(state.member.engine).fills_window and \
+                state.member.name not in self.given_up:
+            self.give_up(state.member, result)
+
+    def give_up(self, member: Member, result: FoldResult) -> None:
+        """A fold that stretches to its share of the window trained nothing in it: the member's later folds get
+        no more time, so they are skipped and their cores go to the members queued behind it (on one core a CNN's
+        three doomed folds had held the core until the window closed, a cheap member waiting behind them)."""
+        why = f"its fold {result.fold} trained nothing in {result.wall_seconds:.0f} s ({result.message}); later " \
+              "folds would get no more time"
+        self.given_up.add(member.name)
+        self.scheduler.drop(member.name, why)
+        self.outputs.action(f"{member.name}: {why}: its folds not started are skipped")
 
     def _check(self, item: Running, line: dict | None, samples: list[dict]) -> None:
         """The monitor rules, on a fold that runs with its member's current settings (one already changed waits

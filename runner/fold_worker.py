@@ -78,7 +78,8 @@ def train(task: FoldTask, started: float) -> FoldResult:
     try:
         result = engine.train_fold(settings, data, out, task.deadline)
     except DeadlineReached as exc:
-        return FoldResult(task.fold, "failed", member.name, message=str(exc), **sizes)
+        return FoldResult(task.fold, "failed", member.name, message=str(exc), out_of_time=True,
+                          wall_seconds=round(time.monotonic() - started, 2), **sizes)
     val_pred, test_pred = (as_predictions(p, dataset.classes) for p in (result.val_pred, result.test_pred))
     write_npy(out / "val.npy", val_pred)
     write_npy(out / "test.npy", test_pred)

@@ -53,6 +53,7 @@ class FoldResult(Saved):
     message: str = ""
     changes: dict = dataclasses.field(default_factory=dict)  # settings its member's later folds should take
     fingerprint: str = ""  # its task's (runner.resume)
+    out_of_time: bool = False  # failed for its deadline: nothing usable trained in the time it was given
 
     @property
     def usable(self) -> bool:

@@ -1,6 +1,7 @@
 import os
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -99,10 +100,38 @@ os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
 os.environ.setdefault("PREFECT_LOGGING_TO_API_WHEN_MISSING_FLOW", "ignore")
 
 
+def worker_cores(worker: str, workers: int, cores: list[int]) -> set[int]:
+    """The cores xdist worker `gwN` of `workers` keeps for itself: an equal share, at least one."""
+    share = max(1, len(cores) // workers)
+    start = int(worker.removeprefix("gw")) * share % len(cores)
+    return set(cores[start:start + share])
+
+
 if os.environ.get("PYTEST_XDIST_WORKER"):
-    # another worker shares the cores: an OpenMP thread waiting at a barrier sleeps instead of spinning on a core
-    # the other worker's run needs (the runs' fold processes inherit it; OMP_ variables reach them)
+    # Each worker (and every run it starts: children inherit the mask, and the runner plans for the cores in it)
+    # keeps its own cores, so a run sees the same machine whatever the other worker does instead of a share of
+    # both cores that changes with it. Set at import, before torch or OpenMP start a thread.
+    os.sched_setaffinity(0, worker_cores(os.environ["PYTEST_XDIST_WORKER"],
+                                         int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")),
+                                         sorted(os.sched_getaffinity(0))))
+    # an OpenMP thread waiting at a barrier sleeps instead of spinning on a core another process needs
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+CORES = len(os.sched_getaffinity(0))  # this process's cores (a worker's share under xdist): what tests give threads
+
+
+# the files that take longest on a worker's one core, longest first (measured with two workers; about 60 s or more)
+LONGEST_FILES = ("test_lite.py", "test_e2e.py", "test_deployment.py", "test_bad_input.py", "test_resume.py",
+                 "test_gpu_check.py", "test_weights.py", "test_portfolio_run.py", "test_docker.py")
+
+
+def pytest_collection_modifyitems(items):
+    """The longest files first, then those with the most whole runs, each file's tests together and in order: with
+    several workers (`make test`: each takes whole files, in this order) the long files are handed out first and
+    the short ones even out the workers' ends, where a long file handed out last would keep one worker busy alone."""
+    runs = Counter(item.path for item in items if item.get_closest_marker("slow"))
+    rank = {name: i for i, name in enumerate(LONGEST_FILES)}
+    items.sort(key=lambda item: (rank.get(item.path.name, len(rank)), -runs[item.path]))
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -8,6 +8,7 @@ import pytest
 import soundfile
 import torch
 
+from conftest import CORES
 from runner import metrics
 from runner.data import load_dataset
 from runner.demo import write_demo
@@ -103,7 +104,7 @@ def test_the_sound_members_learn_whale_up_calls_far_beyond_the_prior(whale, tmp_
     assert (len(train), len(test), dataset.image_side) == (300, 120, 64)
     assert all(str(p).endswith(".aif") for p in train + test)
     engine = get_engine("sound")
-    prepared = engine.prepare(SoundSettings(), dataset, tmp_path, threads=2)
+    prepared = engine.prepare(SoundSettings(), dataset, tmp_path, threads=CORES)
     data = fold_data(prepared, "audio", assign_folds(prepared.y, True, 5, 0), 0)
     for head in ("linear", "boosted"):
         result = engine.train_fold(SoundSettings(head=head), data, tmp_path, deadline=time.monotonic() + 60)
@@ -250,7 +251,7 @@ def test_the_sound_members_hear_which_species_sing_beyond_their_frequencies(bird
     spec = load_spec(BIRDS)
     dataset = load_dataset(spec, birds, tmp_path)
     engine = get_engine("sound")
-    prepared = engine.prepare(SoundSettings(), dataset, tmp_path, threads=2)
+    prepared = engine.prepare(SoundSettings(), dataset, tmp_path, threads=CORES)
     data = fold_data(prepared, "audio", assign_folds(prepared.y, False, 5, 0), 0)
     result = engine.train_fold(SoundSettings(), data, tmp_path, deadline=time.monotonic() + 60)
     auc = metrics.score(spec.metric, data.y_val, result.val_pred)

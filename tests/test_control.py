@@ -192,6 +192,29 @@ def test_a_first_epoch_far_slower_replaces_the_cnns_pending_folds(dog_breed, tmp
     assert supervisor.states["timm-2"].member.step_seconds == pytest.approx(again.step_seconds * 3, rel=1e-3)
 
 
+def test_a_cnn_fold_that_trained_nothing_by_its_deadline_skips_the_folds_behind_it(dog_breed, tmp_path):
+    """On one core a CNN's folds, each given its share of a short window, can end without an epoch: the later ones
+    would too, so they are skipped and the members queued behind them get the core. A fold that failed otherwise
+    (a crash) skips nothing."""
+    from runner.folds import FoldResult
+
+    supervisor = supervisor_with_plan(dog_breed, tmp_path)
+    queued = lambda: [u.fold for u in supervisor.controller.scheduler.queue  # noqa: E731
+                      if u.member.name == "timm" and u.fold >= 0]
+    folds, pending = supervisor.plan.member("timm").folds, supervisor.controller.scheduler.pending
+    for unit in [u for u in pending.waiting if u.member.name == "timm" and u.fold in (0, 1)]:
+        pending.take(unit)  # folds 0 and 1 started
+    supervisor.on_result(FoldResult(0, "failed", "timm", message="RuntimeError: a crash"))
+    assert queued() == list(range(2, folds)) and not supervisor.report.actions
+    supervisor.on_result(FoldResult(1, "failed", "timm", message="no epoch finished before the fold's deadline",
+                                    out_of_time=True, wall_seconds=4.3))
+    assert queued() == []
+    skipped = [r for r in supervisor.results if r.status == "skipped"]
+    assert [r.fold for r in skipped] == list(range(2, folds)) and "trained nothing in 4 s" in skipped[0].message
+    [action] = [a["action"] for a in supervisor.report.actions]
+    assert action.startswith("timm: its fold 1 trained nothing")
+
+
 def test_the_epoch_held_against_the_plan_is_the_first_after_warm_up(dog_breed, tmp_path):
     """Epoch 1 also selects kernels and grows the allocator: far slower than planned, it changes nothing; the
     second epoch is the one timed."""

@@ -60,7 +60,7 @@ def deployment_run(stack, name: str, *params: str) -> subprocess.CompletedProces
 def test_deployment_run_completes_with_a_valid_submission(stack, tmp_path):
     root = stack[2]
     out = tmp_path / "runs"
-    result = deployment_run(stack, "compete/spaceship", "budget=20s", f"data_root={root / 'demo-data'}",
+    result = deployment_run(stack, "compete/spaceship", "budget=10s", f"data_root={root / 'demo-data'}",
                             f"out_root={out}")
     assert result.returncode == 0 and "Completed" in result.stdout, result.stdout[-3000:] + result.stderr[-2000:]
     submission = pd.read_csv(out / "spaceship-titanic" / "submission.csv")
@@ -74,7 +74,7 @@ def test_a_sweep_fans_out_through_deployments(stack, tmp_path):
     data = tmp_path / "data"  # only spaceship-titanic: one compete run is started through its deployment
     shutil.copytree(root / "demo-data" / "spaceship-titanic", data / "spaceship-titanic")
     out = tmp_path / "runs"
-    result = deployment_run(stack, "sweep/demo", "budget=15s", "via_deployments=true", f"data_root={data}",
+    result = deployment_run(stack, "sweep/demo", "budget=10s", "via_deployments=true", f"data_root={data}",
                             f"out_root={out}")
     assert result.returncode == 0 and "Completed" in result.stdout, result.stdout[-3000:] + result.stderr[-2000:]
     lines = (out / "sweep-demo.jsonl").read_text().splitlines()

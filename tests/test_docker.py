@@ -36,7 +36,7 @@ def left_over(engine, out: Path) -> list:
 
 
 def launch(data: Path, out: Path, **changes) -> Launch:
-    settings = dict(competition="spaceship", data_dir=str(data), out_dir=str(out), budget_seconds=30, image=IMAGE,
+    settings = dict(competition="spaceship", data_dir=str(data), out_dir=str(out), budget_seconds=12, image=IMAGE,
                     host_python=True, cpus=2, memory_gb=6, gpus="auto")
     return Launch(**{**settings, **changes})
 
@@ -124,7 +124,7 @@ def test_the_compete_flow_runs_the_competition_in_a_container(engine, prefect_se
     from flows.compete import compete
     from prefect.artifacts import Artifact
 
-    summary = compete(competition="spaceship", budget="30s", data_root=str(demo_root), out_root=str(tmp_path),
+    summary = compete(competition="spaceship", budget="12s", data_root=str(demo_root), out_root=str(tmp_path),
                       backend="docker", image=IMAGE, host_python=True)
     assert summary["launch"]["backend"] == "docker" and summary["launch"]["exit_code"] == 0
     assert summary["grade"]["valid_submission"] and summary["grade"]["score"] > 0.7

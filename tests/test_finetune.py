@@ -6,6 +6,7 @@ import time
 import numpy as np
 import pytest
 
+from conftest import CORES
 from runner import metrics
 from runner.engines import get_engine
 from runner.engines.finetune.models import LADDER, SMALLEST, model_folder
@@ -176,8 +177,8 @@ def test_a_real_fine_tune_of_the_bundled_model_loads_offline_and_beats_the_prior
     dataset = sentiment_dataset()
     engine = get_engine("finetune")
     settings = TextSettings(model=SMALLEST.repo, max_length=64, batch_size=8, lr=1e-4, epochs=3, max_epochs=3,
-                            threads=2)
-    prepared = engine.prepare(settings, dataset, tmp_path, threads=2)
+                            threads=CORES)
+    prepared = engine.prepare(settings, dataset, tmp_path, threads=CORES)
     train_ids, test_ids = prepared.views["text"]
     assert len(train_ids) == 96 and train_ids[0][0] == 101  # [CLS] from MiniLM's own vocabulary
     data = fold_data(prepared, "text", assign_folds(prepared.y, True, 4, 0), 0)

@@ -24,13 +24,15 @@ from runner.submission import Predictions, build_submission
 LITE = (Path(__file__).resolve().parent.parent / "competitions" / "splits" / "mle-bench-lite.txt").read_text().split()
 BASELINE_ONLY = {"text-normalization-challenge-english-language", "text-normalization-challenge-russian-language"}
 SMALL = {"dog-breed-identification": dict(train_per_breed=4, test_per_breed=1)}  # the demo's own size is minutes
-# seconds each replica runs for in the end-to-end test: images need a few epochs of a small CNN on 2 cores, and
-# dog-breed's 120 classes from 4 photos each 35 s
-BUDGET = {"image": 30, "text": 8, "tabular": 8, "unsupported": 5, "audio": 20, "image_to_image": 20,
-          "dog-breed-identification": 35,
-          # 48-px pets from random init: resnet10t at their own size reached a CV log loss of 0.22 and 0.23 at 40 s
-          # (0.48 at 30 s, where mobilenetv3 at 64 px had kept the prior's 0.693 even at 60 s under load)
-          "dogs-vs-cats-redux-kernels-edition": 40}
+# run end to end by another test that asserts more of the same run: a second run here would add its budget only
+RUN_ELSEWHERE = {"dog-breed-identification":  # the demo's replica, corrupt photos among them, through the CLI
+                 "test_e2e.py::test_dog_breed_trains_a_cnn_skips_corrupt_images_and_beats_the_baseline"}
+# seconds each replica runs for in the end-to-end test, measured on one core (a test worker's share of 2): at 15 s
+# every image, audio and image-to-image replica beat its sample by a wide margin (the pixel and sound members where
+# the CNN's first fold finished no epoch: aerial 1.0, ranzcr 0.78 and birds 0.78 against 0.5)
+BUDGET = {"image": 15, "text": 8, "tabular": 8, "unsupported": 5, "audio": 15, "image_to_image": 15,
+          # 48-px pets: a log loss of 0.51 against the prior's 0.693 at 25 s on one core; 30 s for a slower machine
+          "dogs-vs-cats-redux-kernels-edition": 30}
 
 
 class Replicas(dict):
@@ -204,11 +206,20 @@ def test_each_baseline_only_task_gets_its_honest_baseline(replicas, competition,
     assert metrics.better(graded.metric, graded.score, given), (graded.score, given)
 
 
+def test_every_lite_competition_runs_end_to_end_here_or_in_the_test_named():
+    import importlib
+
+    assert set(RUN_ELSEWHERE) < set(LITE)
+    for competition, where in RUN_ELSEWHERE.items():
+        module, name = where.split(".py::")
+        assert callable(getattr(importlib.import_module(module), name, None)), f"{competition}: {where} is gone"
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("competition", LITE)
+@pytest.mark.parametrize("competition", [c for c in LITE if c not in RUN_ELSEWHERE])
 def test_every_lite_replica_runs_end_to_end(replicas, competition, tmp_path):
-    """Each of the 22 at a small budget: a submission the grader accepts; where a model trained, better than the
-    sample submission. One line per competition is printed for the docs' table (pytest -s)."""
+    """Each of the 22 (but those RUN_ELSEWHERE) at a small budget: a submission the grader accepts; where a model
+    trained, better than the sample submission. One line per competition is printed for the docs' table (-s)."""
     spec, root = load_spec(competition), replicas[competition]
     out = tmp_path / competition
     seconds = BUDGET.get(competition, BUDGET[spec.task])
@@ -246,7 +257,7 @@ def test_a_layout_no_spec_knows_is_inferred_trained_and_its_choices_reported(rep
     private.mkdir()
     pd.read_csv(source / "private" / "answers.csv").rename(columns=rename).to_csv(private / "test.csv", index=False)
 
-    report = run_competition("scan-tumours", public, Budget.start(30), tmp_path / "out")
+    report = run_competition("scan-tumours", public, Budget.start(15), tmp_path / "out")
     spec = load_spec("scan-tumours", public)
     assert (spec.task, spec.train_file, spec.image_dir, spec.image_suffix) == ("image", "annotations.csv",
                                                                                 "scans_train", ".png")

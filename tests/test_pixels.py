@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from conftest import CORES
 from runner import metrics
 from runner.data import Dataset
 from runner.engines import get_engine
@@ -64,7 +65,7 @@ def test_the_member_learns_handwritten_digits_far_beyond_the_prior(tmp_path):
     dataset = digits_dataset(tmp_path)
     engine = get_engine("pixels")
     settings = PixelSettings(side=table_side(dataset.image_side))
-    prepared = engine.prepare(settings, dataset, tmp_path, threads=2)
+    prepared = engine.prepare(settings, dataset, tmp_path, threads=CORES)
     assert prepared.views["image"][0].shape == (1500, 64)  # 8x8, gray
     fold_ids = assign_folds(prepared.y, True, 5, 0)
     data = fold_data(prepared, "image", fold_ids, 0)
@@ -134,7 +135,7 @@ def test_frozen_features_embed_once_and_every_head_learns_digits(tmp_path, lite0
     engine = get_engine("features")
     settings = FeatureSettings(model="efficientnet_lite0", side=64)
     (tmp_path / "1.png").write_bytes(b"not an image")  # an unreadable training image: embedded as zeros, not fitted
-    prepared = engine.prepare(settings, dataset, tmp_path, threads=2)
+    prepared = engine.prepare(settings, dataset, tmp_path, threads=CORES)
     train, test = prepared.views["image"]
     assert train.shape == (1500, 1280) and test.shape == (297, 1280)
     assert prepared.untrainable.tolist().count(True) == 1 and prepared.untrainable[1] and not train[1].any()
@@ -174,7 +175,7 @@ def test_the_sentence_encoders_embeddings_feed_a_linear_and_a_neighbours_head(tm
     spec = load_spec("spooky")
     dataset = load_dataset(spec, write_spooky(tmp_path / "spooky") / "prepared" / "public", tmp_path / "work")
     engine = get_engine("encoder")
-    prepared = engine.prepare(EncoderSettings(), dataset, tmp_path, threads=2)
+    prepared = engine.prepare(EncoderSettings(), dataset, tmp_path, threads=CORES)
     assert prepared.views["text"][0].shape == (450, 384)
     data = fold_data(prepared, "text", assign_folds(prepared.y, True, 5, 0), 0)
     for head in ("linear", "knn", "boosted"):

@@ -2,6 +2,7 @@
 same output folder takes up the folds the stopped one finished."""
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -73,11 +74,18 @@ def test_a_killed_run_resumes_from_its_finished_folds_and_scores_as_an_uninterru
     assert abs(graded(spaceship, out).score - graded(spaceship, uninterrupted).score) <= 0.02
 
 
-def test_only_folds_of_the_same_member_data_and_code_are_reused(spaceship, tmp_path):
+@pytest.fixture(scope="module")
+def finished_run(spaceship, tmp_path_factory) -> Path:
+    """A 15 s run that ended by itself: read by one test, copied and taken up again by another."""
+    out = tmp_path_factory.mktemp("finished") / "out"
+    start(spaceship, out, 15).communicate(timeout=60)
+    return out
+
+
+def test_only_folds_of_the_same_member_data_and_code_are_reused(spaceship, finished_run):
     from runner.resume import code_fingerprint, data_fingerprint, reusable, unit_fingerprint
 
-    out = tmp_path / "out"
-    start(spaceship, out, 15).communicate(timeout=60)
+    out = finished_run
     data = data_fingerprint(spaceship / "prepared" / "public", load_spec("spaceship").to_json())
     found = reusable(out, data, code_fingerprint())
     assert found and all(r.results for r in found)
@@ -89,11 +97,11 @@ def test_only_folds_of_the_same_member_data_and_code_are_reused(spaceship, tmp_p
     assert unit_fingerprint(member, 0, data, "c") != unit_fingerprint(member, 1, data, "c")
 
 
-def test_a_run_whose_members_were_all_trained_goes_on_from_their_blend(spaceship, tmp_path):
+def test_a_run_whose_members_were_all_trained_goes_on_from_their_blend(spaceship, finished_run, tmp_path):
     """Every planned member finished in the earlier run: the new one still blends them and spends its budget on
     extra members (or says why not), instead of falling back to the baseline."""
     out = tmp_path / "out"
-    start(spaceship, out, 15).communicate(timeout=60)
+    shutil.copytree(finished_run, out)
     again = start(spaceship, out, 15)
     _, stderr = again.communicate(timeout=60)
     assert again.returncode == 0, stderr[-3000:]
