@@ -97,13 +97,14 @@ def test_the_local_stacks_api_asks_for_its_password(stack):
     assert refused.value.code == 401
 
 
+RUNS = 4  # flow runs queued at once: two leases each serve at least one, and some lease serves two in turn
 LEASE_LINES = "gpu-0 gpu RUNNER_LEASE_GPUS=GPU-aaaa RUNNER_LEASE_CPUS=0 RUNNER_LEASE_MEMORY_GB=1\n" \
               "gpu-1 gpu RUNNER_LEASE_GPUS=GPU-bbbb RUNNER_LEASE_CPUS=1 RUNNER_LEASE_MEMORY_GB=1"
 
 
 def test_workers_holding_leases_never_run_two_flows_on_one_lease(stack, tmp_path):
     """`flows/stack.sh workers` starts one `--limit 1` worker per lease (here two leases given as
-    `runner leases --shell` prints them, cards named only by id): six flow runs queued at once spread over both
+    `runner leases --shell` prints them, cards named only by id): four flow runs queued at once spread over both
     leases, and no two runs ever hold the same lease at the same time."""
     env, api, root = stack
     auth = (root / "stack" / "auth").read_text().strip()
@@ -122,15 +123,15 @@ def test_workers_holding_leases_never_run_two_flows_on_one_lease(stack, tmp_path
     assert started.returncode == 0, started.stderr
     out = tmp_path / "held"
     out.mkdir()
-    for _ in range(6):
+    for _ in range(RUNS):
         queued = subprocess.run([str(bin_dir / "prefect"), "deployment", "run", "hold/hold", "--param",
                                  f"out={out}"], env=client_env, capture_output=True, text=True, timeout=60)
         assert queued.returncode == 0, queued.stderr
     deadline = time.monotonic() + 240
-    while len(list(out.glob("*.json"))) < 6 and time.monotonic() < deadline:
+    while len(list(out.glob("*.json"))) < RUNS and time.monotonic() < deadline:
         time.sleep(1)
     records = [json.loads(p.read_text()) for p in out.glob("*.json")]
-    assert len(records) == 6
+    assert len(records) == RUNS
     assert {r["gpus"] for r in records} == {"GPU-aaaa", "GPU-bbbb"}  # both leases served, none run without one
     for lease in ("GPU-aaaa", "GPU-bbbb"):
         held = sorted((r["start"], r["end"]) for r in records if r["gpus"] == lease)

@@ -54,7 +54,7 @@ def test_dog_breed_trains_a_cnn_skips_corrupt_images_and_beats_the_baseline(dog_
     train_images[0].write_bytes(train_images[0].read_bytes()[:300])  # truncated JPEG
     train_images[1].write_bytes(b"not an image at all")
     test_images[0].write_bytes(test_images[0].read_bytes()[:200])
-    budget = 100
+    budget = 80  # on one core: 2.90 at 80 s, where the test asks for 3.79
     report, graded, baseline, elapsed = run_and_grade("dog-breed", root, tmp_path / "out", budget)
     spec = load_spec("dog-breed")
     assert graded.valid_submission

@@ -55,21 +55,21 @@ def test_sigterm_ends_the_run_cleanly_with_a_valid_submission(spaceship, tmp_pat
 
 def test_a_killed_run_resumes_from_its_finished_folds_and_scores_as_an_uninterrupted_one(spaceship, tmp_path):
     out = tmp_path / "killed"
-    process = start(spaceship, out, 30)
+    process = start(spaceship, out, 20)
     wait_for_folds(out, 8)
     os.killpg(process.pid, signal.SIGKILL)  # the whole run, as a container kill would
     process.wait()
     time.sleep(2)  # fold processes of their own session end by their deadlines
     assert graded(spaceship, out).valid_submission  # the last submission written stays valid
     done = finished_folds(out)
-    resumed = start(spaceship, out, 30)
+    resumed = start(spaceship, out, 20)
     _, stderr = resumed.communicate(timeout=90)
     assert resumed.returncode == 0, stderr[-3000:]
     report = json.loads((out / "report.json").read_text())
     assert report["resumed"]["folds_reused"] >= min(done, 8) and "resumed:" in stderr
     assert any(m["status"] == "reused" for m in report["members"])
     uninterrupted = tmp_path / "whole"
-    whole = start(spaceship, uninterrupted, 30)
+    whole = start(spaceship, uninterrupted, 20)
     whole.communicate(timeout=90)
     assert abs(graded(spaceship, out).score - graded(spaceship, uninterrupted).score) <= 0.02
 
