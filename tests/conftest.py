@@ -135,13 +135,13 @@ def pytest_collection_modifyitems(items):
 
 
 @pytest.fixture(scope="session", autouse=True)
-def one_torch_thread_beside_other_workers():
-    """Under xdist (`make test`) another worker shares the cores: torch's OpenMP threads in this process would spin
-    at barriers for a preempted peer (tens of times slower), so a worker's own training uses one."""
+def torch_threads_on_this_workers_cores():
+    """Under xdist (`make test`) a worker's own training uses the cores it kept (torch would count the machine's:
+    threads beyond the cores spin at barriers for a preempted peer, tens of times slower)."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
         import torch
 
-        torch.set_num_threads(1)
+        torch.set_num_threads(CORES)
 
 
 @pytest.fixture(scope="session", autouse=True)
