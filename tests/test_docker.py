@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 
 from runner.errors import RunnerError
-from runner.launch import LABEL, Launch, container_config, docker_client, leftover_containers, run_docker
+from runner.launch import (LABEL, Launch, container_config, docker_client, leftover_containers, parse_cores,
+                           run_docker)
 from runner.leases import CPU_QUEUE, Lease, leased
 
 pytestmark = pytest.mark.slow  # whole runs through processes, containers or Prefect: the fast subset leaves them out
@@ -39,6 +40,13 @@ def launch(data: Path, out: Path, **changes) -> Launch:
     settings = dict(competition="spaceship", data_dir=str(data), out_dir=str(out), budget_seconds=12, image=IMAGE,
                     host_python=True, cpus=2, memory_gb=6, gpus="auto")
     return Launch(**{**settings, **changes})
+
+
+def test_the_engine_serves_every_core_though_a_pinned_worker_started_it(engine):
+    # Test workers pin themselves to one core (conftest); an engine they start must not inherit that, or Docker
+    # refuses any container asking for more CPUs than the worker had.
+    online = parse_cores(Path("/sys/devices/system/cpu/online").read_text().strip())
+    assert engine.info()["NCPU"] == len(online)
 
 
 def test_a_competition_runs_in_its_own_container(engine, spaceship, tmp_path):
