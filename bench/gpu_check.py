@@ -27,6 +27,9 @@ Sections, each recorded on its own (one failing keeps its error and leaves the o
 - audio: a whole `runner run` of the whale replica: the spectrogram CNN on the card (its memory plan and batch
   probe, time crops and SpecAugment masks on the device) beside the band-statistics members on the cores; its
   folds must train on the GPU (a smoke run: the CNN alone, on the CPU).
+- image_to_image: a whole `runner run` of the denoising replica: the U-Net on the card (bf16, folds sharing it,
+  each probing its batch, pages restored in tiles) beside LightGBM on the per-pixel table; its folds must train
+  on the GPU and the submission must grade below the noisy pages' RMSE (a smoke run: one U-Net fold on the CPU).
 
 Each section prints one PASS, FAIL or SKIP line (SKIP with its reason), and the last line counts the PASS lines.
 The JSON is rewritten after each section; the exit status is 1 when any section failed. Without a GPU every
@@ -83,6 +86,9 @@ GUARD = REPO / "tests" / "cuda_guard"  # sitecustomize that refuses CUDA in the 
 NO_SUCH_CARD = "GPU-00000000-0000-0000-0000-000000000000"
 AUDIO_RUN = {"cuda": (90, "spectrogram,sound"), "cpu": (30, "spectrogram")}  # budget, engines: the smoke run's
 # a CPU smoke run needs about 12 s for one fold of the CNN alone; 30 s leave room for a machine busy with other tests
+DENOISE_RUN = 90  # seconds: the denoising replica's whole run on a GPU (its U-Net folds take seconds each)
+DENOISE_FOLD_SECONDS = 10.0  # the smoke run's one U-Net fold on the CPU
+NOISY_RMSE = 0.207  # the denoising replica's noisy test pages submitted as they are (bench/results/modalities.json)
 FINETUNE_SECONDS = {"cuda": 60.0, "cpu": 12.0}  # the text fine-tune's fold: a minute on a GPU, seconds in a smoke run
 FINETUNE_REPEAT = {"cuda": 40, "cpu": 1}  # the spooky replica's texts repeated: a GPU epoch of seconds, not 0.1 s
 
@@ -821,6 +827,59 @@ def audio(check: Check) -> dict:
     return result
 
 
+def _denoising_fold(public: Path, work: Path) -> dict:
+    """One U-Net fold of the replica on the CPU, for DENOISE_FOLD_SECONDS: the engine's code paths, not a score."""
+    from runner import metrics
+    from runner.data import load_dataset
+    from runner.engines import get_engine
+    from runner.engines.restore.planning import RestoreSettings
+    from runner.fold_worker import fold_data
+    from runner.folds import assign_folds
+    from runner.spec import load_spec
+
+    dataset = load_dataset(load_spec("denoising-dirty-documents"), public, work)
+    data = fold_data(dataset, "page", assign_folds(dataset.y, False, 4, 0, groups=dataset.groups), 0)
+    work.mkdir(parents=True, exist_ok=True)
+    result = get_engine("unet").train_fold(RestoreSettings(width=8, batch_size=8, threads=torch.get_num_threads()),
+                                           data, work, time.monotonic() + DENOISE_FOLD_SECONDS)
+    return dict(folds_done=1, device="cpu", epochs=result.epochs, cv=metrics.score("rmse", data.y_val,
+                                                                                    result.val_pred))
+
+
+def image_to_image(check: Check) -> dict:
+    from runner.demo import write_demo
+    from runner.grade import grade
+    from runner.spec import load_spec
+
+    public = write_demo("denoising-dirty-documents", check.work / "denoising-data") / "prepared"
+    if not check.cuda:
+        out = _denoising_fold(public / "public", check.work / "denoising-fold")
+        out["ok"] = out["epochs"] >= 1
+        out["summary"] = f"one U-Net fold on the CPU: {out['epochs']} epochs, validation RMSE {out['cv']:.4f}"
+        return out
+    run_dir, started = check.work / "denoising-run", time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "runner.cli", "run", "denoising-dirty-documents", "--data",
+                           str(public / "public"), "--budget", f"{DENOISE_RUN}s", "--out", str(run_dir),
+                           "--engines", "unet,lightgbm"], cwd=REPO, env=child_env(), capture_output=True, text=True)
+    report = json.loads((run_dir / "report.json").read_text()) if (run_dir / "report.json").is_file() else {}
+    net = next((m for m in report.get("members", []) if m["engine"] == "unet"), {})
+    planned = next((m for m in (report.get("plan") or {}).get("members", []) if m["engine"] == "unet"), {})
+    settings = planned.get("settings", {})
+    graded = grade(run_dir / "submission.csv", load_spec("denoising-dirty-documents"), public / "private").score \
+        if (run_dir / "submission.csv").is_file() else None
+    out = dict(returncode=done.returncode, wall_seconds=round(time.monotonic() - started, 1), budget=DENOISE_RUN,
+               folds_done=net.get("folds_done", 0), cv=net.get("cv"), blend_cv=report.get("cv_score"),
+               test_rmse=graded, device=settings.get("device"), precision=settings.get("precision"),
+               batch=settings.get("batch_size"), per_gpu=settings.get("per_gpu"),
+               output=(done.stdout + done.stderr)[-2000:])
+    out["ok"] = done.returncode == 0 and out["folds_done"] >= 1 and out["device"] == "cuda" and \
+        graded is not None and graded < NOISY_RMSE
+    out["summary"] = f"{out['folds_done']} U-Net fold(s) on {out['device']} ({out['precision']}, batch " \
+                     f"{out['batch']}, {out['per_gpu']} a card), CV {out['cv']}, blend {out['blend_cv']}, test " \
+                     f"RMSE {graded} in {out['wall_seconds']} s of {DENOISE_RUN}"
+    return out
+
+
 def leased_gpus(check: Check) -> dict:
     run = check.results.get("fork_safety", {})
     cards = run.get("fold_pids_by_card", {})
@@ -842,7 +901,7 @@ SECTIONS = (("hardware", hardware, True), ("memory", memory, True), ("confirm_ba
             ("precision_layout_compile", precision_layout_compile, True), ("oom_backoff", oom_backoff, False),
             ("planned_vs_failure", planned_vs_failure, True), ("fork_safety", fork_safety, True),
             ("leased_gpus", leased_gpus, False), ("text_finetune", text_finetune, True),
-            ("audio", audio, True))  # (key, function, on a CPU)
+            ("audio", audio, True), ("image_to_image", image_to_image, True))  # (key, function, on a CPU)
 
 
 def run_section(check: Check, function) -> dict:

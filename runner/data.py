@@ -40,7 +40,7 @@ DISK_MARGIN = 0.8  # of the free disk an extraction may fill
 MAX_PIXELS = 50_000_000  # per image, well under PIL's bomb limit (~89 M): one decode per core must fit in memory
 
 
-INPUTS = ("table", "text", "image", "audio")  # the views a Dataset can carry; each engine reads one
+INPUTS = ("table", "text", "image", "audio", "page")  # the views a Dataset can carry; each engine reads one
 SPECTROGRAM_SIDE = MELS  # an audio competition's pictures: its clips' mel spectrograms, as tall as wide
 SIDE_SAMPLE = 64  # training images whose headers give the typical image side: a median, read in milliseconds
 
@@ -59,7 +59,8 @@ class Dataset:
     image_cache: str | None = None  # decoded images (.npy): train rows then test rows; the image view holds rows
     untrainable: np.ndarray | None = None  # train rows no fold fits on (their input could not be read)
     groups: np.ndarray | None = None  # train rows of one group share a fold (the pixels of one page)
-    image_side: int = 0  # the images' median shorter side in pixels; an audio task's spectrogram side (0: neither)
+    image_side: int = 0  # the images' (or pages') median shorter side in pixels; an audio task's spectrogram side
+    source_pixels: int = 0  # image to image: every pixel of the training pages, however many rows the table keeps
 
     @property
     def n_outputs(self) -> int:
@@ -614,17 +615,21 @@ def _pixel_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, sample
     most = min(MAX_PIXEL_ROWS, sampled_rows(budget_seconds, None)) if budget_seconds else MAX_PIXEL_ROWS
     share = min(1.0, most / max(1.0, pixels))  # each page keeps this share of its pixels, before any is stacked
     rng = np.random.default_rng(0)
-    features, targets, groups = [], [], []
+    features, targets, groups, located, pages, sides, areas = [], [], [], [], [], [], []
     for path in paths:
         clean_path = data_dir / spec.target_image_dir / path.name
         noisy, clean = gray_image(path), gray_image(inside(data_dir, clean_path)) if clean_path.is_file() else None
         if noisy is None or clean is None or noisy.shape != clean.shape:
             warnings.append(f"{path}: no readable clean image of its size in {spec.target_image_dir}/, skipped")
             continue
-        keep = rng.random(noisy.size) < share if share < 1 else slice(None)
+        keep = rng.random(noisy.size) < share if share < 1 else np.arange(noisy.size)
         features.append(pixel_features(noisy)[keep])
         targets.append(clean.ravel()[keep])
         groups.append(np.full(len(targets[-1]), len(groups)))
+        located.append(np.divmod(np.flatnonzero(keep) if keep.dtype == bool else keep, noisy.shape[1]))
+        pages.append((str(path), str(clean_path)))
+        sides.append(min(noisy.shape))
+        areas.append(noisy.size)
     if not features:
         raise InputError(f"{data_dir / spec.image_dir}: no training image with a clean one in {spec.target_image_dir}/")
     if share < 1:
@@ -638,19 +643,34 @@ def _pixel_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, sample
                          f"{ids[parts.isna().any(axis=1)].iloc[0]!r}")
     test = np.full((len(ids), x.shape[1]), np.nan, dtype=np.float32)
     found = {p.stem: p for p in image_files(data_dir, spec.test_image_dir or "test", work_dir)}
+    test_codes, test_pages = np.full(len(ids), -1), []  # each row's test page, as the page view names it
     for stem, rows in parts.groupby(0).groups.items():
         image = gray_image(found[stem]) if stem in found else None
         if image is None:
             warnings.append(f"{data_dir / (spec.test_image_dir or 'test')}: no readable image {stem}: its "
                             f"{len(rows)} pixel(s) get the mean")
             continue
+        test_codes[np.asarray(rows)] = len(test_pages)
+        test_pages.append(str(found[stem]))
         r, c = parts.loc[rows, 1].astype(int) - 1, parts.loc[rows, 2].astype(int) - 1
         inside_image = ((r >= 0) & (r < image.shape[0]) & (c >= 0) & (c < image.shape[1])).to_numpy()
         flat = (r * image.shape[1] + c).to_numpy()
         test[np.asarray(rows)[inside_image]] = pixel_features(image)[flat[inside_image]]
     names = _pixel_columns()
-    views = {"table": (pd.DataFrame(x, columns=names), pd.DataFrame(test, columns=names))}
-    return Dataset(spec, columns, None, y[:, None].astype(np.float64), views, warnings, groups=group)
+    test_rows = pd.DataFrame({"noisy": pd.Categorical.from_codes(test_codes, categories=test_pages),
+                              "row": parts[1].astype(int).to_numpy() - 1, "col": parts[2].astype(int).to_numpy() - 1})
+    views = {"table": (pd.DataFrame(x, columns=names), pd.DataFrame(test, columns=names)),
+             "page": (_page_rows(pages, group, located), test_rows)}
+    return Dataset(spec, columns, None, y[:, None].astype(np.float64), views, warnings, groups=group,
+                   image_side=int(np.median(sides)), source_pixels=int(sum(areas)))
+
+
+def _page_rows(pages: list[tuple[str, str]], group: np.ndarray, located: list[tuple]) -> pd.DataFrame:
+    """The training pixels as the page view's rows: the noisy page's path, the clean one's, row and column."""
+    rows, cols = (np.concatenate([part[k] for part in located]) for k in (0, 1))
+    return pd.DataFrame({"noisy": pd.Categorical.from_codes(group, categories=[n for n, _ in pages]),
+                         "clean": pd.Categorical.from_codes(group, categories=[c for _, c in pages]),
+                         "row": rows.astype(np.int32), "col": cols.astype(np.int32)})
 
 
 # --- tabular features ----------------------------------------------------------------------------------------

@@ -40,6 +40,7 @@ class DataShape:
     text_chars: int = 0  # characters of all texts, train and test (what an encoder has to read)
     image_side: int = 0  # the training images' median shorter side in pixels (0: no images, or unknown)
     text_long_chars: int = 0  # the 95th percentile of a text's characters (0: no texts): what a max length covers
+    train_pixels: int = 0  # image to image: every pixel of the training pages (0: another task)
 
 
 class Member(BaseModel):

@@ -154,7 +154,7 @@ def test_no_engine_imports_another_engines_modules():
     assert not crossing
 
 
-@pytest.mark.parametrize("inside", ["runner.engines.vision", "runner.engines.finetune"])
+@pytest.mark.parametrize("inside", ["runner.engines.vision", "runner.engines.finetune", "runner.engines.restore"])
 def test_nothing_outside_an_engine_package_imports_it(inside):
     reaching = [(m, i) for m, found in GRAPH.items() for i in found
                 if i.startswith(inside) and not m.startswith(inside)]

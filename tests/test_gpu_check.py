@@ -13,7 +13,8 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
 SECTIONS = ("hardware", "memory", "confirm_batch", "shared_gpu", "monitor", "precision_layout_compile",
-            "oom_backoff", "planned_vs_failure", "fork_safety", "leased_gpus", "text_finetune", "audio")
+            "oom_backoff", "planned_vs_failure", "fork_safety", "leased_gpus", "text_finetune", "audio",
+            "image_to_image")
 CUDA_ONLY = ("confirm_batch", "shared_gpu", "oom_backoff", "leased_gpus")
 
 
@@ -59,6 +60,7 @@ def test_cpu_smoke_runs_every_section_that_runs_on_a_cpu(tmp_path):
     assert results["fork_safety"]["folds_done"] >= 1 and results["fork_safety"]["cuda_started_in_parent"] is None
     assert results["text_finetune"]["tokens_per_second"] > 0 and results["text_finetune"]["epochs"] >= 1
     assert results["audio"]["folds_done"] >= 1 and results["audio"]["augment"] == "spectrogram"
+    assert results["image_to_image"]["epochs"] >= 1 and results["image_to_image"]["cv"] < 0.207  # below the noisy
     assert [row["section"] for row in results["rows"]] == list(SECTIONS)
     passes = [line for line in done.stdout.splitlines() if line.startswith("PASS ")]
     assert len(passes) == len(SECTIONS) - len(CUDA_ONLY)

@@ -29,6 +29,7 @@ REGISTRY = {
     "features": "runner.engines.features:Features",
     "spectrogram": "runner.engines.vision.spectrogram:Spectrogram",
     "sound": "runner.engines.sound:Sound",
+    "unet": "runner.engines.restore.engine:Restore",
 }
 EXTRA_ENGINES_VARIABLE = "RUNNER_ENGINES"  # "name=module:Class,..." adds engines; fold processes inherit it
 

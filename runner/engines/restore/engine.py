@@ -1,0 +1,41 @@
+"""The `Restore` engine: a U-Net that learns the whole map from a noisy page to a clean one (its folds fill their
+window on a GPU slot, or on a CPU's one lane when half the window holds its minimum epochs). It reads the `page`
+view: a row per pixel naming its page, row and column, the same rows the per-pixel table members learn from."""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from runner.engines.base import Engine, FoldData, replanned
+from runner.engines.restore.planning import NAME, RestoreSettings, restore_member
+from runner.portfolio import Member, PlanContext
+
+
+class Restore(Engine):
+    name = NAME
+    inputs = "page"
+    accelerated = True
+    fills_window = True
+    Settings = RestoreSettings
+    time_scaled = ("epochs", "epoch_seconds", "slowdown")
+    preload = ("torch", "runner.engines.restore.training")
+
+    def plan(self, context: PlanContext) -> list[Member]:
+        return [restore_member(context)]
+
+    def replan(self, context: PlanContext, member: Member, step_seconds: float) -> Member | None:
+        """Planned again for the window left, at the pace a real epoch showed."""
+        expected = member.step_seconds
+        if expected <= 0 or member.left_out:
+            return None
+        again = restore_member(dataclasses.replace(context, folds=context.spec.folds),
+                               slowdown=step_seconds / expected * member.settings.slowdown)
+        return None if again.left_out else replanned(again, step_seconds, expected, context.window)
+
+    def useful_batch(self, rows: int) -> int:
+        return 0  # the batch is in patches, sized from the pages' pixels at planning time
+
+    def train_fold(self, settings: RestoreSettings, data: FoldData, out_dir: Path, deadline: float):
+        from runner.engines.restore.training import train
+
+        return train(settings, data, out_dir, deadline)
