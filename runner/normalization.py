@@ -12,11 +12,16 @@ lookup has never seen. No word of any language is written here: every word comes
 - ordinals ("12th"): the number's words with their last word changed as train changes it ("two" -> "second");
 - years (a 4-digit token train speaks as two 2-digit halves, "1984" -> "nineteen eighty four"): that rule, when it
   holds for every such year train shows;
-- money ("$111", "5 руб."): the amount's words and the currency's word train puts after them, chosen by whether
-  the amount is one, its last digit and whether it is a teen (as plurals go).
+- money and measures ("$111", "5 руб.", "12 km"): the amount's words and the unit's word train puts after them,
+  chosen by whether the amount is one, its last digit and whether it is a teen (as plurals go);
+- dates ("12 March 1987", "12 февраля"): the words train puts around the day (the day's number with its last word
+  changed as train's dates change it: "twelve" -> "twelfth", "двенадцать" -> "двенадцатого"), the month as train
+  speaks it, and the year as the words of its century (by century, and whether the rest is below ten) before the
+  rest's words (last word changed as train's years change it) and the words train puts after them.
 """
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter, defaultdict
 
@@ -27,6 +32,7 @@ ORDINAL = re.compile(r"^(\d{1,7})([^\d\s]{1,4})$")
 CAPITALS = re.compile(r"^[^\W\d_]{2,8}$")
 YEAR = re.compile(r"^(1[0-9]|20)(\d\d)$")
 MONEY = re.compile(r"^(\D{1,3})(\d{1,7})$|^(\d{1,7}) (\S{1,6})$")  # "$111" or "5 руб."
+DATE = re.compile(r"^(\d{1,2}) ([^\W\d_]{3,12}\.?)(?: (\d{4}))?$")  # "12 March 1987", "12 февраля"
 
 
 def _most_frequent(pairs: pd.DataFrame, keys: list[str]) -> pd.Series:
@@ -146,6 +152,140 @@ def _learn_currencies(pairs: pd.DataFrame, numbers: Numbers) -> dict[tuple, str]
     return {key: counted.most_common(1)[0][0] for key, counted in votes.items()}
 
 
+class Endings:
+    """How words change, learned as changes of their endings: "пятнадцать" -> "пятнадцатого" teaches that a
+    word ending in "ь" may end in "ого" instead, so "шесть" -> "шестого" where train never changed "шесть". A
+    word seen changed keeps its own change; another takes the change of the longest ending it shares with seen
+    words, only where every seen word with that ending changed it alike (else, or with no ending shared, it is
+    left alone: None). "five" is left alone where "one" -> "first" and "three" -> "third" disagree on "e"."""
+
+    def __init__(self, changes: dict[str, str]):
+        self.words = dict(changes)
+        votes: dict[str, set] = defaultdict(set)
+        for word, changed in changes.items():
+            common = len(os.path.commonprefix([word, changed]))
+            for start in range(min(common + 1, len(word))):  # every non-empty ending that holds the changed part
+                votes[word[start:]].add((len(word) - common, changed[common:]))
+        self.endings = {ending: rules.pop() if len(rules) == 1 else None for ending, rules in votes.items()}
+
+    def get(self, word: str) -> str | None:
+        if word in self.words:
+            return self.words[word]
+        for start in range(len(word)):  # the longest ending first; a disputed one ends the search
+            if word[start:] in self.endings:
+                rule = self.endings[word[start:]]
+                return None if rule is None else word[:len(word) - rule[0]] + rule[1]
+        return None
+
+
+def _changed(words: list[str], changes) -> list[str] | None:
+    """`words` with the last one changed as `changes` says (None where it says nothing of that word)."""
+    last = changes.get(words[-1]) if words else None
+    return [*words[:-1], last] if last is not None else None
+
+
+def _all_last_words(numbers: Numbers) -> set[str]:
+    """The last word of every number below 100 train taught."""
+    return {said.split()[-1] for said in numbers.small.values() if said}
+
+
+def _winner(votes: Counter):
+    return votes.most_common(1)[0][0] if votes else None
+
+
+class Dates:
+    """Day-month(-year) dates, each part learned from the dates train speaks (see the module's docstring)."""
+
+    def __init__(self, pairs: pd.DataFrame, numbers: Numbers, ordinal_changes: dict[str, str]):
+        self.numbers, samples, self.months = numbers, [], set()
+        for before, after in pairs.itertuples(index=False):
+            if (match := DATE.match(before)) and (day := numbers.say(int(match.group(1)))):
+                words, month = after.split(), match.group(2).casefold()
+                if month in words[1:]:  # the month as written, in train's case: the only month rule learned
+                    at = words.index(month, 1)
+                    samples.append((day.split(), words[:at], words[at + 1:], match.group(3)))
+                    self.months.add(match.group(2))
+        self.around = _winner(Counter(s for day, prefix, *_ in samples for s in self._splits(day, prefix)))
+        # a day's last word never seen in a date changes as an ordinal's does, where train has ordinals
+        self.day_changes = {**ordinal_changes,
+                            **self._changes((day, self._day_words(prefix)) for day, prefix, *_ in samples)}
+        years = [(int(y), suffix) for *_, suffix, y in samples if y and int(y) % 100]
+        self.trailer = _winner(Counter(t for y, suffix in years for t in self._trailers(y, suffix)))
+        self.year_changes = self._changes((self._rest(y), self._rest_words(y, suffix)) for y, suffix in years)
+        # where every change seen keeps the word (English years), an unseen last word is kept too; where every
+        # change seen is the day's (Russian genitives), the day's changes serve the year's unseen words
+        if len(self.year_changes) >= 2 and all(k == v for k, v in self.year_changes.items()):
+            self.year_changes = {**{word: word for word in _all_last_words(numbers)}, **self.year_changes}
+        elif self.year_changes and all(self.day_changes.get(k) == v for k, v in self.year_changes.items()):
+            self.year_changes = {**self.day_changes, **self.year_changes}
+        self.day_changes, self.year_changes = Endings(self.day_changes), Endings(self.year_changes)
+        centuries: dict[tuple, Counter] = defaultdict(Counter)
+        for y, suffix in years:
+            if (rest := self._rest(y)) and self.trailer is not None:
+                centuries[self._century_key(y)][tuple(suffix[:len(suffix) - len(rest) - len(self.trailer)])] += 1
+        self.centuries = {key: list(_winner(votes)) for key, votes in centuries.items() if _winner(votes)}
+
+    @staticmethod
+    def _splits(day: list[str], prefix: list[str]):
+        """Every (words before the day, words after it) that leaves the day's words, but its last, as they are."""
+        for lead in range(len(prefix) - len(day) + 1):
+            if prefix[lead:lead + len(day) - 1] == day[:-1]:
+                yield tuple(prefix[:lead]), tuple(prefix[lead + len(day):])
+
+    def _day_words(self, prefix: list[str]) -> list[str] | None:
+        if self.around is None or len(prefix) <= len(self.around[0]) + len(self.around[1]):
+            return None
+        return prefix[len(self.around[0]):len(prefix) - len(self.around[1])]
+
+    def _rest(self, year: int) -> list[str] | None:
+        said = self.numbers.say(year % 100)
+        return said.split() if said else None
+
+    def _trailers(self, year: int, suffix: list[str]):
+        rest = self._rest(year)
+        for end in range(len(suffix) - len(rest or []) + 1) if rest else ():
+            start = len(suffix) - end - len(rest)
+            if start >= 1 and suffix[start:start + len(rest) - 1] == rest[:-1]:
+                yield tuple(suffix[len(suffix) - end:])
+
+    def _rest_words(self, year: int, suffix: list[str]) -> list[str] | None:
+        rest = self._rest(year)
+        if not rest or self.trailer is None or len(suffix) < len(rest) + len(self.trailer) + 1:
+            return None
+        return suffix[len(suffix) - len(self.trailer) - len(rest):len(suffix) - len(self.trailer)]
+
+    @staticmethod
+    def _changes(pairs) -> dict[str, str]:
+        """How a number's last word changes, by vote, from (the number's words, the words train said) pairs."""
+        votes: dict[str, Counter] = defaultdict(Counter)
+        for words, said in pairs:
+            if words and said and len(words) == len(said) and words[:-1] == said[:-1]:
+                votes[words[-1]][said[-1]] += 1
+        return {word: _winner(counted) for word, counted in votes.items()}
+
+    @staticmethod
+    def _century_key(year: int) -> tuple[int, bool]:
+        return year // 100, year % 100 < 10
+
+    def say(self, token: str) -> str | None:
+        match = DATE.match(token)
+        if match.group(2) not in self.months:  # "5 руб." has the shape of a date; only train's months make one
+            return None
+        day = self.numbers.say(int(match.group(1)))
+        day = _changed(day.split(), self.day_changes) if day and self.around else None
+        if day is None:
+            return None
+        words = [*self.around[0], *day, *self.around[1], match.group(2).casefold()]
+        if match.group(3):
+            year = int(match.group(3))
+            century, rest = self.centuries.get(self._century_key(year)), self._rest(year)
+            rest = _changed(rest, self.year_changes) if rest and year % 100 else None
+            if century is None or rest is None:
+                return None
+            words += [*century, *rest, *self.trailer]
+        return " ".join(words)
+
+
 class Normalizer:
     """Learned from a training table (sentence_id, before, after); `speak` normalises a test table."""
 
@@ -164,6 +304,7 @@ class Normalizer:
         self.letters = _learn_letters(pairs)
         self.last_words, self.ordinal_suffixes = _learn_last_words(pairs, self.numbers)
         self.currencies = _learn_currencies(pairs, self.numbers)
+        self.dates = Dates(pairs, self.numbers, self.last_words)
 
     @staticmethod
     def _context(frame: pd.DataFrame) -> pd.DataFrame:
@@ -198,6 +339,8 @@ class Normalizer:
             if words and words[-1] in self.last_words:
                 return " ".join([*words[:-1], self.last_words[words[-1]]])
             return None
+        if DATE.match(token) and (said := self.dates.say(token)):
+            return said
         if (found := _money(token)) and (said := self.numbers.say(found[1])):
             key = _money_key(found[1])
             word = self.currencies.get((found[0], *key)) or self.currencies.get((found[0], key[0]))

@@ -66,3 +66,34 @@ def test_on_held_out_sentences_the_learned_rules_beat_the_lookup_alone(competiti
     learned = (normalizer.speak(train[out]) == truth).mean()
     alone = (normalizer.look_up(train.loc[out, "before"]) == truth).mean()
     assert learned > alone + 0.01, (learned, alone)
+
+
+@pytest.mark.parametrize("language", [en, ru])
+def test_dates_never_seen_are_spoken_as_trains_dates_teach(language):
+    rng = np.random.default_rng(2)
+    rows = [(str(n), language.number(n)) for n in range(100)] + [language._date(rng) for _ in range(60)]
+    normalizer = Normalizer(pairs(rows))
+    seen = {b for b, _ in rows}
+    unseen = [(b, a) for b, a in (language._date(rng) for _ in range(300)) if " " in b and b not in seen]
+    said = [normalizer.rule(b) for b, _ in unseen]
+    assert sum(s == a for s, (_, a) in zip(said, unseen)) > 0.75 * len(unseen)  # 0.83 and 0.91 at this seed
+    assert all(s is None or s == a for s, (_, a) in zip(said, unseen))  # silent where unsure, never wrong
+
+
+def test_a_days_ending_changes_as_trains_days_ending_did():
+    rows = [(str(n), ru.number(n)) for n in range(100)]
+    rows += [(f"{d} марта", f"{ru.genitive_ordinal(d)} марта") for d in (15, 20, 25, 1, 3)]
+    normalizer = Normalizer(pairs(rows))
+    assert normalizer.rule("6 марта") == "шестого марта"  # "шесть" never changed in train: its ending "ь" did
+    assert normalizer.rule("6 мая") is None  # May never appeared in a date
+    assert normalizer.rule("5 руб.") is None  # a date's shape, but no month of train's
+
+
+def test_measures_take_the_units_word_train_puts_after_the_amount():
+    rows = [(str(n), en.number(n)) for n in range(100)]
+    rows += [(f"{n} km", f"{en.number(n)} kilometer" + ("" if n == 1 else "s")) for n in (1, 3, 12, 40)]
+    rows += [(f"{n} mph", f"{en.number(n)} miles per hour") for n in (30, 55)]
+    normalizer = Normalizer(pairs(rows))
+    assert normalizer.rule("42 km") == "forty two kilometers" and normalizer.rule("1 km") == "one kilometer"
+    assert normalizer.rule("70 mph") == "seventy miles per hour"  # a unit whose shape is a date's, no month
+    assert normalizer.rule("42 kg") is None  # a unit train never spoke
