@@ -87,7 +87,7 @@ NO_SUCH_CARD = "GPU-00000000-0000-0000-0000-000000000000"
 AUDIO_RUN = {"cuda": (90, "spectrogram,sound"), "cpu": (30, "spectrogram")}  # budget, engines: the smoke run's
 # a CPU smoke run needs about 12 s for one fold of the CNN alone; 30 s leave room for a machine busy with other tests
 DENOISE_RUN = 90  # seconds: the denoising replica's whole run on a GPU (its U-Net folds take seconds each)
-DENOISE_FOLD_SECONDS = 10.0  # the smoke run's one U-Net fold on the CPU
+DENOISE_FOLD_SECONDS = 6.0  # the smoke run's one U-Net fold on the CPU
 NOISY_RMSE = 0.207  # the denoising replica's noisy test pages submitted as they are (bench/results/modalities.json)
 FINETUNE_SECONDS = {"cuda": 60.0, "cpu": 12.0}  # the text fine-tune's fold: a minute on a GPU, seconds in a smoke run
 FINETUNE_REPEAT = {"cuda": 40, "cpu": 1}  # the spooky replica's texts repeated: a GPU epoch of seconds, not 0.1 s

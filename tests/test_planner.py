@@ -87,6 +87,20 @@ def test_an_encoder_that_cannot_embed_in_the_window_is_left_out_with_a_reason():
     assert any(r.startswith("not encoder") for r in plan.reasons)
 
 
+def test_when_nothing_fits_the_cheapest_member_is_still_tried_unless_far_too_slow():
+    data = DataShape(11_000, 2000, classes=3, inputs=frozenset({"text"}), text_chars=2_000_000)
+    busy = {"tfidf": FitCost(rows=2000, seconds=8.0, fit_seconds=7.0)}  # timed on a busy machine: ~45 s a fold
+    plan = make_plan(load_spec("spooky"), profile("cpu"), 35, data, busy)
+    assert [m.name for m in plan.members] == ["tfidf"]
+    tfidf = plan.members[0]
+    assert tfidf.min_fold_seconds + tfidf.prepare_seconds <= 35 and any("tried all the same" in r for r in plan.reasons)
+    assert any(r.startswith("not tfidf: even its shortest fold") for r in plan.reasons)  # what was measured is said
+    hopeless = make_plan(load_spec("spooky"), profile("cpu"), 5, data, busy)  # ~9x the window: not tried
+    assert hopeless.members == () and not any("tried all the same" in r for r in hopeless.reasons)
+    fits = make_plan(load_spec("spooky"), profile("cpu"), 600, data, busy)
+    assert not any("tried all the same" in r for r in fits.reasons)  # only when nothing else would run
+
+
 def test_images_with_side_features_put_the_cnn_on_the_gpu_and_tables_on_the_cores_it_leaves():
     data = DataShape(9199, 1023, n_features=3, classes=2, inputs=frozenset({"image", "table"}))
     plan = make_plan(load_spec("aerial-cactus"), profile("a100-40gb"), 3600, data, {"timm": gpu_costs()})

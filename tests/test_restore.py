@@ -63,11 +63,12 @@ def test_a_page_restored_in_tiles_is_the_page_restored_whole():
     assert np.abs(tiled - whole).max() < 1e-4  # no seams: each tile saw its whole receptive field
 
 
+@pytest.mark.slow  # a real fold of 8 s
 def test_a_fold_learns_to_clean_pages_it_never_saw(replica, tmp_path):
     folds = assign_folds(replica.y, False, 4, 0, groups=replica.groups)
     data = fold_data(replica, "page", folds, 0)
     settings = RestoreSettings(width=8, patch=40, batch_size=8, threads=CORES, epochs=30)
-    result = get_engine("unet").train_fold(settings, data, tmp_path, time.monotonic() + 12)
+    result = get_engine("unet").train_fold(settings, data, tmp_path, time.monotonic() + 8)
     val_pages = set(data.x_val["noisy"].astype(str))
     assert not val_pages & set(data.x_train["noisy"].astype(str))  # a page is in one fold
     assert result.val_pred.shape == (len(data.x_val), 1) and result.test_pred.shape == (len(data.x_test), 1)
