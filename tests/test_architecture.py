@@ -173,3 +173,14 @@ def test_the_checks_find_what_they_look_for():
     assert arrows_back(graph) == ["runner.spec (spec) imports runner.planner (plan)"]
     assert circles(graph) == [["runner.planner", "runner.spec"]]
     assert arrows_back({"runner.spec": {"runner.metrics"}}) == []
+
+
+def test_loading_every_engine_to_plan_imports_no_torch():
+    """Engines import their libraries inside methods: a plan (what the supervisor makes) never pays for torch."""
+    import subprocess
+    import sys
+
+    probe = ("import sys\nfrom runner.engines import engine_names, get_engine\n"
+             "loaded = [n for n in engine_names() if get_engine(n) and 'torch' in sys.modules]\nprint(loaded[:1])")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr

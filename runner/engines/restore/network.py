@@ -6,8 +6,8 @@ import numpy as np
 import torch
 from torch import nn
 
-LEVELS = 3  # resolutions: full, 1/2, 1/4 (two poolings: inputs are padded to a multiple of 4)
-MULTIPLE = 2 ** (LEVELS - 1)
+from runner.engines.restore.shape import LEVELS, MULTIPLE
+
 TILE = 256  # inference tiles' side (before their margins): bounds a page's memory however large it is
 # context each tile sees beyond what it writes: the net's receptive field reaches 20 px from a pixel (two 3x3
 # convolutions at each of three scales, down and up); a multiple of MULTIPLE keeps the poolings on the page's grid,
@@ -40,27 +40,6 @@ class UNet(nn.Module):
         for k in reversed(range(LEVELS - 1)):
             h = self.merge[k](torch.cat([skips[k], self.up[k](h)], dim=1))
         return x + self.head(h)
-
-
-def flops_per_pixel(width: int) -> float:
-    """Multiply-adds x 2 of one forward pass per full-resolution pixel (3x3 convolutions dominate)."""
-    widths = [width * 2 ** k for k in range(LEVELS)]
-    total, inputs = 0.0, 1
-    for k, w in enumerate(widths):  # encoder: two convolutions a level, on 1/4**k of the pixels
-        total += 9 * (inputs * w + w * w) / 4 ** k
-        inputs = w
-    for k, w in enumerate(widths[:-1]):  # decoder: the up-convolution, then two convolutions on the merge
-        total += (4 * widths[k + 1] * w + 9 * (2 * w * w + w * w)) / 4 ** k
-    return 2 * total
-
-
-def activation_floats(width: int) -> float:
-    """Floats kept for the backward pass per full-resolution pixel: each convolution's output, its norm's and
-    its activation's (about three copies a layer), summed over the levels."""
-    widths = [width * 2 ** k for k in range(LEVELS)]
-    down = sum(2 * w / 4 ** k for k, w in enumerate(widths))
-    up = sum((w + 2 * w + 2 * w) / 4 ** k for k, w in enumerate(widths[:-1]))
-    return 3 * (down + up)
 
 
 def _padded(tile: torch.Tensor) -> tuple[torch.Tensor, int, int]:

@@ -14,7 +14,7 @@ from typing import Literal
 
 from runner.engines.base import TARGET_MEMORY_FRACTION
 from runner.engines.networks import CUDA_RUNTIME_BYTES
-from runner.engines.restore.network import MULTIPLE, activation_floats, flops_per_pixel
+from runner.engines.restore.shape import MULTIPLE, activation_floats, flops_per_pixel
 from runner.hardware import GiB, Gpu
 from runner.portfolio import Member, PlanContext, Settings
 

@@ -26,8 +26,9 @@ from runner.budget import past
 from runner.engines.base import EPOCH_LOG, TARGET_MEMORY_FRACTION, DeadlineReached, EngineResult, FoldData
 from runner.engines.networks import (EpochStats, epoch_seconds, log_epoch, probe_batch, shared_fraction,
                                      smaller_batch, warm_peak_bytes)
-from runner.engines.restore.network import MULTIPLE, UNet, restore_page
+from runner.engines.restore.network import UNet, restore_page
 from runner.engines.restore.planning import MIN_STEPS, RestoreSettings
+from runner.engines.restore.shape import MULTIPLE
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 MIN_LR_SHARE = 0.01  # where the cosine ends, as a share of the peak rate
