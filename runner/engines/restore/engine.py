@@ -32,9 +32,6 @@ class Restore(Engine):
                                slowdown=step_seconds / expected * member.settings.slowdown)
         return None if again.left_out else replanned(again, step_seconds, expected, context.window)
 
-    def useful_batch(self, rows: int) -> int:
-        return 0  # the batch is in patches, sized from the pages' pixels at planning time
-
     def train_fold(self, settings: RestoreSettings, data: FoldData, out_dir: Path, deadline: float):
         from runner.engines.restore.training import train
 
