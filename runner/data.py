@@ -657,8 +657,9 @@ def _pixel_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, sample
         flat = (r * image.shape[1] + c).to_numpy()
         test[np.asarray(rows)[inside_image]] = pixel_features(image)[flat[inside_image]]
     names = _pixel_columns()
-    test_rows = pd.DataFrame({"noisy": pd.Categorical.from_codes(test_codes, categories=test_pages),
-                              "row": parts[1].astype(int).to_numpy() - 1, "col": parts[2].astype(int).to_numpy() - 1})
+    at_row, at_col = (parts[k].astype(np.int32).to_numpy() - 1 for k in (1, 2))  # 0-based; int32: millions of rows
+    test_rows = pd.DataFrame({"noisy": pd.Categorical.from_codes(test_codes, categories=test_pages), "row": at_row,
+                              "col": at_col})
     views = {"table": (pd.DataFrame(x, columns=names), pd.DataFrame(test, columns=names)),
              "page": (_page_rows(pages, group, located), test_rows)}
     return Dataset(spec, columns, None, y[:, None].astype(np.float64), views, warnings, groups=group,
