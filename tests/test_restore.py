@@ -112,3 +112,11 @@ def test_on_a_cpu_it_takes_half_the_lane_or_is_left_out_with_the_reason():
 def test_only_an_image_to_image_task_gets_the_net():
     shapes = {"table": DataShape(1000, 100, 10), "page": REAL}
     assert [n for n, d in shapes.items() if get_engine("unet").applies(SPEC, d.inputs)] == ["page"]
+
+
+def test_the_memory_estimate_counts_the_nets_own_weights():
+    from runner.engines.restore.shape import parameters
+
+    for width in (8, 16, 32):
+        counted = sum(p.numel() for p in UNet(width).parameters())
+        assert abs(parameters(width) - counted) < 0.02 * counted

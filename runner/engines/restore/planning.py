@@ -1,8 +1,9 @@
 """Sizing the U-Net member: a pure function of the hardware, the window and the pages' pixels.
 
 An epoch is as many random patches as the fold's training pages have pixels. On a GPU the folds share each card
-(up to MOST_PER_GPU), each with a batch of patches that fills its share of the target memory (estimated here,
-probed by the fold), and its epochs fill the window. On a CPU a fold takes every core of the lane, and the member
+(up to MOST_PER_GPU), each with the largest batch of patches that keeps MIN_STEPS an epoch (at most MOST_BATCH)
+within its share of the target memory (estimated here, confirmed by the fold's probe, which only lowers it), and
+their epochs fill the window. On a CPU a fold takes every core of the lane, and the member
 is planned only when CPU_SHARE of the window holds MIN_EPOCHS for at least 2 folds; otherwise it is left out
 with the reason (the per-pixel boosters then have the lane).
 """
@@ -14,7 +15,7 @@ from typing import Literal
 
 from runner.engines.base import TARGET_MEMORY_FRACTION
 from runner.engines.networks import CUDA_RUNTIME_BYTES
-from runner.engines.restore.shape import MULTIPLE, activation_floats, flops_per_pixel
+from runner.engines.restore.shape import MULTIPLE, activation_floats, flops_per_pixel, parameters
 from runner.hardware import GiB, Gpu
 from runner.portfolio import Member, PlanContext, Settings
 
@@ -65,8 +66,7 @@ def patch_side(device: str, page_side: int) -> int:
 
 def fold_bytes(width: int, batch: int, patch: int) -> int:
     """A fold's estimated GPU peak: weights with gradients and moments, a batch's activations, the CUDA runtime."""
-    parameters = 30 * width * width * 9  # the convolutions' weights, dominated by the lowest level's 16 w^2 x 9
-    return int(parameters * PARAMETER_BYTES + batch * patch * patch * activation_floats(width) * FLOAT_BYTES
+    return int(parameters(width) * PARAMETER_BYTES + batch * patch * patch * activation_floats(width) * FLOAT_BYTES
                + CUDA_RUNTIME_BYTES)
 
 
