@@ -7,9 +7,9 @@ so planning never pays for torch or catboost imports.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Callable, ClassVar
 
 import numpy as np
 
@@ -68,6 +68,18 @@ def replanned(again: Member, step_seconds: float, expected: float, window: float
               f"{ratio}, for the {window:.0f} s left")
     return again.model_copy(update=dict(reasons=(reason, *again.reasons), settings=again.settings.model_copy(
         update=dict(reasons=(reason, *again.settings.reasons)))))
+
+
+def replanned_at_pace(plan_member: Callable[[PlanContext, float], Member], context: PlanContext, member: Member,
+                      step_seconds: float) -> Member | None:
+    """`member` planned again by `plan_member(context, slowdown)` for the window left, its estimates slowed by what
+    a real epoch took against them (times what earlier re-plans found: its settings' `slowdown`); None when nothing
+    was estimated, or when the window left no longer holds it."""
+    expected = member.step_seconds
+    if expected <= 0 or member.left_out:
+        return None
+    again = plan_member(replace(context, folds=context.spec.folds), step_seconds / expected * member.settings.slowdown)
+    return None if again.left_out else replanned(again, step_seconds, expected, context.window)
 
 
 class DeadlineReached(Exception):

@@ -12,6 +12,8 @@ from typing import Callable
 
 import numpy as np
 
+from runner.engines.base import TARGET_MEMORY_FRACTION
+
 CUDA_RUNTIME_BYTES = 600 * 1024**2  # CUDA context + cuBLAS/cuDNN handles: outside torch's allocator
 USABLE_SHARE = 0.95  # of a GPU's memory, for the folds sharing it (contexts included)
 WARMUP_SLOWER = 1.3  # a first epoch this much slower than the second paid for warm-up (loader start, cuDNN
@@ -129,6 +131,20 @@ def shared_fraction(slots: int, total_bytes: int, others: float = 0.0) -> float:
     """Each of `slots` folds' cap on the GPU's memory: together 95% of it less the share `others` held when the
     run was planned, less their CUDA contexts, which live outside the caching allocator that the cap limits."""
     return ((USABLE_SHARE - others) * total_bytes - slots * CUDA_RUNTIME_BYTES) / (slots * total_bytes)
+
+
+def fold_share_of_card(per_gpu: int, memory_target: float) -> int:
+    """Bytes of its card a fold's batch probe may aim within: the card split among the `per_gpu` folds sharing it.
+    Where folds share it, or others held some of it when the run was planned (`memory_target` below
+    TARGET_MEMORY_FRACTION), the process is capped: free memory one process sees is not reserved for it."""
+    import torch
+
+    slots = max(1, per_gpu)
+    total = torch.cuda.get_device_properties(0).total_memory
+    others = max(0.0, TARGET_MEMORY_FRACTION - memory_target)  # the card's share others held when planned
+    if slots > 1 or others > 0:
+        torch.cuda.set_per_process_memory_fraction(shared_fraction(slots, total, others))
+    return total // slots
 
 
 def smaller_batch(exc: BaseException, batch: int) -> int:

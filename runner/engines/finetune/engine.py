@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from runner.engines.base import Engine, FoldData, replanned
+from runner.engines.base import Engine, FoldData, replanned_at_pace
 from runner.engines.finetune.models import LADDER, local_models, model_folder
 from runner.engines.finetune.planning import NAME, text_member
 from runner.engines.finetune.settings import TextSettings
@@ -26,14 +26,7 @@ class FineTune(Engine):
     def replan(self, context: PlanContext, member: Member, step_seconds: float) -> Member | None:
         """Planned again for the window left, at the pace a real epoch showed: the same model with other epochs,
         or a smaller one when the first was far slower than estimated."""
-        expected = member.step_seconds
-        if expected <= 0 or member.left_out:
-            return None
-        again = text_member(dataclasses.replace(context, folds=context.spec.folds),
-                            slowdown=step_seconds / expected * member.settings.slowdown)
-        if again.left_out:
-            return None
-        return replanned(again, step_seconds, expected, context.window)
+        return replanned_at_pace(text_member, context, member, step_seconds)
 
     def weights(self) -> tuple[str, ...]:
         return tuple(m.repo for m in LADDER)

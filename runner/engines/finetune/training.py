@@ -25,11 +25,11 @@ import torch.nn.functional as F
 from runner import metrics
 from runner.atomic import replacing
 from runner.budget import past
-from runner.engines.base import EPOCH_LOG, TARGET_MEMORY_FRACTION, DeadlineReached, EngineResult, FoldData
+from runner.engines.base import EPOCH_LOG, DeadlineReached, EngineResult, FoldData
 from runner.engines.finetune.models import model_folder
 from runner.engines.finetune.settings import TextSettings
 from runner.engines.finetune.tokens import bucketed, by_length, padded
-from runner.engines.networks import (EpochStats, epoch_seconds, log_epoch, probe_batch, shared_fraction,
+from runner.engines.networks import (EpochStats, epoch_seconds, fold_share_of_card, log_epoch, probe_batch,
                                      smaller_batch, warm_peak_bytes)
 from runner.engines.oneshot import log_space
 
@@ -223,12 +223,8 @@ def confirm_batch(settings: TextSettings, task: Task) -> tuple[TextSettings, str
     """On a GPU, move the planned batch towards the target share of memory by real steps at max length."""
     if settings.device != "cuda":
         return settings, ""
-    slots = max(1, settings.per_gpu)
-    total = torch.cuda.get_device_properties(0).total_memory
-    others = max(0.0, TARGET_MEMORY_FRACTION - settings.memory_target)  # the card's share others held when planned
-    if slots > 1 or others > 0:
-        torch.cuda.set_per_process_memory_fraction(shared_fraction(slots, total, others))
-    result = probe_batch(_warm_peak(settings, task), settings.batch_size, total // slots,
+    share = fold_share_of_card(settings.per_gpu, settings.memory_target)
+    result = probe_batch(_warm_peak(settings, task), settings.batch_size, share,
                          target=settings.memory_target, max_batch=settings.batch_size * settings.accumulation)
     effective = settings.batch_size * settings.accumulation
     accumulation = max(1, math.ceil(effective / result.batch))

@@ -3,10 +3,9 @@ window on a GPU slot, or on a CPU's one lane when half the window holds its mini
 view: a row per pixel naming its page, row and column, the same rows the per-pixel table members learn from."""
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
-from runner.engines.base import Engine, FoldData, replanned
+from runner.engines.base import Engine, FoldData, replanned_at_pace
 from runner.engines.restore.planning import NAME, RestoreSettings, restore_member
 from runner.portfolio import Member, PlanContext
 
@@ -25,12 +24,7 @@ class Restore(Engine):
 
     def replan(self, context: PlanContext, member: Member, step_seconds: float) -> Member | None:
         """Planned again for the window left, at the pace a real epoch showed."""
-        expected = member.step_seconds
-        if expected <= 0 or member.left_out:
-            return None
-        again = restore_member(dataclasses.replace(context, folds=context.spec.folds),
-                               slowdown=step_seconds / expected * member.settings.slowdown)
-        return None if again.left_out else replanned(again, step_seconds, expected, context.window)
+        return replanned_at_pace(restore_member, context, member, step_seconds)
 
     def train_fold(self, settings: RestoreSettings, data: FoldData, out_dir: Path, deadline: float):
         from runner.engines.restore.training import train

@@ -23,8 +23,8 @@ from timm.scheduler import CosineLRScheduler
 from runner import metrics
 from runner.atomic import replacing
 from runner.budget import past
-from runner.engines.base import EPOCH_LOG, TARGET_MEMORY_FRACTION, DeadlineReached, EngineResult, FoldData
-from runner.engines.networks import (EpochStats, epoch_seconds, log_epoch, probe_batch, shared_fraction,
+from runner.engines.base import EPOCH_LOG, DeadlineReached, EngineResult, FoldData
+from runner.engines.networks import (EpochStats, epoch_seconds, fold_share_of_card, log_epoch, probe_batch,
                                      smaller_batch, warm_peak_bytes)
 from runner.engines.restore.network import UNet, restore_page
 from runner.engines.restore.planning import MIN_STEPS, RestoreSettings
@@ -126,11 +126,7 @@ def confirm_batch(settings: RestoreSettings, patches: Patches) -> tuple[RestoreS
     """On a GPU, move the planned batch towards the fold's share of the target memory by real steps."""
     if settings.device != "cuda":
         return settings, ""
-    slots = max(1, settings.per_gpu)
-    total = torch.cuda.get_device_properties(0).total_memory
-    others = max(0.0, TARGET_MEMORY_FRACTION - settings.memory_target)  # the card's share others held
-    if slots > 1 or others > 0:
-        torch.cuda.set_per_process_memory_fraction(shared_fraction(slots, total, others))
+    share = fold_share_of_card(settings.per_gpu, settings.memory_target)
 
     def warm_peak(batch: int) -> int:
         gc.collect()
@@ -144,7 +140,7 @@ def confirm_batch(settings: RestoreSettings, patches: Patches) -> tuple[RestoreS
             torch.cuda.empty_cache()
 
     # the planned batch is already the largest the pages make useful (MIN_STEPS an epoch): the probe only lowers it
-    result = probe_batch(warm_peak, settings.batch_size, total // slots, target=settings.memory_target,
+    result = probe_batch(warm_peak, settings.batch_size, share, target=settings.memory_target,
                          max_batch=settings.batch_size)
     return settings.model_copy(update=dict(batch_size=result.batch)), \
         f"batch {result.batch} probed: warm peak {result.fraction:.0%} of its share (tried {list(result.tried)})"

@@ -25,12 +25,12 @@ from runner import metrics
 from runner.atomic import replacing
 from runner.budget import past
 from runner.engines.base import EPOCH_LOG, DeadlineReached, EngineResult, FoldData
-from runner.engines.networks import (EpochStats, epoch_seconds, log_epoch, probe_batch, refitted_epochs,
-                                     shared_fraction, smaller_batch, warm_peak_bytes)
+from runner.engines.networks import (EpochStats, epoch_seconds, fold_share_of_card, log_epoch, probe_batch,
+                                     refitted_epochs, smaller_batch, warm_peak_bytes)
 from runner.engines.vision.augment import DeviceAugment
 from runner.engines.vision.images import cache_side
 from runner.engines.vision.loading import loaders
-from runner.engines.vision.settings import TARGET_MEMORY_FRACTION, ImageSettings, useful_batch
+from runner.engines.vision.settings import ImageSettings, useful_batch
 from runner.weights import find_weights, timm_source
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
@@ -188,13 +188,9 @@ def confirm_batch(settings: ImageSettings, classes: int, max_batch: int = 1024) 
     never above `max_batch` (the largest batch the fold's rows make useful)."""
     if settings.device != "cuda":
         return settings, ""
-    slots = max(1, settings.per_gpu)
-    total = torch.cuda.get_device_properties(0).total_memory
-    others = TARGET_MEMORY_FRACTION - settings.memory_target  # the card's share others held when planned
-    if slots > 1 or others > 0:  # free memory seen by one process is not reserved for it
-        torch.cuda.set_per_process_memory_fraction(shared_fraction(slots, total, others))
+    share = fold_share_of_card(settings.per_gpu, settings.memory_target)
     result = probe_batch(_warm_peak(settings.model_copy(update=dict(compile=False)), classes),
-                         min(settings.batch_size, max_batch), total // slots, target=settings.memory_target,
+                         min(settings.batch_size, max_batch), share, target=settings.memory_target,
                          max_batch=max_batch)
     note = f"batch {result.batch} probed: warm peak {result.fraction:.0%} of its share of GPU memory " \
            f"(tried {list(result.tried)})"
