@@ -622,11 +622,11 @@ def _pixel_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, sample
         if noisy is None or clean is None or noisy.shape != clean.shape:
             warnings.append(f"{path}: no readable clean image of its size in {spec.target_image_dir}/, skipped")
             continue
-        keep = rng.random(noisy.size) < share if share < 1 else np.arange(noisy.size)
+        keep = np.flatnonzero(rng.random(noisy.size) < share) if share < 1 else np.arange(noisy.size)
         features.append(pixel_features(noisy)[keep])
         targets.append(clean.ravel()[keep])
         groups.append(np.full(len(targets[-1]), len(groups)))
-        located.append(np.divmod(np.flatnonzero(keep) if keep.dtype == bool else keep, noisy.shape[1]))
+        located.append(np.divmod(keep, noisy.shape[1]))  # each kept pixel's row and column
         pages.append((str(path), str(clean_path)))
         sides.append(min(noisy.shape))
         areas.append(noisy.size)

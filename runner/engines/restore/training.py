@@ -17,12 +17,12 @@ import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F
-from PIL import Image
 from timm.scheduler import CosineLRScheduler
 
 from runner import metrics
 from runner.atomic import replacing
 from runner.budget import past
+from runner.data import gray_image
 from runner.engines.base import EPOCH_LOG, DeadlineReached, EngineResult, FoldData
 from runner.engines.networks import (EpochStats, epoch_seconds, fold_share_of_card, log_epoch, probe_batch,
                                      smaller_batch, warm_peak_bytes)
@@ -35,21 +35,13 @@ MIN_LR_SHARE = 0.01  # where the cosine ends, as a share of the peak rate
 log = logging.getLogger("runner.restore")
 
 
-def gray(path: str) -> np.ndarray:
-    with Image.open(path) as image:
-        return np.asarray(image.convert("L"), dtype=np.float32) / 255.0
-
-
-def pages_of(rows: pd.DataFrame, column: str) -> list[str]:
-    return [p for p in pd.unique(rows[column].astype(object)) if isinstance(p, str)]
-
-
 class Patches:
     """Random training patches of the fold's pages, flipped at random, on the fold's device."""
 
     def __init__(self, rows: pd.DataFrame, patch: int, device: torch.device, seed: int):
-        pairs = [(gray(n), gray(c)) for n, c in rows[["noisy", "clean"]].drop_duplicates().itertuples(index=False)]
-        pairs = [(n, c) for n, c in pairs if n.shape == c.shape]
+        pairs = [(gray_image(n), gray_image(c))
+                 for n, c in rows[["noisy", "clean"]].drop_duplicates().itertuples(index=False)]
+        pairs = [(n, c) for n, c in pairs if n is not None and c is not None and n.shape == c.shape]
         self.side = min(patch, *(min(n.shape) for n, _ in pairs)) // MULTIPLE * MULTIPLE
         self.pages = [(torch.from_numpy(n).to(device), torch.from_numpy(c).to(device)) for n, c in pairs]
         areas = np.array([n.size for n, _ in pairs], dtype=float)
@@ -110,10 +102,9 @@ class Restorer:
         self.model.eval()
         out = np.full(len(rows), fallback, dtype=np.float64)
         for path, index in rows.groupby("noisy", observed=True).indices.items():
-            try:
-                page = gray(path)
-            except (OSError, ValueError) as exc:
-                log.warning("%s: cannot read (%s): its pixels get %.3f", path, exc, fallback)
+            page = gray_image(path)
+            if page is None:
+                log.warning("%s: cannot read it: its pixels get %.3f", path, fallback)
                 continue
             restored = restore_page(self.model, page, self.device, self.autocast)
             r, c = rows["row"].to_numpy()[index], rows["col"].to_numpy()[index]
