@@ -126,6 +126,20 @@ def test_layer_decay_gives_the_head_the_peak_rate_and_the_embeddings_the_least()
     assert schedule(55) < schedule(20) and schedule(100) == pytest.approx(0.01)
 
 
+def test_a_checkpoint_stored_in_bf16_is_fine_tuned_on_fp32_weights(tmp_path):
+    """Hub checkpoints are often stored in bf16; loaded as stored, AdamW would step on bf16 weights."""
+    transformers = pytest.importorskip("transformers")
+    import torch
+
+    from runner.engines.finetune.training import Classifier
+
+    config = transformers.BertConfig(vocab_size=64, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                                     intermediate_size=32)
+    transformers.BertModel(config).to(torch.bfloat16).save_pretrained(tmp_path)
+    model = Classifier(tmp_path, 2)
+    assert {p.dtype for p in model.parameters()} == {torch.float32}
+
+
 def test_a_text_model_pulled_into_an_hf_cache_is_found_there(tmp_path, monkeypatch):
     from runner import weights
 

@@ -49,7 +49,9 @@ class Classifier(torch.nn.Module):
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()  # a bar per load would fill the fold's log
-        self.encoder = AutoModel.from_pretrained(str(folder))
+        # fp32 master weights whatever the checkpoint stores (transformers' default "auto" would keep a bf16/fp16
+        # checkpoint's dtype, and AdamW steps on half-precision weights lose the small updates); bf16 is autocast's
+        self.encoder = AutoModel.from_pretrained(str(folder), dtype=torch.float32)
         self.dropout = torch.nn.Dropout(HEAD_DROPOUT)
         self.head = torch.nn.Linear(self.encoder.config.hidden_size, outputs)
 
