@@ -36,6 +36,15 @@ def test_probe_grows_towards_the_target_fraction():
     assert 0.7 <= result.fraction <= 0.8 and result.batch > 8
 
 
+def test_a_first_try_a_little_over_the_target_is_kept_not_refused():
+    """As on an H200: the estimate's batch measured 80.8% against a target of 80% (within the probe's tolerance,
+    so the search stops there); it must be the answer, not "no batch fitted"."""
+    result = probe_batch(gpu(per_sample=100, fixed=0), start=808, device_bytes=100_000, target=0.8)
+    assert result.batch == 808 and result.tried == ((808, 80_800),)
+    with pytest.raises(RuntimeError, match="no batch fitted"):  # well over the tolerance, and nothing smaller fits
+        probe_batch(gpu(per_sample=100, fixed=95_000), start=8, device_bytes=100_000, target=0.8)
+
+
 def test_probe_backs_off_after_an_injected_oom():
     calls = []
     result = probe_batch(gpu(oom_above=300, calls=calls), start=512, device_bytes=100_000, target=0.8)
