@@ -32,7 +32,9 @@ TIMED_EPOCH = 2
 # the time it has waited, a lower bound of its epoch, is held against the plan (seen: another process took a core
 # after planning, and a 2-thread fold on the one left finished no epoch in 30 s)
 STALL_EPOCHS = 5
-STALL_GRACE_SECONDS = 10.0
+# a fold's start before its first epoch; on a GPU also the CUDA context and the batch probe's first steps, whose
+# cudnn.benchmark search took 7 s for resnet18 on an H200 (no epoch in 11 s there was called a stall)
+STALL_GRACE_SECONDS = {"cpu": 10.0, "cuda": 25.0}
 REPROBE_SECONDS = 30.0  # cores are sampled again at most this often (each sample takes half a second)
 EXPECT_TOLERANCE = 0.1  # a first step closer than REPLAN_TOLERANCE but more than 10% off: later folds expect it
 MEMORY_UNDER = 0.6  # of the memory a fold planned, under which it is under-using the device
@@ -68,7 +70,8 @@ def stalled(member: Member, waited: float) -> bool:
     compiled model's first epoch also compiles, for a time nothing predicts: never judged)."""
     if getattr(member.settings, "compile", False):
         return False
-    return member.step_seconds > 0 and waited > STALL_GRACE_SECONDS + STALL_EPOCHS * member.step_seconds
+    grace = STALL_GRACE_SECONDS["cuda" if getattr(member.settings, "device", "cpu") == "cuda" else "cpu"]
+    return member.step_seconds > 0 and waited > grace + STALL_EPOCHS * member.step_seconds
 
 
 def close_enough(member: Member, actual_step_seconds: float) -> bool:

@@ -184,3 +184,14 @@ def test_loading_every_engine_to_plan_imports_no_torch():
              "loaded = [n for n in engine_names() if get_engine(n) and 'torch' in sys.modules]\nprint(loaded[:1])")
     done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr
+
+
+def test_every_engine_that_trains_on_a_gpu_has_the_fork_server_import_torch_once():
+    """A fold that imports torch itself starts 8 s later (an H200 machine): its libraries come from the fork
+    server, imported there once (never a CUDA start: tests/test_fork_safety.py)."""
+    from runner.engines import engine_names, get_engine
+
+    accelerated = [get_engine(n) for n in engine_names() if get_engine(n).accelerated]
+    assert len(accelerated) >= 4  # the CNN, the spectrogram CNN, the text fine-tune, the U-Net
+    assert all("torch" in e.preload and any(m.startswith("runner.engines.") for m in e.preload)
+               for e in accelerated), {e.name: e.preload for e in accelerated}

@@ -1,5 +1,6 @@
 """The image trainer's loop on CPU: gradient accumulation and the deadline check."""
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -211,6 +212,35 @@ def test_the_loader_reads_whole_batches_in_channels_last_layout(tmp_path):
     assert images.is_contiguous(memory_format=torch.channels_last)  # the cache's HWC rows, not copied again
     assert torch.equal(images[3], torch.from_numpy(cache[data.x_val[3]]).permute(2, 0, 1))
     assert labels.tolist() == list(data.y_val[:8])
+
+
+def _loader_processes(folder: str, out) -> None:
+    """In a unit forked from a fork server, as folds are: the processes its loader's first batch started."""
+    import psutil
+
+    from runner.engines.vision.loading import loaders
+
+    data = small_fold(Path(folder))
+    train, _, _ = loaders(PLAN.model_copy(update=dict(batch_size=4, num_workers=2, prefetch_factor=1)), data,
+                          data.image_cache)
+    next(iter(train))
+    fold = psutil.Process()
+    out.put((len(fold.children()), len(fold.children(recursive=True))))
+
+
+def test_a_folds_loader_workers_are_forked_from_the_fold_not_started_through_a_fork_server(tmp_path):
+    """A fold is a fork-server child, so multiprocessing's default there is the fork server: each loader worker
+    then imported torch afresh (7 s before the first batch on an H200 machine)."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("forkserver")
+    out = context.Queue()
+    fold = context.Process(target=_loader_processes, args=(str(tmp_path), out))
+    fold.start()
+    children, descendants = out.get(timeout=120)
+    fold.join(60)
+    # forked, the two workers are the fold's children; through a fork server they are its grandchildren
+    assert fold.exitcode == 0 and children == descendants == 2
 
 
 def test_a_fold_with_fewer_rows_than_its_batch_still_steps(tmp_path):

@@ -19,6 +19,7 @@ class FineTune(Engine):
     Settings = TextSettings
     fills_window = True
     time_scaled = ("epochs", "epoch_seconds", "max_epochs")
+    preload = ("torch", "transformers", "runner.engines.finetune.training")  # once, in the fork server
 
     def plan(self, context: PlanContext) -> list[Member]:
         return [text_member(context)]

@@ -29,6 +29,8 @@ class Timm(Engine):
     fills_window = True
     measure_share = MEASURE_SHARE
     time_scaled = ("epochs", "epoch_seconds", "max_epochs")
+    # imported once by the fork server: a fold that imports torch and timm itself starts 8 s later (an H200 machine)
+    preload = ("torch", "timm", "runner.engines.vision.training")
 
     def measure_seconds(self, budget_seconds, hardware, here):
         """On a GPU we are on, at least GPU_MEASURE_FLOOR seconds where the budget can spare them: a plan from
