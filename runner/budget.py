@@ -4,6 +4,7 @@ time.monotonic() is one system-wide clock on Linux, so deadlines can be handed t
 """
 from __future__ import annotations
 
+import contextlib
 import re
 import signal
 import threading
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 
 import psutil
 
-from runner.errors import RunnerError
+from runner.errors import Interrupted, RunnerError
 
 _UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0}
 _DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s?)?$")
@@ -85,3 +86,33 @@ def stop_on_sigterm() -> None:
 def past(deadline: float) -> bool:
     """The deadline has passed, or a stop was requested."""
     return time.monotonic() > deadline or _stop.is_set()
+
+
+# --- the supervisor's own SIGTERM: raised at once, or where the scheduler can take it ---------------------------
+
+_deferred: list[int] = []  # signals that arrived while the scheduler runs, not yet raised
+_deferring = threading.Event()
+
+
+def interrupt(signal_number: int) -> None:
+    """The supervisor's handler: Interrupted at once, except while the scheduler runs (`interrupts_between_steps`),
+    where it waits for the scheduler's next step. Raised inside a library's C code it can come out as another error
+    (numpy's fromfile turned it into a TypeError), and the run then ended without its clean stop."""
+    if not _deferring.is_set():
+        raise Interrupted(signal_number)
+    _deferred.append(signal_number)
+
+
+def raise_if_interrupted() -> None:
+    if _deferred:
+        raise Interrupted(_deferred.pop(0))
+
+
+@contextlib.contextmanager
+def interrupts_between_steps():
+    _deferring.set()
+    try:
+        yield
+    finally:
+        _deferring.clear()
+    raise_if_interrupted()  # one that came while leaving

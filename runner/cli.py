@@ -11,7 +11,7 @@ import sys
 import threading
 from pathlib import Path
 
-from runner.budget import Budget, parse_duration, process_start
+from runner.budget import Budget, interrupt, parse_duration, process_start
 from runner.errors import Interrupted, RunnerError
 
 log = logging.getLogger("runner")
@@ -68,7 +68,7 @@ def watchdog(budget: Budget, report_path: Path | None = None) -> threading.Timer
 
 
 def _interrupt(signal_number: int, _frame) -> None:
-    raise Interrupted(signal_number)
+    interrupt(signal_number)
 
 
 def _run(args) -> int:

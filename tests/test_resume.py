@@ -53,6 +53,34 @@ def test_sigterm_ends_the_run_cleanly_with_a_valid_submission(spaceship, tmp_pat
     assert graded(spaceship, out).valid_submission and graded(spaceship, out).score > 0.75
 
 
+def test_a_sigterm_while_the_scheduler_runs_is_raised_between_its_steps_not_inside_a_library_call(tmp_path):
+    """Raised inside numpy's np.load (the blend reading a fold's predictions), SIGTERM's Interrupted came out as a
+    TypeError and the run ended with status 1, not its clean stop; outside the scheduler it is raised at once."""
+    import numpy as np
+
+    from runner.budget import interrupt, interrupts_between_steps, raise_if_interrupted
+    from runner.errors import Interrupted
+
+    np.save(tmp_path / "val.npy", np.arange(10.0))
+    before = signal.signal(signal.SIGTERM, lambda number, _frame: interrupt(number))
+    try:
+        with pytest.raises(Interrupted):
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(1)  # the handler runs at the next bytecode
+        with pytest.raises(Interrupted, match="signal 15"):
+            with interrupts_between_steps():
+                os.kill(os.getpid(), signal.SIGTERM)
+                loaded = np.load(tmp_path / "val.npy")  # a step the signal does not break
+                assert loaded.sum() == 45.0
+                raise_if_interrupted()  # the scheduler's next step
+                pytest.fail("the interruption was not raised between steps")
+        with interrupts_between_steps():
+            pass  # none pending: nothing raised, and a later step raises nothing
+        raise_if_interrupted()
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
 def test_a_killed_run_resumes_from_its_finished_folds_and_scores_as_an_uninterrupted_one(spaceship, tmp_path):
     out = tmp_path / "killed"
     process = start(spaceship, out, 20)
