@@ -61,17 +61,19 @@ gpu-check: $(BENCH_STAMP)
 	cd bench && PYTHONPATH=..:. ../$(PY) gpu_check.py
 
 # A GPU machine without a package index, whose Python has torch, timm, numpy, pandas, scikit-learn and NVML's
-# bindings: `make gpu-wheels` here (with the index) puts the project's other pure-Python needs in gpu-wheels/
-# (about 6 MiB, for the GPU machine's Python: GPU_PY); carry the checkout with it, and there
-# `make gpu-check-offline PYTHON=python3`.
+# bindings: `make gpu-wheels` here (with the index) puts the project's other needs in gpu-wheels/ (about 11 MiB,
+# for the GPU machine's Python: GPU_PY; LightGBM and soundfile for the audio and image-to-image runs); carry the
+# checkout with it, and there `make gpu-check-offline PYTHON=python3`.
 GPU_PY ?= 3.12
-GPU_WHEELS = pydantic==2.14.3 pydantic_core==2.50.4 annotated-types==0.8.0 typing-inspection==0.4.5 psutil==7.2.2 \
-	rich==15.0.0 markdown-it-py==4.3.0 mdurl==0.1.2 Pygments==2.21.0 threadpoolctl==3.8.0 PyYAML==6.0.3 \
-	nvidia-ml-py==13.615.71
+GPU_WHEELS = pydantic==2.14.3 pydantic_core==2.50.4 annotated-types==0.8.0 typing-inspection==0.4.5 \
+	typing_extensions==4.16.0 psutil==7.2.2 rich==15.0.0 markdown-it-py==4.3.0 mdurl==0.1.2 Pygments==2.21.0 \
+	threadpoolctl==3.8.0 PyYAML==6.0.3 nvidia-ml-py==13.615.71 lightgbm==4.7.0 soundfile==0.14.0 cffi==2.1.1 \
+	pycparser==3.12
 gpu-wheels:
 	rm -rf gpu-wheels
 	$(PYTHON) -m pip download --quiet --no-deps --only-binary=:all: --python-version $(GPU_PY) --implementation cp \
-		--platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+		--platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
+		--platform manylinux2014_x86_64 \
 		-d gpu-wheels $(GPU_WHEELS)
 
 gpu-check-offline:

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import gc
 import json
 import os
@@ -119,8 +120,8 @@ FULL = Sizes(memory_models=(("resnet18", 224), ("convnext_tiny", 224), ("efficie
 SMOKE = Sizes(memory_models=(("resnet18", 64),), memory_batches=(4, 8), speed_model=("resnet18", 64),
               speed_batch=4, speed_warmup=1, speed_steps=2, monitor_seconds=1.0,
               demo=dict(train_per_breed=1, test_per_breed=1), demo_size=64, failure_images=32, planned_images=64,
-              run_seconds=12, threads=1)  # one thread: on a shared CPU, OpenMP threads spin at barriers for a
-# preempted peer (40x)
+              run_seconds=16, threads=1)  # one thread: on a shared CPU, OpenMP threads spin at barriers for a
+# preempted peer (40x); 16 s: the fork server imports torch and timm (about 4 s here) before the first unit
 # (low precision, channels_last, torch.compile): the 2 x 2 of eager steps, then compile on the channels_last ones
 COMBOS = ((False, False, False), (False, True, False), (True, False, False), (True, True, False),
           (False, True, True), (True, True, True))
@@ -714,7 +715,9 @@ def guarded_run(check: Check, public: Path, gpus: str, log: Path) -> tuple[subpr
     import psutil
 
     out = check.work / "guarded-run"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(GUARD), str(REPO)]), "RUNNER_CUDA_GUARD_LOG": str(log)}
+    # the guard first, then whatever the caller's path held (packages installed beside the interpreter's, offline)
+    paths = [str(GUARD), str(REPO), os.environ.get("PYTHONPATH", "")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p), "RUNNER_CUDA_GUARD_LOG": str(log)}
     process = subprocess.Popen([sys.executable, "-m", "runner.cli", "run", "dog-breed", "--data", str(public),
                                 "--budget", f"{check.sizes.run_seconds}s", "--out", str(out), "--engines", "timm",
                                 "--gpus", gpus], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -883,7 +886,9 @@ def image_to_image(check: Check) -> dict:
 def leased_gpus(check: Check) -> dict:
     run = check.results.get("fork_safety", {})
     cards = run.get("fold_pids_by_card", {})
-    refused = subprocess.run([sys.executable, "-m", "runner.cli", "run", "dog-breed", "--data", str(check.work),
+    # the demo's data, so the run gets past reading the sample submission to the check of `--gpus`
+    public = check.work / "guarded-data" / "prepared" / "public"
+    refused = subprocess.run([sys.executable, "-m", "runner.cli", "run", "dog-breed", "--data", str(public),
                               "--budget", "5s", "--out", str(check.work / "refused"), "--gpus", NO_SUCH_CARD],
                              cwd=REPO, capture_output=True, text=True)
     said = refused.returncode == 2 and "--gpus" in refused.stderr
@@ -927,13 +932,34 @@ def write(results: dict, out: Path | None) -> Path:
         return save(out.stem, rows, **results)
 
 
-def run(check: Check, out: Path | None) -> int:
+def chosen(only: str | None) -> tuple:
+    """SECTIONS, or those `only` names (comma-separated) in its order: the first ones get a short lease's time."""
+    if only is None:
+        return SECTIONS
+    by_key = {key: section for section in SECTIONS for key in section[:1]}
+    keys = [k.strip() for k in only.split(",") if k.strip()]
+    unknown = [k for k in keys if k not in by_key]
+    if unknown or not keys:
+        raise SystemExit(f"gpu-check: --only names no section {unknown or only!r}; the sections: {', '.join(by_key)}")
+    return tuple(by_key[k] for k in keys)
+
+
+def earlier(out: Path | None) -> dict:
+    """The sections an earlier run wrote to the same file: a run of some sections keeps the others' figures."""
+    path = out or _common.RESULTS / f"{NAME}.json"
+    if not path.exists():
+        return {}
+    saved = json.loads(path.read_text())
+    return {key: saved[key] for key, _, _ in SECTIONS if isinstance(saved.get(key), dict)}
+
+
+def run(check: Check, out: Path | None, sections: tuple = SECTIONS) -> int:
     if check.sizes.threads:
         torch.set_num_threads(check.sizes.threads)
     if check.cuda:
         torch.backends.cudnn.benchmark = True  # as the vision engine's train sets it: fixed shapes, fastest kernels
     path = None
-    for key, function, on_cpu in SECTIONS:
+    for key, function, on_cpu in sections:
         if not check.cuda and not on_cpu:
             check.results[key] = dict(NEEDS_CUDA)
             print(f"SKIP {key}: needs CUDA", flush=True)
@@ -949,7 +975,7 @@ def run(check: Check, out: Path | None) -> int:
         path = write(check.results, out)  # after each section: a crash later keeps what was measured
     failures = [k for k, v in check.results.items() if v.get("ok") is False]
     passed = sum(v.get("ok") is True for v in check.results.values())
-    print(f"gpu-check: {passed} of {len(SECTIONS)} PASS, {len(failures)} FAIL"
+    print(f"gpu-check: {passed} of {len(check.results)} PASS, {len(failures)} FAIL"
           f"{' (' + ', '.join(failures) + ')' if failures else ''}; written {path}")
     return 1 if failures else 0
 
@@ -977,6 +1003,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cpu-smoke", action="store_true", help="the sections that run on a CPU, at tiny sizes")
     parser.add_argument("--out", type=Path, help="where the JSON goes (PATH.json; required with --cpu-smoke)")
+    parser.add_argument("--only", metavar="SECTION,...", help="these sections, in this order; the JSON keeps the "
+                        "figures of the others from its last run")
+    parser.add_argument("--work", type=Path, help="keep the scratch folder here (the runs' fold logs, for a failure's "
+                        "cause) instead of a temporary one")
     parser.add_argument("--shared-fold", nargs=3, help=argparse.SUPPRESS)  # MODEL SIZE BATCH: one shared fold
     args = parser.parse_args(argv)
     if args.shared_fold:
@@ -995,9 +1025,15 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         skip_all("no NVIDIA GPU visible (torch.cuda.is_available() is False)")
         return 0
-    with tempfile.TemporaryDirectory(prefix="gpu-check-") as work:
-        check = Check("cpu" if args.cpu_smoke else "cuda", SMOKE if args.cpu_smoke else FULL, Path(work), {})
-        return run(check, args.out.resolve() if args.out else None)
+    if args.work:
+        args.work.mkdir(parents=True, exist_ok=True)
+    scratch = contextlib.nullcontext(args.work) if args.work else tempfile.TemporaryDirectory(prefix="gpu-check-")
+    with scratch as work:
+        out = args.out.resolve() if args.out else None
+        sections = chosen(args.only)
+        kept = earlier(out) if args.only else {}
+        check = Check("cpu" if args.cpu_smoke else "cuda", SMOKE if args.cpu_smoke else FULL, Path(work), kept)
+        return run(check, out, sections)
 
 
 if __name__ == "__main__":
