@@ -933,10 +933,11 @@ def write(results: dict, out: Path | None) -> Path:
 
 
 def chosen(only: str | None) -> tuple:
-    """SECTIONS, or those `only` names (comma-separated) in its order: the first ones get a short lease's time."""
+    """SECTIONS, or those `only` names (comma-separated) in its order, so a short stay on a GPU machine runs the
+    ones that matter most first (leased_gpus reads fork_safety's run: name it after that one)."""
     if only is None:
         return SECTIONS
-    by_key = {key: section for section in SECTIONS for key in section[:1]}
+    by_key = {section[0]: section for section in SECTIONS}
     keys = [k.strip() for k in only.split(",") if k.strip()]
     unknown = [k for k in keys if k not in by_key]
     if unknown or not keys:

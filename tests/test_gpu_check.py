@@ -65,3 +65,15 @@ def test_cpu_smoke_runs_every_section_that_runs_on_a_cpu(tmp_path):
     passes = [line for line in done.stdout.splitlines() if line.startswith("PASS ")]
     assert len(passes) == len(SECTIONS) - len(CUDA_ONLY)
     assert done.stdout.strip().splitlines()[-1].startswith(f"gpu-check: {len(passes)} of {len(SECTIONS)} PASS, 0 FAIL")
+
+
+def test_only_runs_the_sections_named_and_keeps_the_others_figures(tmp_path):
+    out = tmp_path / "gpu.json"
+    out.write_text(json.dumps({"memory": {"ok": True, "from": "an earlier run"}}))
+    done = gpu_check("--cpu-smoke", "--out", str(out), "--only", "hardware")
+    assert done.returncode == 0, done.stdout + done.stderr
+    results = json.loads(out.read_text())
+    assert results["memory"] == {"ok": True, "from": "an earlier run"} and results["hardware"]["ok"] is True
+    assert [row["section"] for row in results["rows"]] == ["memory", "hardware"]
+    refused = gpu_check("--cpu-smoke", "--out", str(out), "--only", "hardware,no_such_section")
+    assert refused.returncode != 0 and "no_such_section" in refused.stderr + refused.stdout
