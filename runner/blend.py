@@ -5,7 +5,12 @@ A member's out-of-fold predictions cover the validation rows of the folds it fin
 folds covers 40% of the rows. Selection starts from the best member among those covering the most rows, and the
 blend is scored on the start's rows: on each row, the members that cover it are mixed with their weights
 renormalised (a member is left out of rows it has no prediction for, as it is of nothing in the test set). Each
-step adds one more copy of the candidate that improves that mix most. Steps are judged in a smooth metric where
+step adds one more copy of the candidate that improves that mix most. Under a metric that sums over rows, a
+partial member's weight then only moves its own rows' terms, so it is fitted on them while the others' weights are
+fitted on all rows. A rank metric (ROC AUC) does not sum over rows: mixed on some rows only, a partial member
+lifts or lowers those rows against the rest, which the metric reads as signal (a member saying the same of every
+row it covers took 0.67 of a blend), so there each trial is judged on the rows every member in it covers, where
+the mix is the one every test row gets. Steps are judged in a smooth metric where
 the competition's is too coarse (accuracy moves in whole rows and is flat almost everywhere; the log loss of the
 same probabilities is not), in the metric itself otherwise. The blend kept is the last step not worse than the
 start member in the competition's metric on the same rows: never worse in CV than the member it started from,
@@ -23,6 +28,7 @@ MAX_STEPS = 25  # copies added at most; weights are multiples of 1/steps
 MIN_ROWS = 20  # rows two members must share before one is judged against the other
 SELECTION_ROWS = 50_000  # larger tables choose weights on a fixed sample of rows (the blend is then scored on all)
 SMOOTH = {"accuracy": "log_loss", "qwk": "log_loss"}  # what steps are judged in where the metric is too coarse
+RANKED = {"roc_auc", "mean_column_roc_auc"}  # judged on ranks across rows: not a sum of one term per row
 
 
 @dataclass(frozen=True)
@@ -77,11 +83,13 @@ class _Step:
     counts: dict[str, int]
     total: np.ndarray  # (n, k): sum of count * oof over the members covering each row
     weight: np.ndarray  # (n, 1): sum of count over the members covering each row
+    covered: np.ndarray  # (n,) bool: rows every member in it covers
 
     def adding(self, member: MemberPredictions) -> _Step:
         cover = member.covered[:, None]
         return _Step({**self.counts, member.name: self.counts.get(member.name, 0) + 1},
-                     self.total + np.where(cover, member.oof, 0.0), self.weight + cover)
+                     self.total + np.where(cover, member.oof, 0.0), self.weight + cover,
+                     self.covered & member.covered)
 
     @property
     def pred(self) -> np.ndarray:
@@ -91,17 +99,22 @@ class _Step:
 def _greedy(smooth: str, y: np.ndarray, members: list[MemberPredictions], start: MemberPredictions) -> list[_Step]:
     """Every step of forward selection with replacement, the start first."""
     rows = start.covered & _selection_rows(len(y))
-    empty = _Step({}, np.zeros_like(start.oof, dtype=float), np.zeros((len(y), 1)))
+    empty = _Step({}, np.zeros_like(start.oof, dtype=float), np.zeros((len(y), 1)), np.ones(len(y), dtype=bool))
     steps = [empty.adding(start)]
+    ranked = smooth in RANKED  # judged only where every member of the trial predicts (the module's docstring)
     for _ in range(MAX_STEPS - 1):
         last = steps[-1]
-        before = _score(smooth, y, last.pred, rows)
+        shared = rows & last.covered if ranked else rows
+        before = _score(smooth, y, last.pred, shared)  # for the candidates covering all of them (most)
         best, best_gain = None, 1e-12
         for member in members:
-            if (rows & member.covered).sum() < MIN_ROWS:
+            overlap = shared & member.covered
+            if overlap.sum() < MIN_ROWS:
                 continue
+            judged = overlap if ranked else shared
             trial = last.adding(member)
-            gain = improvement(smooth, before, _score(smooth, y, trial.pred, rows))
+            then = before if judged.sum() == shared.sum() else _score(smooth, y, last.pred, judged)
+            gain = improvement(smooth, then, _score(smooth, y, trial.pred, judged))
             if gain > best_gain:
                 best, best_gain = trial, gain
         if best is None:

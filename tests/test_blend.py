@@ -55,6 +55,18 @@ def test_a_partial_member_is_blended_on_the_rows_it_covers():
     assert np.allclose(blend.oof[covered], (1 - w) * full.oof[covered] + w * partial.oof[covered], atol=1e-9)
 
 
+def test_a_partial_member_that_only_shifts_its_rows_scale_gets_no_weight_under_a_rank_metric():
+    """A partial member that says the same of every row it covers knows nothing there, but mixed on its rows alone
+    it lifts them against the rest, which a pooled AUC reads as signal when its rows hold more positives. Judged
+    on the rows every member of the trial covers (the mix every test row gets), it adds nothing."""
+    rng = np.random.default_rng(3)
+    full = member("full", signal(0.7))
+    covered = np.where(Y == 1, rng.random(N) < 0.5, rng.random(N) < 0.1)  # a fold rich in positives, by chance
+    constant = member("constant", np.full(N, 3.0), covered)
+    blend = choose_blend("roc_auc", Y, [full, constant])
+    assert blend.weights == {"full": 1.0}
+
+
 def test_a_member_of_one_fold_never_makes_the_blend_worse_than_its_start():
     """A strong member on one fold joins the blend; the CV is still measured on, and no worse than, the start's
     rows (scoring on the rows both cover could report less than the start member alone)."""
