@@ -1,4 +1,6 @@
 """The image trainer's loop on CPU: gradient accumulation and the deadline check."""
+import os
+import signal
 import time
 from pathlib import Path
 
@@ -241,6 +243,39 @@ def test_a_folds_loader_workers_are_forked_from_the_fold_not_started_through_a_f
     fold.join(60)
     # forked, the two workers are the fold's children; through a fork server they are its grandchildren
     assert fold.exitcode == 0 and children == descendants == 2
+
+
+def _asked_to_stop_mid_epoch(folder: str, out) -> None:
+    """A fold in its own process group, as units run: SIGTERM to the group after its first batch (the supervisor's
+    "stop at your next epoch"), then the rest of the epoch and a validation pass."""
+    from runner.budget import stop_on_sigterm, stop_requested
+    from runner.engines.vision.loading import loaders
+
+    os.setsid()
+    stop_on_sigterm()
+    data = small_fold(Path(folder))
+    train, val, _ = loaders(PLAN.model_copy(update=dict(batch_size=4, num_workers=2, prefetch_factor=1)), data,
+                            data.image_cache)
+    batches = iter(train)
+    next(batches)
+    os.killpg(os.getpid(), signal.SIGTERM)
+    time.sleep(0.5)
+    try:
+        out.put((stop_requested(), 1 + sum(1 for _ in batches), sum(len(labels) for _, labels in val)))
+    except Exception as exc:  # noqa: BLE001 - what the test reports
+        out.put(repr(exc))
+
+
+def test_a_fold_asked_to_stop_keeps_its_loader_workers_to_finish_the_epoch(tmp_path):
+    import multiprocessing
+
+    context = multiprocessing.get_context("forkserver")
+    out = context.Queue()
+    fold = context.Process(target=_asked_to_stop_mid_epoch, args=(str(tmp_path), out))
+    fold.start()
+    seen = out.get(timeout=120)
+    fold.join(60)
+    assert seen == (True, 8, 16)  # 32 training rows in batches of 4; 16 validation rows
 
 
 def test_a_fold_with_fewer_rows_than_its_batch_still_steps(tmp_path):

@@ -1,6 +1,8 @@
 """Loaders over the decoded-image cache: a batch is one read of the memory map, cropped later on the device."""
 from __future__ import annotations
 
+import signal
+
 import numpy as np
 import torch
 from torch.utils.data import DataLoader
@@ -12,6 +14,13 @@ from runner.engines.vision.settings import ImageSettings
 # Left to its default, a fold (itself a fork-server child) starts them through a fork server of its own, and each
 # worker imports torch afresh: 7 s before the first batch on an H200 machine, 15 workers at once
 WORKER_START = "fork"
+
+
+def _worker_start(_worker_id: int) -> None:
+    """A loader worker ignores SIGTERM: the supervisor asks a fold to stop at its next epoch with SIGTERM to the
+    fold's process group, and workers ended by it left the fold failing on its next batch (its validation or test
+    pass included), losing the epochs it had. Workers still end with their fold, and with SIGKILL."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 
 class CachedImages(torch.utils.data.Dataset):
@@ -50,6 +59,7 @@ def loaders(settings: ImageSettings, data: FoldData, cache: str):
     """Train, validation and test loaders over the decoded cache (whole squares; `DeviceAugment` crops them)."""
     common = dict(batch_size=settings.batch_size, num_workers=settings.num_workers, pin_memory=settings.pin_memory,
                   collate_fn=_as_batch, multiprocessing_context=WORKER_START if settings.num_workers else None,
+                  worker_init_fn=_worker_start,
                   persistent_workers=settings.num_workers > 0, prefetch_factor=settings.prefetch_factor)
     # a ragged last batch is dropped (one of a few images skews BatchNorm), unless no full batch exists at all
     full = len(data.x_train) >= settings.batch_size
