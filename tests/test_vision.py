@@ -216,38 +216,12 @@ def test_the_loader_reads_whole_batches_in_channels_last_layout(tmp_path):
     assert labels.tolist() == list(data.y_val[:8])
 
 
-def _loader_processes(folder: str, out) -> None:
-    """In a unit forked from a fork server, as folds are: the processes its loader's first batch started."""
+def _fold_with_loader_workers(folder: str, out) -> None:
+    """A fold as units run: a fork-server child in its own process group. Its loader's processes after the first
+    batch, then SIGTERM to the group (the supervisor's "stop at your next epoch"), the rest of the epoch and a
+    validation pass."""
     import psutil
 
-    from runner.engines.vision.loading import loaders
-
-    data = small_fold(Path(folder))
-    train, _, _ = loaders(PLAN.model_copy(update=dict(batch_size=4, num_workers=2, prefetch_factor=1)), data,
-                          data.image_cache)
-    next(iter(train))
-    fold = psutil.Process()
-    out.put((len(fold.children()), len(fold.children(recursive=True))))
-
-
-def test_a_folds_loader_workers_are_forked_from_the_fold_not_started_through_a_fork_server(tmp_path):
-    """A fold is a fork-server child, so multiprocessing's default there is the fork server: each loader worker
-    then imported torch afresh (7 s before the first batch on an H200 machine)."""
-    import multiprocessing
-
-    context = multiprocessing.get_context("forkserver")
-    out = context.Queue()
-    fold = context.Process(target=_loader_processes, args=(str(tmp_path), out))
-    fold.start()
-    children, descendants = out.get(timeout=120)
-    fold.join(60)
-    # forked, the two workers are the fold's children; through a fork server they are its grandchildren
-    assert fold.exitcode == 0 and children == descendants == 2
-
-
-def _asked_to_stop_mid_epoch(folder: str, out) -> None:
-    """A fold in its own process group, as units run: SIGTERM to the group after its first batch (the supervisor's
-    "stop at your next epoch"), then the rest of the epoch and a validation pass."""
     from runner.budget import stop_on_sigterm, stop_requested
     from runner.engines.vision.loading import loaders
 
@@ -258,6 +232,8 @@ def _asked_to_stop_mid_epoch(folder: str, out) -> None:
                             data.image_cache)
     batches = iter(train)
     next(batches)
+    fold = psutil.Process()
+    out.put((len(fold.children()), len(fold.children(recursive=True))))
     os.killpg(os.getpid(), signal.SIGTERM)
     time.sleep(0.5)
     try:
@@ -266,16 +242,22 @@ def _asked_to_stop_mid_epoch(folder: str, out) -> None:
         out.put(repr(exc))
 
 
-def test_a_fold_asked_to_stop_keeps_its_loader_workers_to_finish_the_epoch(tmp_path):
+def test_a_folds_loader_workers_are_its_forked_children_and_outlive_a_request_to_stop(tmp_path):
+    """A fold is a fork-server child, so multiprocessing's default there is the fork server: each loader worker
+    then imported torch afresh (7 s before the first batch on an H200 machine). And asking a fold to stop at its
+    next epoch (SIGTERM to its process group) ended its workers, failing the fold on its next batch."""
     import multiprocessing
 
     context = multiprocessing.get_context("forkserver")
     out = context.Queue()
-    fold = context.Process(target=_asked_to_stop_mid_epoch, args=(str(tmp_path), out))
+    fold = context.Process(target=_fold_with_loader_workers, args=(str(tmp_path), out))
     fold.start()
-    seen = out.get(timeout=120)
+    children, descendants = out.get(timeout=120)
+    finished = out.get(timeout=60)
     fold.join(60)
-    assert seen == (True, 8, 16)  # 32 training rows in batches of 4; 16 validation rows
+    # forked, the two workers are the fold's children; through a fork server they are its grandchildren
+    assert children == descendants == 2
+    assert finished == (True, 8, 16)  # 32 training rows in batches of 4; 16 validation rows
 
 
 def test_a_fold_with_fewer_rows_than_its_batch_still_steps(tmp_path):
