@@ -58,7 +58,8 @@ def test_a_leased_container_asks_docker_for_exactly_its_cards_cores_and_memory(t
 def test_a_local_run_within_its_lease_plans_for_its_cores_only(spaceship, tmp_path):
     mine = min(os.sched_getaffinity(0))  # one of this process's cores: under xdist the other worker has the rest
     lease = Lease("cpu-0", CPU_QUEUE, (), (mine,), 2.0)
-    launch = leased(Launch("spaceship", str(spaceship / "prepared" / "public"), str(tmp_path / "out"), 8), lease)
+    # 10 s: at 8 s on its one core, a run busy with the other worker's tests once missed its watchdog (exit 124)
+    launch = leased(Launch("spaceship", str(spaceship / "prepared" / "public"), str(tmp_path / "out"), 10), lease)
     result = run_local(launch, on_line=lambda _: None)
     assert result.exit_code == 0
     report = json.loads((tmp_path / "out" / "report.json").read_text())
