@@ -363,27 +363,24 @@ class Scheduler:
         """Run until nothing is left to start or run; returns why training ended."""
         try:
             with interrupts_between_steps():  # a SIGTERM is raised here, between steps, not inside one
-                self._loop()
+                while True:
+                    raise_if_interrupted()
+                    self._launch()
+                    ended = self._collect()
+                    self._launch()  # into the slots just freed, before the supervisor works on the results
+                    for result in ended:
+                        self.on_result(result)
+                    if time.monotonic() < self.budget.training_deadline:
+                        self._ask_for_more()
+                        self._launch()
+                    self.on_status(self.running)
+                    if not self.running and (not self.queue or time.monotonic() >= self.budget.training_deadline):
+                        break
+                    if not ended:
+                        time.sleep(POLL_SECONDS)
         finally:
             self.slots.kill_all()
         return self.stop_reason()
-
-    def _loop(self) -> None:
-        while True:
-            raise_if_interrupted()
-            self._launch()
-            ended = self._collect()
-            self._launch()  # into the slots just freed, before the supervisor works on the results
-            for result in ended:
-                self.on_result(result)
-            if time.monotonic() < self.budget.training_deadline:
-                self._ask_for_more()
-                self._launch()
-            self.on_status(self.running)
-            if not self.running and (not self.queue or time.monotonic() >= self.budget.training_deadline):
-                return
-            if not ended:
-                time.sleep(POLL_SECONDS)
 
     def stop_reason(self) -> str:
         return stop_reason(self.pending, self.budget)
