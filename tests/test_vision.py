@@ -246,9 +246,10 @@ def test_a_folds_loader_workers_are_its_forked_children_and_outlive_a_request_to
     """A fold is a fork-server child, so multiprocessing's default there is the fork server: each loader worker
     then imported torch afresh (7 s before the first batch on an H200 machine). And asking a fold to stop at its
     next epoch (SIGTERM to its process group) ended its workers, failing the fold on its next batch."""
-    import multiprocessing
+    from runner import processes
 
-    context = multiprocessing.get_context("forkserver")
+    processes.warm_up(())  # the runner's own fork server: a plain one would stay up without the heap tunables
+    context = processes.fork_server(())
     out = context.Queue()
     fold = context.Process(target=_fold_with_loader_workers, args=(str(tmp_path), out))
     fold.start()
