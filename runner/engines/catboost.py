@@ -39,14 +39,17 @@ def catboost_frame(x: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     return x, cats
 
 
-def _model(settings: CatBoostSettings, kind: str, cats: list[str], rounds: int | None = None):
+def _model(settings: CatBoostSettings, kind: str, cats: list[str], rounds: int | None = None, classes: int = 0):
     import catboost
 
     cls = catboost.CatBoostRegressor if kind == "regression" else catboost.CatBoostClassifier
+    # every class named: a fold's training rows may lack one its validation rows hold (text normalisation's "none",
+    # a rare species), which CatBoost otherwise refuses, and the probabilities keep a column for each class
+    named = dict(class_names=list(range(classes))) if kind == "multiclass" and classes else {}
     return cls(iterations=rounds or settings.max_rounds, learning_rate=settings.learning_rate, depth=settings.depth,
                l2_leaf_reg=settings.l2_leaf_reg, loss_function=LOSS[kind], thread_count=settings.threads,
                random_seed=settings.seed, cat_features=cats, verbose=0, allow_writing_files=False,
-               metric_period=METRIC_PERIOD)
+               metric_period=METRIC_PERIOD, **named)
 
 
 class _Hook:
@@ -89,7 +92,7 @@ class CatBoost(BoostingEngine):
 
         def fit(kind, y_train, y_val, stop_at):
             clock = RoundClock(stop_at, settings.patience)
-            model = _model(settings, kind, cats)
+            model = _model(settings, kind, cats, classes=len(data.classes or ()))
 
             def on_round(info) -> bool:
                 validation = next(iter(info.metrics["validation"].values()))
