@@ -9,8 +9,9 @@ decoding, a model that sees no time order): logistic regression, or ridge with a
 image-to-image replica, denoising-dirty-documents (32 stained training pages and their clean twins, pixel RMSE):
 its rule baseline was every test pixel as noisy as it is; the textbook reference a straight line from the noisy
 intensity to the clean one. And the two text-normalization replicas (300 training sentences each, exact-match
-accuracy): their rule baseline was the train lookup alone (what the runner's learned rules now extend), the
-textbook reference every token copied as written (the sample submission). In one run, on this machine, for each
+accuracy): their rule baseline was the train lookup alone (the runner's learned normaliser extends it, and the
+table engines learn which of each token's candidates to say), the textbook reference every token copied as written
+(the sample submission). In one run, on this machine, for each
 replica and budget:
 - the runner: `runner run` in its own process, graded with MLE-bench's rules;
 - the rule baseline and the reference, fitted on all the training clips;

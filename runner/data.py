@@ -24,6 +24,7 @@ from runner.csvfiles import compression, find_sample, read_csv_file, read_csv_sa
 from runner.errors import InputError
 from runner.sounds import MELS
 from runner.spec import CompetitionSpec
+from runner.spoken import token_table
 from runner.untrusted import inside, walk
 
 log = logging.getLogger(__name__)
@@ -61,6 +62,7 @@ class Dataset:
     groups: np.ndarray | None = None  # train rows of one group share a fold (the pixels of one page)
     image_side: int = 0  # the images' (or pages') median shorter side in pixels; an audio task's spectrogram side
     source_pixels: int = 0  # image to image: every pixel of the training pages, however many rows the table keeps
+    choices: np.ndarray | None = None  # text normalisation: each test row's string for each class (runner.spoken)
 
     @property
     def n_outputs(self) -> int:
@@ -435,6 +437,8 @@ def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_s
         return _listed_dataset(spec, data_dir, work_dir, sample, columns)
     if spec.target_image_dir:
         return _pixel_dataset(spec, data_dir, work_dir, sample, columns, budget_seconds)
+    if spec.task == "text_normalization":
+        return _token_dataset(spec, data_dir, sample, columns, budget_seconds)
     warnings: list[str] = []
     if spec.label_pattern:
         train_path = data_dir / spec.image_dir
@@ -564,6 +568,10 @@ def _listed_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, sampl
 
 WINDOW = 5  # a pixel's neighbourhood: its 5 x 5 window of noisy intensities
 BACKGROUND = 7  # the paper's own tone near a pixel: the lightest and the median of its 7 x 7 window
+MAX_TOKEN_ROWS = 2_000_000  # training tokens the engines learn from at most: ~300 MB of features
+# training tokens the candidates' normalisers learn from, per second of budget: five normalisers (four cross-fitted,
+# one of all train) learn ~1M tokens in 26 s here, so loading stays within about a quarter of the budget
+TAUGHT_PER_BUDGET_SECOND = 10_000
 MAX_PIXEL_ROWS = 2_000_000  # training pixels kept at most (a random share of them): ~250 MB of features
 
 
@@ -672,6 +680,48 @@ def _page_rows(pages: list[tuple[str, str]], group: np.ndarray, located: list[tu
     return pd.DataFrame({"noisy": pd.Categorical.from_codes(group, categories=[n for n, _ in pages]),
                          "clean": pd.Categorical.from_codes(group, categories=[c for _, c in pages]),
                          "row": rows.astype(np.int32), "col": cols.astype(np.int32)})
+
+
+# --- text normalisation (runner.spoken) ----------------------------------------------------------------------
+
+def _sentences_within(train: pd.DataFrame, most: int) -> pd.DataFrame:
+    """Whole sentences, drawn at random, up to `most` tokens (a token's neighbours are its features)."""
+    sizes = train.groupby("sentence_id", sort=False).size()
+    order = sizes.sample(frac=1.0, random_state=0)
+    kept = order.index[np.cumsum(order.to_numpy()) <= most]
+    return train[train["sentence_id"].isin(kept)]
+
+
+def _token_dataset(spec: CompetitionSpec, data_dir: Path, sample: pd.DataFrame, columns: list[str],
+                   budget_seconds: float | None) -> Dataset:
+    """A row per token: its features, the class of the first candidate that says it right (runner.spoken). Every
+    training token teaches the candidates; the rows the engines learn are whole sentences, as many tokens as the
+    budget trains."""
+    warnings: list[str] = []
+    train = read_table(data_dir / spec.train_file, "train file", data_dir, warnings)
+    test_path = data_dir / spec.test_file
+    test = read_table(test_path, "test file", data_dir, warnings)
+    for frame, path, needed in ((train, data_dir / spec.train_file, ("sentence_id", "before", columns[0])),
+                                (test, test_path, ("sentence_id", "token_id", "before"))):
+        if missing := [c for c in needed if c not in frame.columns]:
+            raise InputError(f"{path}: missing column(s) {missing}")
+    ids = test["sentence_id"].astype(str) + "_" + test["token_id"].astype(str)
+    order = pd.Index(ids).get_indexer(sample[spec.id_column].astype(str))
+    if (order < 0).any():
+        lacking = sample[spec.id_column].iloc[int(np.argmax(order < 0))]
+        raise InputError(f"{test_path}: no token <sentence_id>_<token_id> for the sample's id {lacking!r}")
+    most = min(MAX_TOKEN_ROWS, sampled_rows(budget_seconds, None)) if budget_seconds else MAX_TOKEN_ROWS
+    rows = train.rename(columns={columns[0]: "after"})
+    if budget_seconds and len(rows) > TAUGHT_PER_BUDGET_SECOND * budget_seconds:
+        rows = _sentences_within(rows, int(TAUGHT_PER_BUDGET_SECOND * budget_seconds))
+        warnings.append(f"{len(train)} training tokens: whole sentences holding {len(rows)} of them teach the "
+                        f"candidates (what {budget_seconds:.0f} s affords)")
+    table = token_table(rows, test.iloc[order].reset_index(drop=True), learned_from=_sentences_within(rows, most))
+    if len(table.y) < len(rows):
+        warnings.append(f"the engines learn from whole sentences holding {len(table.y)} of the {len(rows)} "
+                        f"training tokens (what the budget trains, at most {MAX_TOKEN_ROWS})")
+    return Dataset(spec, columns, table.classes, table.y, {"table": (table.x, table.x_test)}, warnings,
+                   untrainable=table.untrainable, groups=table.groups, choices=table.choices)
 
 
 # --- tabular features ----------------------------------------------------------------------------------------

@@ -58,7 +58,7 @@ class Ensemble:
         weights = ", ".join(f"{name} {w:.2f}" for name, w in sorted(blend.weights.items(), key=lambda i: -i[1]))
         cuts = self.grade_thresholds(blend)
         base = baseline_score(self.metric, self.dataset.y, self.prior.values[0], blend.covered)
-        chosen = Predictions(blend.test, classes, f"blend: {weights}", cuts)
+        chosen = Predictions(blend.test, classes, f"blend: {weights}", cuts, self.dataset.choices)
         if metrics.better(self.metric, base, blend.cv):  # models that do not beat the prior are not submitted
             chosen = dataclasses.replace(self.prior, source=f"{self.prior.source}: the blend's CV {blend.cv:.5f} is "
                                                             f"worse than the prior's {base:.5f}")

@@ -41,6 +41,18 @@ def _most_frequent(pairs: pd.DataFrame, keys: list[str]) -> pd.Series:
     return best.set_index(keys)["after"]
 
 
+def _forms(pairs: pd.DataFrame) -> pd.DataFrame:
+    """Per written token: its most frequent spoken form (`first`), the next one (`second`, NaN where train spoke
+    it one way), how often train showed it (`seen`) and the first form's share of those (`share`)."""
+    counts = pairs.groupby(["before", "after"]).size().rename("n").reset_index()
+    ranked = counts.sort_values(["before", "n"], ascending=[True, False])
+    place = ranked.groupby("before").cumcount()
+    first, second = ranked[place == 0].set_index("before"), ranked[place == 1].set_index("before")
+    seen = ranked.groupby("before")["n"].sum()
+    return pd.DataFrame({"first": first["after"], "second": second["after"].reindex(first.index), "seen": seen,
+                         "share": first["n"] / seen})
+
+
 class Numbers:
     """Cardinal numbers from the digit tokens of train (see the module's docstring)."""
 
@@ -291,7 +303,8 @@ class Normalizer:
 
     def __init__(self, train: pd.DataFrame):
         pairs = train[["before", "after"]].astype(str)
-        self.lookup = _most_frequent(pairs, ["before"])
+        self.forms = _forms(pairs)
+        self.lookup = self.forms["first"]
         context = self._context(train)
         ambiguous = pairs.groupby("before")["after"].nunique()
         ambiguous = set(ambiguous[ambiguous > 1].index)

@@ -27,7 +27,8 @@ from runner.spec import CompetitionSpec
 if TYPE_CHECKING:
     from runner.data import Dataset
 
-PRIMARY_INPUT = {"tabular": "table", "text": "text", "image": "image", "audio": "audio", "image_to_image": "table"}
+PRIMARY_INPUT = {"tabular": "table", "text": "text", "image": "image", "audio": "audio", "image_to_image": "table",
+                 "text_normalization": "table"}
 CPU_RESERVE_SHARE = 0.25  # of the cores, kept from GPU folds' loaders when CPU members can run beside them
 FEW_FOLDS_WINDOW = 30.0  # below this many seconds of training, at most 3 folds (each fold pays its start-up)
 LONG_TEXT_PERCENTILE = 95  # a text model's max length covers this share of the texts whole; the rest are cut

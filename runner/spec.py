@@ -21,11 +21,11 @@ from runner.errors import InputError, SpecError
 from runner.metrics import LOWER_IS_BETTER
 from runner.saved import Saved
 
-TASKS = ("tabular", "image", "text", "audio", "image_to_image", "unsupported")
+TASKS = ("tabular", "image", "text", "audio", "image_to_image", "text_normalization", "unsupported")
 # what the sample submission's value columns hold: one probability per class of one label, one probability of the
 # positive class, a class label, values, or one independent probability per label column (multi-label)
 FORMATS = ("probabilities", "probability", "label", "regression", "multilabel")
-BASELINES = ("noisy_pixels", "token_lookup")  # see runner.baselines
+BASELINES = ("noisy_pixels",)  # see runner.baselines
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".tif", ".tiff", ".bmp")
 AUDIO_SUFFIXES = (".wav", ".aif", ".aiff", ".flac", ".ogg")  # what libsndfile reads (runner.sounds)
 DESCRIPTION_BYTES = 256 * 1024  # what is read of description.md: its evaluation section is near the top
@@ -346,7 +346,7 @@ def _image_pair(data_dir: Path) -> tuple[str, str] | None:
 def _rule_baseline(data_dir: Path, ids: pd.Series, targets: tuple) -> tuple[dict, str] | None:
     """(spec fields, evidence) of what a competition without a train table calls for: pixel ids of the images in a
     folder with a pair of noisy and clean image folders (image to image, trained), else the noisy-pixels rule; or
-    tokens with their spoken form in a training table (text normalisation's rule); None when none fits."""
+    tokens with their spoken form in a training table (text normalisation, trained); None when none fits."""
     if len(targets) != 1:
         return None
     stems = {m.group(1) for i in ids.astype(str).head(50) if (m := PIXEL_ID.match(i))}
@@ -372,8 +372,9 @@ def _rule_baseline(data_dir: Path, ids: pd.Series, targets: tuple) -> tuple[dict
     test = next((n for n, cols in tables.items() if {"before", "sentence_id", "token_id"} <= cols
                  and "after" not in cols), None)
     if train and test:
-        return (dict(baseline="token_lookup", submission="label", metric="accuracy", train_file=train, test_file=test),
-                f"baseline token_lookup: {train} pairs tokens (before) with their spoken form (after), {test} lists "
+        return (dict(task="text_normalization", submission="label", metric="accuracy", train_file=train,
+                     test_file=test),
+                f"text normalization: {train} pairs tokens (before) with their spoken form (after), {test} lists "
                 "the test tokens")
     return None
 

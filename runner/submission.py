@@ -28,6 +28,9 @@ class Predictions:
     classes: tuple | None
     source: str
     thresholds: tuple[float, ...] | None = None  # grade cuts tuned on out-of-fold predictions (kappa)
+    # text normalisation: each row's string for each class (its candidates, runner.spoken) where one class is not
+    # one label for every row
+    choices: np.ndarray | None = None
 
 
 def _normalise(p: np.ndarray) -> np.ndarray:
@@ -71,7 +74,10 @@ def build_submission(sample: pd.DataFrame, spec: CompetitionSpec, columns: list[
         submission[columns[0]] = np.clip(_normalise(values)[:, 1], 0.0, 1.0)
     elif spec.submission == "label":
         chosen = grades(values, predictions.thresholds) if spec.metric == "qwk" else values.argmax(axis=1)
-        submission[columns[0]] = _label_values(predictions.classes, chosen, sample[columns[0]])
+        if predictions.choices is not None:  # each row's own string for its chosen class
+            submission[columns[0]] = predictions.choices[np.arange(len(chosen)), chosen]
+        else:
+            submission[columns[0]] = _label_values(predictions.classes, chosen, sample[columns[0]])
     elif spec.submission == "multilabel":
         submission[columns] = np.clip(np.nan_to_num(np.asarray(values, dtype=np.float64), nan=0.5), 0.0, 1.0)
     else:
@@ -163,9 +169,12 @@ def sample_baseline(sample: pd.DataFrame, spec: CompetitionSpec, columns: list[s
     return submission
 
 
-def prior_predictions(y: np.ndarray, classes: list | None, n_test: int) -> Predictions:
+def prior_predictions(y: np.ndarray, classes: list | None, n_test: int,
+                      choices: np.ndarray | None = None) -> Predictions:
     """Class prior (classification) or target mean (regression) for every test row."""
     if classes is None:
         return Predictions(np.tile(np.nanmean(y, axis=0), (n_test, 1)), None, "baseline: target mean")
     prior = np.bincount(y.astype(int), minlength=len(classes)) / len(y)
-    return Predictions(np.tile(prior, (n_test, 1)), tuple(classes), "baseline: class prior")
+    source = "baseline: class prior" if choices is None else \
+        f"baseline: class prior, each row's {classes[int(prior.argmax())]!r} candidate"
+    return Predictions(np.tile(prior, (n_test, 1)), tuple(classes), source, choices=choices)

@@ -3,7 +3,10 @@
 A language supplies a PLAIN vocabulary, punctuation and one maker per semiotic class returning (before, after).
 PLAIN and PUNCT tokens are copied (after == before), as in the Kaggle CSVs; the other classes have one
 deterministic spoken form, so a before -> after lookup learned from train gets most test tokens right and misses
-only the values (large numbers, full dates, rare acronyms) that train never showed.
+only the values (large numbers, full dates, rare acronyms) that train never showed. One kind of token is spoken by
+its context, as many are in the real data: a dash between two numbers ("12 - 15") is the language's word for a
+range ("to"), elsewhere a dash as written; the numbers around it seldom repeat, so no lookup, even with the exact
+neighbours, gets it right, while a model that sees its neighbours' shapes can.
 """
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ Maker = Callable[[np.random.Generator], tuple[str, str]]
 ZIP_TIME = (2017, 11, 14, 0, 0, 0)  # a fixed member time keeps the zips byte-identical for a seed
 TOKENS = (5, 15)  # tokens per sentence before the closing punctuation
 ENDINGS, ENDING_P = (".", "?", "!"), (0.85, 0.1, 0.05)  # how sentences close, and how often
+RANGE_DASH = "-"  # also among each language's punctuation, where it is spoken as written
 
 
 @dataclass(frozen=True)
@@ -32,13 +36,16 @@ class Language:
     words: tuple[str, ...]  # PLAIN vocabulary
     punct: tuple[str, ...]  # mid-sentence punctuation
     makers: dict[str, Maker]  # class -> (before, after) maker; PLAIN and PUNCT default to copied tokens
-    mix: dict[str, float]  # class weights, PLAIN and PUNCT included
+    mix: dict[str, float]  # class weights, PLAIN and PUNCT included; RANGE: three tokens, number dash number
+    range_word: str  # how a dash between two numbers is spoken
 
 
 def _token(language: Language, rng: np.random.Generator, first: bool) -> tuple[str, str, str]:
     classes = list(language.mix)
     weights = np.array([language.mix[c] for c in classes])
     kind = classes[int(rng.choice(len(classes), p=weights / weights.sum()))]
+    if kind == "RANGE":  # its three tokens are made by _range
+        return kind, "", ""
     if kind in language.makers:
         return (kind, *language.makers[kind](rng))
     if kind == "PLAIN":
@@ -49,10 +56,19 @@ def _token(language: Language, rng: np.random.Generator, first: bool) -> tuple[s
     return kind, mark, mark
 
 
+def _range(language: Language, rng: np.random.Generator) -> list[tuple[str, str, str]]:
+    """Number, dash, number: the dash spoken as the language's range word."""
+    number = language.makers["CARDINAL"]
+    return [("CARDINAL", *number(rng)), ("VERBATIM", RANGE_DASH, language.range_word), ("CARDINAL", *number(rng))]
+
+
 def _sentences(language: Language, count: int, rng: np.random.Generator) -> pd.DataFrame:
     rows = []
     for sentence in range(count):
-        tokens = [_token(language, rng, k == 0) for k in range(int(rng.integers(*TOKENS)))]
+        tokens = []
+        for k in range(int(rng.integers(*TOKENS))):
+            token = _token(language, rng, k == 0)
+            tokens += _range(language, rng) if token[0] == "RANGE" else [token]
         end = str(rng.choice(ENDINGS, p=ENDING_P))
         tokens.append(("PUNCT", end, end))
         rows += [(sentence, k, *token) for k, token in enumerate(tokens)]

@@ -2,7 +2,8 @@
 
 Public holds only en_train.csv.zip, en_test_2.csv.zip and en_sample_submission_2.csv.zip (quoted CSVs).
 About 80% of the tokens are PLAIN words or PUNCT marks spoken as written; the rest are CARDINAL ("145" ->
-"one hundred forty five"), ORDINAL, DATE, LETTERS ("BBC" -> "b b c") and MONEY tokens with one spoken form each.
+"one hundred forty five"), ORDINAL, DATE, LETTERS ("BBC" -> "b b c") and MONEY tokens with one spoken form each,
+and ranges ("12 - 15"), whose dash is spoken "to" where a dash elsewhere is written as it is.
 Copying `before` (the sample submission) scores about 0.81-0.86; a before -> after lookup from train with copy as the
 fallback about 0.91-0.93, and rules for numbers and letters close most of the rest.
 """
@@ -33,7 +34,7 @@ WORDS = tuple(
 NA_STRINGS = ("NA", "NULL")  # read back as missing by pandas, so never drawn as an acronym
 PUNCT = (",", ",", ",", "-", ":", ";", "(", ")", '"')
 MIX = {"PLAIN": 0.70, "PUNCT": 0.12, "CARDINAL": 0.06, "DATE": 0.04, "LETTERS": 0.04, "ORDINAL": 0.02,
-       "MONEY": 0.02}
+       "MONEY": 0.02, "RANGE": 0.01}
 COMMON_SHARE = 0.6  # share of numbers drawn from a small, often repeated range
 
 
@@ -114,7 +115,7 @@ def _money(rng):
 
 ENGLISH = Language(prefix="en", title="Text Normalization Challenge - English Language", words=WORDS, punct=PUNCT,
                    makers={"CARDINAL": _cardinal, "ORDINAL": _ordinal, "DATE": _date, "LETTERS": _letters,
-                           "MONEY": _money}, mix=MIX)
+                           "MONEY": _money}, mix=MIX, range_word="to")
 
 
 def generate(root: Path, rng: np.random.Generator) -> None:

@@ -1,0 +1,162 @@
+"""Text normalisation as a learned choice among each token's candidate spoken forms (runner.spoken): the classes,
+the cross-fitted candidates, the features that let a model choose by context, the dataset and the submission."""
+import shutil
+import zipfile
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GroupKFold
+
+from runner.data import load_dataset
+from runner.demo import write_demo
+from runner.errors import InputError
+from runner.spec import load_spec
+from runner.spoken import NONE, SOURCES, TokenTable, candidates, token_table
+from runner.submission import Predictions, build_submission
+
+EN = "text-normalization-challenge-english-language"
+
+
+@pytest.fixture(scope="module")
+def english(tmp_path_factory):
+    public = write_demo(EN, tmp_path_factory.mktemp("en"), seed=3) / "prepared" / "public"
+    read = dict(keep_default_na=False)
+    return (public, pd.read_csv(public / "en_train.csv.zip", **read),
+            pd.read_csv(public / "en_test_2.csv.zip", **read))
+
+
+def sentence(sid: int, pairs: list[tuple[str, str]]) -> pd.DataFrame:
+    return pd.DataFrame({"sentence_id": sid, "token_id": range(len(pairs)), "before": [b for b, _ in pairs],
+                         "after": [a for _, a in pairs]})
+
+
+def test_each_token_is_labelled_by_the_first_candidate_that_says_it_right(english):
+    _, train, test = english
+    table = token_table(train, test)
+    rows = train.reset_index(drop=True)
+    assert table.x.shape[0] == len(rows) == len(table.y) and table.x_test.shape[0] == len(test)
+    assert TokenTable.classes == [*SOURCES, NONE] and table.choices.shape == (len(test), len(SOURCES) + 1)
+    # the learned normaliser's own word is the class most tokens take: the prior is the rule-based normaliser
+    assert np.bincount(table.y).argmax() == 0 and 0.85 < (table.y == 0).mean() < 0.99
+    assert table.untrainable.sum() == (table.y == len(SOURCES)).sum() > 0  # some no candidate says: never trained on
+    labelled = table.y < len(SOURCES)
+    assert labelled.mean() > (table.y == 0).mean()  # other candidates are right where the normaliser is wrong
+    assert table.x.notna().all().all() and table.x.dtypes.eq(np.float32).all()
+
+
+def test_a_tokens_candidates_come_from_a_normaliser_that_never_saw_its_sentence():
+    """A token spoken in one training sentence only: the lookup that labels it is learned without that sentence,
+    so it is unknown there as it would be in test, and its class says so."""
+    common = [sentence(k, [("the", "the"), ("cat", "cat"), (".", ".")]) for k in range(40)]
+    rare = sentence(99, [("the", "the"), ("QZX", "queue zed ex"), (".", ".")])
+    train = pd.concat([*common, rare], ignore_index=True)
+    table = token_table(train, sentence(0, [("QZX", "")])[["sentence_id", "token_id", "before"]])
+    assert table.y[train.index[train["before"] == "QZX"][0]] == len(SOURCES)  # no candidate: its sentence unseen
+    assert table.choices[0, SOURCES.index("lookup")] == "queue zed ex"  # test: spoken by a normaliser of all train
+
+
+def test_candidates_name_distinct_strings():
+    train = pd.concat([sentence(k, [("12", "twelve"), ("-", "-"), ("x", "x")]) for k in range(5)] +
+                      [sentence(9, [("12", "twelve"), ("-", "to"), ("15", "fifteen")])], ignore_index=True)
+    from runner.normalization import Normalizer
+
+    tokens = sentence(0, [("-", ""), ("13", ""), ("y", "")])
+    said = candidates(Normalizer(train), tokens)
+    assert tokens["before"].tolist() == ["-", "13", "y"]  # blanking repeats never writes into the caller's table
+    for _, row in said.iterrows():
+        named = [s for s in row if s]
+        assert len(named) == len(set(named)) and row["said"], row.to_dict()
+    assert said.loc[0, "second"] == "to" and said.loc[0, "said"] == "-"  # the dash's two forms, most frequent first
+    assert said.loc[2, "said"] == "y" and (said.loc[2, list(SOURCES[1:])] == "").all()  # unknown word: itself
+
+
+def test_its_features_let_a_model_speak_a_dash_by_its_neighbours(english):
+    """The replica's dash is spoken "to" between two numbers and as written elsewhere: the normaliser says it one
+    way for both, a plain logistic regression on the table's features tells them apart on held-out sentences."""
+    _, train, test = english
+    table = token_table(train, test)
+    dashes = (train["before"] == "-").to_numpy()
+    truth = train["after"].to_numpy()
+    assert {"to", "-"} <= set(truth[dashes])
+    chosen = np.zeros(len(train), dtype=int)
+    for fit, held in GroupKFold(4).split(table.x, table.y, table.groups):
+        fit = fit[~table.untrainable[fit]]
+        model = LogisticRegression(max_iter=2000).fit(table.x.iloc[fit], table.y[fit])
+        chosen[held] = model.classes_[model.predict_proba(table.x.iloc[held]).argmax(axis=1)]
+    right = (chosen == table.y)[dashes].mean()
+    by_normaliser = (table.y == 0)[dashes].mean()
+    assert right > 0.9 and right > by_normaliser + 0.2, (right, by_normaliser)
+
+
+def test_the_dataset_follows_the_samples_order_and_the_submission_each_rows_own_string(english, tmp_path):
+    public, _, test = english
+    spec = load_spec(EN)
+    sample = pd.read_csv(public / spec.sample_submission, keep_default_na=False)
+    reordered = tmp_path / "public"
+    reordered.mkdir()
+    for path in public.iterdir():
+        shutil.copy(path, reordered)  # copies: links out of a competition's folder are refused
+    (reordered / spec.sample_submission).unlink()
+    backwards = sample.iloc[::-1].reset_index(drop=True)
+    with zipfile.ZipFile(reordered / spec.sample_submission, "w") as archive:
+        archive.writestr(spec.sample_submission.removesuffix(".zip"), backwards.to_csv(index=False))
+    dataset = load_dataset(spec, reordered, tmp_path / "work")
+    assert dataset.classes == [*SOURCES, NONE] and dataset.inputs == frozenset({"table"})
+    assert dataset.choices.shape == (len(test), len(SOURCES) + 1) and dataset.groups is not None
+    pick = np.zeros((len(test), len(SOURCES) + 1))
+    pick[:, SOURCES.index("written")] = 1.0  # every row: the token as written
+    frame = build_submission(backwards, spec, ["after"], Predictions(pick, tuple(dataset.classes), "test",
+                                                                     choices=dataset.choices))
+    assert frame["id"].tolist() == backwards["id"].tolist()
+    assert frame["after"].tolist() == test["before"].astype(str).iloc[::-1].tolist()
+
+
+def test_a_training_table_without_its_columns_is_named(english, tmp_path):
+    public, train, _ = english
+    spec = load_spec(EN)
+    broken = tmp_path / "public"
+    broken.mkdir()
+    for path in public.iterdir():
+        shutil.copy(path, broken)
+    (broken / spec.train_file).unlink()
+    with zipfile.ZipFile(broken / spec.train_file, "w") as archive:
+        archive.writestr("en_train.csv", train.drop(columns="before").to_csv(index=False))
+    with pytest.raises(InputError, match=r"en_train\.csv\.zip: missing column\(s\) \['before'\]"):
+        load_dataset(spec, broken, tmp_path / "work")
+
+
+def test_a_short_budget_teaches_the_candidates_from_whole_sentences_it_affords(english, tmp_path):
+    """Five normalisers learn from train: a budget too short for all of it draws whole sentences, says so, and the
+    test rows are still every token of the sample."""
+    public, train, test = english
+    dataset = load_dataset(load_spec(EN), public, tmp_path / "work", budget_seconds=0.15)  # 1,500 tokens
+    assert 1000 < len(dataset.y) <= 1500 < len(train) and dataset.n_test == len(test)
+    assert len(np.unique(dataset.groups)) < train["sentence_id"].nunique()
+    kept = train[train["sentence_id"].isin(np.unique(dataset.groups))]
+    assert len(kept) == len(dataset.y)  # each drawn sentence whole
+    assert any("teach the candidates" in w for w in dataset.warnings)
+
+
+@pytest.mark.parametrize("engine", ["lightgbm", "catboost", "xgboost", "linear", "knn"])
+def test_every_table_engine_answers_every_class_where_training_rows_lack_one(english, engine, tmp_path):
+    """A fold trains on no token of the class no candidate says right, yet validates some: each table engine
+    still gives a probability for every class (CatBoost refused such a fold until it was told the classes)."""
+    import time
+
+    from runner.engines import get_engine
+    from runner.engines.base import FoldData
+
+    _, train, test = english
+    table = token_table(train, test)
+    val = np.asarray(table.groups) % 4 == 0
+    fit = ~val & ~table.untrainable
+    assert table.untrainable[val].any() and not (table.y[fit] == len(SOURCES)).any()
+    data = FoldData(load_spec(EN), TokenTable.classes, table.x[fit], table.y[fit], table.x[val], table.y[val],
+                    table.x_test)
+    chosen = get_engine(engine)
+    result = chosen.train_fold(chosen.Settings(), data, tmp_path, deadline=time.monotonic() + 60)
+    assert result.val_pred.shape == (val.sum(), len(SOURCES) + 1)
+    assert result.test_pred.shape == (len(test), len(SOURCES) + 1)
+    assert (result.val_pred.argmax(axis=1) == table.y[val]).mean() > (table.y[val] == 0).mean() - 0.02
