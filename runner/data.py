@@ -707,16 +707,21 @@ def _token_dataset(spec: CompetitionSpec, data_dir: Path, sample: pd.DataFrame, 
             raise InputError(f"{path}: missing column(s) {missing}")
     ids = test["sentence_id"].astype(str) + "_" + test["token_id"].astype(str)
     order = pd.Index(ids).get_indexer(sample[spec.id_column].astype(str))
-    if (order < 0).any():
-        lacking = sample[spec.id_column].iloc[int(np.argmax(order < 0))]
-        raise InputError(f"{test_path}: no token <sentence_id>_<token_id> for the sample's id {lacking!r}")
+    test = test.iloc[np.where(order < 0, 0, order)].reset_index(drop=True).astype({"sentence_id": str})
+    if lacking := int((order < 0).sum()):  # spoken as the sample has them, each a sentence of its own
+        alone = order < 0
+        test.loc[alone, "before"] = sample.loc[alone, columns[0]].astype(str).to_numpy()
+        test.loc[alone, "sentence_id"] = [f"alone {k}" for k in range(lacking)]
+        warnings.append(f"{test_path}: no token for {lacking} of the sample's ids (e.g. "
+                        f"{sample[spec.id_column].iloc[int(np.argmax(alone))]!r}): each is its sample value, "
+                        f"spoken alone")
     most = min(MAX_TOKEN_ROWS, sampled_rows(budget_seconds, None)) if budget_seconds else MAX_TOKEN_ROWS
     rows = train.rename(columns={columns[0]: "after"})
     if budget_seconds and len(rows) > TAUGHT_PER_BUDGET_SECOND * budget_seconds:
         rows = _sentences_within(rows, int(TAUGHT_PER_BUDGET_SECOND * budget_seconds))
         warnings.append(f"{len(train)} training tokens: whole sentences holding {len(rows)} of them teach the "
                         f"candidates (what {budget_seconds:.0f} s affords)")
-    table = token_table(rows, test.iloc[order].reset_index(drop=True), learned_from=_sentences_within(rows, most))
+    table = token_table(rows, test, learned_from=_sentences_within(rows, most))
     if len(table.y) < len(rows):
         warnings.append(f"the engines learn from whole sentences holding {len(table.y)} of the {len(rows)} "
                         f"training tokens (what the budget trains, at most {MAX_TOKEN_ROWS})")

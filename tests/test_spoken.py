@@ -160,3 +160,16 @@ def test_every_table_engine_answers_every_class_where_training_rows_lack_one(eng
     assert result.val_pred.shape == (val.sum(), len(SOURCES) + 1)
     assert result.test_pred.shape == (len(test), len(SOURCES) + 1)
     assert (result.val_pred.argmax(axis=1) == table.y[val]).mean() > (table.y[val] == 0).mean() - 0.02
+
+
+def test_a_sample_id_the_test_table_lacks_is_spoken_from_the_samples_own_value(english, tmp_path):
+    public, _, test = english
+    spec = load_spec(EN)
+    short = tmp_path / "public"
+    shutil.copytree(public, short)
+    (short / spec.test_file).unlink()
+    with zipfile.ZipFile(short / spec.test_file, "w") as archive:  # the test table without its first token
+        archive.writestr("en_test_2.csv", test.iloc[1:].to_csv(index=False))
+    dataset = load_dataset(spec, short, tmp_path / "work")
+    assert dataset.n_test == len(test) and any("no token for 1 of the sample's ids" in w for w in dataset.warnings)
+    assert dataset.choices[0, SOURCES.index("written")] == str(test.iloc[0]["before"])  # the sample copies before
