@@ -127,9 +127,10 @@ def best_member(root: Path, spec: CompetitionSpec, out: Path, work: Path):
     values = np.mean([np.load(p / "test.npy") for p in folds], axis=0)
     public = root / "prepared" / "public"
     sample = pd.read_csv(public / spec.sample_submission)
-    classes = load_dataset(spec, public, work / "load").classes
+    dataset = load_dataset(spec, public, work / "load")
+    classes = tuple(dataset.classes) if dataset.classes is not None else None
     frame = build_submission(sample, spec, [c for c in sample.columns if c != spec.id_column],
-                             Predictions(values, tuple(classes) if classes is not None else None, best["name"]))
+                             Predictions(values, classes, best["name"], choices=dataset.choices))
     return dict(score=graded(frame, spec, root / "prepared" / "private", work), member=best["name"],
                 engine=best["engine"], cv=best["cv"]), frame
 

@@ -125,8 +125,9 @@ def kept_rows(fresh: list[dict]) -> list[dict]:
 
 
 def text_references(spec, public: Path, private: Path, work: Path) -> dict[str, tuple[dict, pd.DataFrame]]:
-    """The rule the competition had (each token's most frequent spoken form in train, else the token) and the
-    sample itself (every token copied as written), which is what the field starts from."""
+    """The rule the competition had (each token's most frequent spoken form in train, else the token), the sample
+    itself (every token copied as written), which is what the field starts from, and the normaliser learned from
+    train alone (the runner's submission before its engines chose among candidates; now its class prior)."""
     from runner.data import read_table
     from runner.normalization import Normalizer
 
@@ -135,11 +136,14 @@ def text_references(spec, public: Path, private: Path, work: Path) -> dict[str, 
     sample = read_table(public / spec.sample_submission, "sample", public)
     ids = test["sentence_id"].astype(str) + "_" + test["token_id"].astype(str)
     started = time.monotonic()
-    looked_up = pd.Series(Normalizer(train).look_up(test["before"]).to_numpy(), index=ids.to_numpy())
+    normalizer = Normalizer(train)
+    looked_up = pd.Series(normalizer.look_up(test["before"]).to_numpy(), index=ids.to_numpy())
     fitted = time.monotonic() - started
+    spoken = pd.Series(normalizer.speak(test).to_numpy(), index=ids.to_numpy())
     out = {}
     for name, values, seconds in (("rule_baseline", looked_up, fitted),
-                                  ("textbook", pd.Series(test["before"].astype(str).to_numpy(), index=ids), 0.0)):
+                                  ("textbook", pd.Series(test["before"].astype(str).to_numpy(), index=ids), 0.0),
+                                  ("normaliser", spoken, time.monotonic() - started)):
         frame = sample.assign(**{spec.targets[0]: sample[spec.id_column].astype(str).map(values).to_numpy()})
         out[name] = (dict(score=graded(frame, spec, private, work), seconds=round(seconds, 2)), frame)
     return out
