@@ -17,8 +17,8 @@ HEADER = """\
 # Deployments: `compete/<alias>` per competition spec, the `sweep/mle-bench-lite` nightly sweep (its schedule is
 # created inactive: resume it in the UI or with `prefect deployment schedule resume`), and `sweep/demo`.
 # `make up` deploys them all to a local server; workers run flows from $RUNNER_REPO (set by `make up`).
-# Queues: gpu (image, text and audio competitions), cpu (tables, image to image, rule baselines), sweep
-# (flows that wait on others).
+# Queues: gpu (image, text and audio competitions), cpu (tables, image to image, text normalization, rule
+# baselines), sweep (flows that wait on others).
 # Generated from competitions/*.yaml by `python -m flows.prefect_yaml`: edit that, not this.
 """
 
