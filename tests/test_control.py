@@ -380,3 +380,23 @@ def test_a_fold_fit_is_timed_after_an_untimed_warm_up(tmp_path):
     result = train_one_shot(Recording(), data, tmp_path, time.monotonic() + 60)
     assert Recording.fits == [(WARM_ROWS + 2, [0, 1, 2]), (1000, [0, 1, 2])]  # every class in the warm-up fit
     assert result.epoch_seconds == result.train_seconds and (tmp_path / "model.pkl").exists()
+
+
+def test_a_booster_stops_once_its_loss_falls_only_by_float_dust():
+    """On data a booster separates perfectly the validation log loss fell by ever smaller amounts for thousands of
+    rounds, so patience never ran out; a loss that does not fall more than MIN_IMPROVEMENT below its best within
+    the patience has stopped improving."""
+    import time
+
+    from runner.engines.boosting import MIN_IMPROVEMENT, PATIENCE, RoundClock
+
+    def rounds_until_stop(fall: float) -> int:
+        clock, loss = RoundClock(time.monotonic() + 60, PATIENCE), 0.01
+        for iteration in range(5000):
+            loss -= fall
+            if clock.tick(iteration, loss, higher_better=False):
+                return iteration + 1
+        return 5000
+
+    assert rounds_until_stop(MIN_IMPROVEMENT / (2 * PATIENCE)) == PATIENCE + 1
+    assert rounds_until_stop(MIN_IMPROVEMENT / 10) == 5000  # past MIN_IMPROVEMENT every 11 rounds: boosting goes on
