@@ -24,7 +24,7 @@ from runner.csvfiles import compression, find_sample, read_csv_file, read_csv_sa
 from runner.errors import InputError
 from runner.sounds import MELS
 from runner.spec import CompetitionSpec
-from runner.spoken import token_table
+from runner.spoken import SOURCES, token_table
 from runner.untrusted import inside, walk
 
 log = logging.getLogger(__name__)
@@ -722,11 +722,14 @@ def _token_dataset(spec: CompetitionSpec, data_dir: Path, sample: pd.DataFrame, 
         warnings.append(f"{len(train)} training tokens: whole sentences holding {len(rows)} of them teach the "
                         f"candidates (what {budget_seconds:.0f} s affords)")
     table = token_table(rows, test, learned_from=_sentences_within(rows, most))
-    if len(table.y) < len(rows):
-        warnings.append(f"the engines learn from whole sentences holding {len(table.y)} of the {len(rows)} "
-                        f"training tokens (what the budget trains, at most {MAX_TOKEN_ROWS})")
-    return Dataset(spec, columns, table.classes, table.y, {"table": (table.x, table.x_test)}, warnings,
-                   untrainable=table.untrainable, groups=table.groups, choices=table.choices)
+    learned = len(table.y) + table.unanswerable
+    if learned < len(rows):
+        warnings.append(f"the engines learn from whole sentences holding {learned} of the {len(rows)} training "
+                        f"tokens (what the budget trains, at most {MAX_TOKEN_ROWS})")
+    warnings.append(f"{table.unanswerable} of those {learned} training tokens ({table.unanswerable / learned:.1%}) "
+                    f"no candidate says right are left out: the CV is the accuracy on the others")
+    return Dataset(spec, columns, list(SOURCES), table.y, {"table": (table.x, table.x_test)}, warnings,
+                   groups=table.groups, choices=table.choices)
 
 
 # --- tabular features ----------------------------------------------------------------------------------------

@@ -8,8 +8,10 @@ engines learn must beat it to be submitted.
 
 A training token's candidates come from a normaliser that never saw its sentence (train split CROSS_PARTS ways,
 each part spoken by a normaliser of the others), so they are wrong as often as a test token's are; test tokens
-are spoken by a normaliser of the whole train. Tokens no candidate says right keep a class of their own: they are
-validated (always wrong, as they would be in the submission) but never trained on.
+are spoken by a normaliser of the whole train. Tokens no candidate says right are left out of the table: no choice
+can be right for them, and as a class of their own (validated, never trained on) they were a loss no round could
+lower, whose float noise kept LightGBM's early stopping from ever firing. The CV is so the accuracy on the tokens
+some candidate says right; the share left out is said with it.
 """
 from __future__ import annotations
 
@@ -21,7 +23,6 @@ import pandas as pd
 from runner.normalization import Normalizer
 
 SOURCES = ("said", "written", "lookup", "second", "rule")  # candidates; a tie goes to the first
-NONE = "none"  # the class of a token no candidate says right
 CROSS_PARTS = 4  # each training token spoken by a normaliser of the other three quarters of the sentences
 SEED = 0
 EDGE = "\n"  # the neighbour of a sentence's first or last token: nothing
@@ -33,16 +34,12 @@ class TokenTable:
     candidates (the strings the classes stand for)."""
 
     x: pd.DataFrame
-    y: np.ndarray  # class indices into `classes`
+    y: np.ndarray  # class indices into SOURCES
     groups: np.ndarray  # sentence of each training row: a sentence's tokens share a fold
     x_test: pd.DataFrame
-    choices: np.ndarray  # (test tokens, classes) strings; the NONE column repeats the first candidate
-
-    classes = [*SOURCES, NONE]
-
-    @property
-    def untrainable(self) -> np.ndarray:
-        return self.y == len(SOURCES)
+    choices: np.ndarray  # (test tokens, SOURCES) strings; a source with nothing new repeats the first
+    kept: np.ndarray  # each row's place among the training tokens it was drawn from
+    unanswerable: int  # training tokens left out: no candidate says them right
 
 
 def candidates(normalizer: Normalizer, tokens: pd.DataFrame) -> pd.DataFrame:
@@ -107,7 +104,7 @@ def token_table(train: pd.DataFrame, test: pd.DataFrame, learned_from: pd.DataFr
     rows = (train if learned_from is None else learned_from).reset_index(drop=True)
     parts = _parts(train["sentence_id"])
     part_of_train, part_of_row = (parts.reindex(f["sentence_id"].to_numpy()).to_numpy() for f in (train, rows))
-    x, y = [], np.full(len(rows), len(SOURCES))
+    x, y = [], np.full(len(rows), -1)
     for k in range(CROSS_PARTS):
         at = np.flatnonzero(part_of_row == k)
         if not len(at):
@@ -116,10 +113,12 @@ def token_table(train: pd.DataFrame, test: pd.DataFrame, learned_from: pd.DataFr
         tokens = rows.iloc[at]
         said = candidates(normalizer, tokens)
         right = said.to_numpy() == tokens["after"].astype(str).to_numpy()[:, None]
-        y[at] = np.where(right.any(axis=1), right.argmax(axis=1), len(SOURCES))
+        y[at] = np.where(right.any(axis=1), right.argmax(axis=1), -1)
         x.append(features(normalizer, tokens, said).set_index(at))
     normalizer = Normalizer(train)
     said = candidates(normalizer, test)
-    choices = np.column_stack([said[s].where(said[s] != "", said["said"]) for s in SOURCES] + [said["said"]])
-    return TokenTable(pd.concat(x).sort_index().reset_index(drop=True), y, rows["sentence_id"].to_numpy(),
-                      features(normalizer, test, said), choices.astype(object))
+    choices = np.column_stack([said[s].where(said[s] != "", said["said"]) for s in SOURCES])
+    answered = y >= 0
+    return TokenTable(pd.concat(x).sort_index()[answered].reset_index(drop=True), y[answered],
+                      rows["sentence_id"].to_numpy()[answered], features(normalizer, test, said),
+                      choices.astype(object), np.flatnonzero(answered), int((~answered).sum()))
