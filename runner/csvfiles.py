@@ -106,12 +106,20 @@ def read_csv_sample(path: Path, rows: int, seconds: float, warnings: list[str], 
     return frame
 
 
-def read_csv_file(path: Path, nrows: int | None = None, warnings: list[str] | None = None) -> pd.DataFrame:
+# read as written: only an empty field is missing. pandas' default also reads "None", "NA", "null", "nan" and a
+# dozen more as missing, which are tokens of text normalization's data (spoken "None" is "None")
+LITERAL = dict(keep_default_na=False, na_values=[""])
+
+
+def read_csv_file(path: Path, nrows: int | None = None, warnings: list[str] | None = None,
+                  literal: bool = False) -> pd.DataFrame:
     """The table in `path`, with a warning in `warnings` for each thing that was not plain UTF-8 CSV (another
-    encoding or delimiter, bad rows skipped). pandas' own errors propagate for what cannot be read at all."""
+    encoding or delimiter, bad rows skipped). pandas' own errors propagate for what cannot be read at all.
+    `literal`: every non-empty field as written (LITERAL)."""
     notes = warnings if warnings is not None else []
     encoding, options = _options(path, notes)
     options["nrows"] = nrows
+    options.update(LITERAL if literal else {})
     with python_warnings.catch_warnings(record=True) as caught:
         python_warnings.simplefilter("always", pd.errors.ParserWarning)
         try:

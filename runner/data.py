@@ -136,7 +136,7 @@ def _located(path: Path, what: str, root: Path | None) -> Path:
 
 
 def read_csv(path: Path, what: str, root: Path | None = None, warnings: list[str] | None = None,
-             budget_seconds: float | None = None) -> pd.DataFrame:
+             budget_seconds: float | None = None, literal: bool = False) -> pd.DataFrame:
     """A CSV file inside `root` (its folder by default; links out of it are refused), or an InputError that says
     which file and why. A file larger than this machine's memory can hold is read only as far as it can; with a
     budget, a large one is sampled evenly instead, to the rows that budget affords (`sampled_rows`)."""
@@ -148,7 +148,7 @@ def read_csv(path: Path, what: str, root: Path | None = None, warnings: list[str
             frame = read_csv_sample(real, sampled_rows(budget_seconds, rows), READ_SHARE * budget_seconds,
                                     warnings if warnings is not None else [])
         else:
-            frame = read_csv_file(real, rows, warnings)
+            frame = read_csv_file(real, rows, warnings, literal)
     except Exception as exc:  # pandas raises ParserError, EmptyDataError, OSError, BadZipFile...
         raise InputError(f"{path}: cannot read {what}: {exc}") from exc
     if frame.empty:
@@ -229,7 +229,8 @@ def read_sample(spec: CompetitionSpec, data_dir: Path, warnings: list[str] | Non
     path = find_sample(data_dir, spec.sample_submission)
     if path is None:
         return sample_from_test(spec, data_dir, warnings if warnings is not None else [])
-    sample = complete_sample(spec, read_csv(path, "sample submission", data_dir), path)
+    literal = spec.task == "text_normalization"  # its tokens include "None", "NA", "null": words, not gaps
+    sample = complete_sample(spec, read_csv(path, "sample submission", data_dir, literal=literal), path)
     if spec.id_column not in sample.columns:
         raise InputError(f"{path}: no id column {spec.id_column!r}")
     if sample[spec.id_column].isna().any():
@@ -698,13 +699,15 @@ def _token_dataset(spec: CompetitionSpec, data_dir: Path, sample: pd.DataFrame, 
     training token teaches the candidates; the rows the engines learn are whole sentences, as many tokens as the
     budget trains."""
     warnings: list[str] = []
-    train = read_table(data_dir / spec.train_file, "train file", data_dir, warnings)
+    train = read_csv(data_dir / spec.train_file, "train file", data_dir, warnings, literal=True)
     test_path = data_dir / spec.test_file
-    test = read_table(test_path, "test file", data_dir, warnings)
+    test = read_csv(test_path, "test file", data_dir, warnings, literal=True)
     for frame, path, needed in ((train, data_dir / spec.train_file, ("sentence_id", "before", columns[0])),
                                 (test, test_path, ("sentence_id", "token_id", "before"))):
         if missing := [c for c in needed if c not in frame.columns]:
             raise InputError(f"{path}: missing column(s) {missing}")
+    train[["before", columns[0]]] = train[["before", columns[0]]].fillna("")  # an empty field: an empty token
+    test["before"] = test["before"].fillna("")
     ids = test["sentence_id"].astype(str) + "_" + test["token_id"].astype(str)
     order = pd.Index(ids).get_indexer(sample[spec.id_column].astype(str))
     test = test.iloc[np.where(order < 0, 0, order)].reset_index(drop=True).astype({"sentence_id": str})

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from runner.atomic import replacing
+from runner.csvfiles import LITERAL
 from runner.data import stacked_items
 from runner.errors import InvalidSubmissionError
 from runner.metrics import grades
@@ -148,7 +149,7 @@ def publish(submission: pd.DataFrame, sample: pd.DataFrame, spec: CompetitionSpe
     """Validate, write atomically, and re-validate what a reader of the file will see."""
     validate_submission(submission, sample, spec, columns)
     write_atomic(submission, path)
-    validate_submission(pd.read_csv(path), sample, spec, columns)
+    validate_submission(pd.read_csv(path, **LITERAL), sample, spec, columns)  # a token "None" is no gap
 
 
 def sample_baseline(sample: pd.DataFrame, spec: CompetitionSpec, columns: list[str]) -> pd.DataFrame:

@@ -191,3 +191,36 @@ def test_a_sample_id_the_test_table_lacks_is_spoken_from_the_samples_own_value(e
     dataset = load_dataset(spec, short, tmp_path / "work")
     assert dataset.n_test == len(test) and any("no token for 1 of the sample's ids" in w for w in dataset.warnings)
     assert dataset.choices[0, SOURCES.index("written")] == str(test.iloc[0]["before"])  # the sample copies before
+
+
+def test_tokens_pandas_would_read_as_missing_stay_words_from_train_to_the_submission(english, tmp_path):
+    """"None", "NA", "null" are words of the real data. pandas' defaults read them as gaps: the runner spoke them
+    "nan", and its own check of the file it wrote then found "empty values" and refused every submission."""
+    from runner.submission import publish
+
+    public, train, test = english
+    spec = load_spec(EN)
+    words = tmp_path / "public"
+    shutil.copytree(public, words)
+    odd = ("None", "NA", "null")
+    taught = pd.concat([train] + [pd.DataFrame({"sentence_id": 10_000 + k, "token_id": [0, 1], "class": "PLAIN",
+                                                "before": [w, "."], "after": [w, "."]}) for k, w in enumerate(odd)]
+                       + [pd.DataFrame({"sentence_id": [20_000], "token_id": [0], "class": ["PLAIN"],
+                                        "before": ["x"], "after": [""]})])  # an empty field, a gap
+    asked = test.copy()
+    asked.loc[asked.index[:3], "before"] = odd
+    sample = pd.read_csv(public / spec.sample_submission, keep_default_na=False)
+    sample.loc[sample.index[:3], "after"] = odd
+    for name, frame in ((spec.train_file, taught), (spec.test_file, asked), (spec.sample_submission, sample)):
+        (words / name).unlink()
+        with zipfile.ZipFile(words / name, "w") as archive:
+            archive.writestr(name.removesuffix(".zip"), frame.to_csv(index=False))
+    dataset = load_dataset(spec, words, tmp_path / "work")
+    assert dataset.choices[:3, 0].tolist() == list(odd)  # spoken as train speaks them: themselves
+    from runner.data import read_sample
+
+    given = read_sample(spec, words)
+    frame = build_submission(given, spec, ["after"], Predictions(np.eye(len(SOURCES))[np.zeros(len(test), int)],
+                                                                 tuple(SOURCES), "test", choices=dataset.choices))
+    publish(frame, given, spec, ["after"], tmp_path / "submission.csv")  # refused before
+    assert (tmp_path / "submission.csv").read_text().splitlines()[1:4] == [f"0_{k},{w}" for k, w in enumerate(odd)]
