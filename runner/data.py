@@ -707,32 +707,46 @@ def _token_dataset(spec: CompetitionSpec, data_dir: Path, sample: pd.DataFrame, 
         if missing := [c for c in needed if c not in frame.columns]:
             raise InputError(f"{path}: missing column(s) {missing}")
     train[["before", columns[0]]] = train[["before", columns[0]]].fillna("")  # an empty field: an empty token
+    if "token_id" in train.columns:  # sentence order: a token's neighbours are its context
+        train = train.sort_values(["sentence_id", "token_id"], kind="stable").reset_index(drop=True)
     test["before"] = test["before"].fillna("")
-    ids = test["sentence_id"].astype(str) + "_" + test["token_id"].astype(str)
-    order = pd.Index(ids).get_indexer(sample[spec.id_column].astype(str))
-    test = test.iloc[np.where(order < 0, 0, order)].reset_index(drop=True).astype({"sentence_id": str})
-    if lacking := int((order < 0).sum()):  # spoken as the sample has them, each a sentence of its own
-        alone = order < 0
-        test.loc[alone, "before"] = sample.loc[alone, columns[0]].astype(str).to_numpy()
-        test.loc[alone, "sentence_id"] = [f"alone {k}" for k in range(lacking)]
-        warnings.append(f"{test_path}: no token for {lacking} of the sample's ids (e.g. "
-                        f"{sample[spec.id_column].iloc[int(np.argmax(alone))]!r}): each is its sample value, "
-                        f"spoken alone")
+    tokens, where = _test_tokens(test, sample, spec.id_column, columns[0], test_path, warnings)
     most = min(MAX_TOKEN_ROWS, sampled_rows(budget_seconds, None)) if budget_seconds else MAX_TOKEN_ROWS
     rows = train.rename(columns={columns[0]: "after"})
     if budget_seconds and len(rows) > TAUGHT_PER_BUDGET_SECOND * budget_seconds:
         rows = _sentences_within(rows, int(TAUGHT_PER_BUDGET_SECOND * budget_seconds))
         warnings.append(f"{len(train)} training tokens: whole sentences holding {len(rows)} of them teach the "
                         f"candidates (what {budget_seconds:.0f} s affords)")
-    table = token_table(rows, test, learned_from=_sentences_within(rows, most))
+    table = token_table(rows, tokens, learned_from=_sentences_within(rows, most))
     learned = len(table.y) + table.unanswerable
     if learned < len(rows):
         warnings.append(f"the engines learn from whole sentences holding {learned} of the {len(rows)} training "
                         f"tokens (what the budget trains, at most {MAX_TOKEN_ROWS})")
     warnings.append(f"{table.unanswerable} of those {learned} training tokens ({table.unanswerable / learned:.1%}) "
                     f"no candidate says right are left out: the CV is the accuracy on the others")
-    return Dataset(spec, columns, list(SOURCES), table.y, {"table": (table.x, table.x_test)}, warnings,
-                   groups=table.groups, choices=table.choices)
+    test_rows = table.x_test.iloc[where].reset_index(drop=True)  # the sample's order
+    return Dataset(spec, columns, list(SOURCES), table.y, {"table": (table.x, test_rows)}, warnings,
+                   groups=table.groups, choices=table.choices[where])
+
+
+def _test_tokens(test: pd.DataFrame, sample: pd.DataFrame, id_column: str, value: str, path: Path,
+                 warnings: list[str]) -> tuple[pd.DataFrame, np.ndarray]:
+    """The test tokens in sentence order (a token's neighbours are among its features, whatever order the sample
+    lists them in), a sentence of its own for each sample id the test table lacks (its sample value the token),
+    and where each sample row's token is."""
+    test = test.sort_values(["sentence_id", "token_id"], kind="stable").reset_index(drop=True)
+    ids = test["sentence_id"].astype(str) + "_" + test["token_id"].astype(str)
+    where = pd.Index(ids).get_indexer(sample[id_column].astype(str))
+    test = test.astype({"sentence_id": str})
+    alone = np.flatnonzero(where < 0)
+    if len(alone):
+        where[alone] = len(test) + np.arange(len(alone))
+        test = pd.concat([test, pd.DataFrame({"sentence_id": [f"alone {k}" for k in range(len(alone))],
+                                              "token_id": 0, "before": sample[value].iloc[alone].astype(str)})],
+                         ignore_index=True)
+        warnings.append(f"{path}: no token for {len(alone)} of the sample's ids (e.g. "
+                        f"{sample[id_column].iloc[alone[0]]!r}): each is its sample value, spoken alone")
+    return test, where
 
 
 # --- tabular features ----------------------------------------------------------------------------------------

@@ -112,7 +112,9 @@ def token_table(train: pd.DataFrame, test: pd.DataFrame, learned_from: pd.DataFr
         normalizer = Normalizer(train[part_of_train != k])
         tokens = rows.iloc[at]
         said = candidates(normalizer, tokens)
-        right = said.to_numpy() == tokens["after"].astype(str).to_numpy()[:, None]
+        spoken = said.to_numpy()
+        right = spoken == tokens["after"].astype(str).to_numpy()[:, None]
+        right[:, 1:] &= spoken[:, 1:] != ""  # a blank says nothing, not the empty word
         y[at] = np.where(right.any(axis=1), right.argmax(axis=1), -1)
         x.append(features(normalizer, tokens, said).set_index(at))
     normalizer = Normalizer(train)

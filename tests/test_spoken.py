@@ -72,6 +72,14 @@ def test_a_tokens_candidates_come_from_a_normaliser_that_never_saw_its_sentence(
     assert table.choices[0, SOURCES.index("lookup")] == "queue zed ex"  # test: spoken by a normaliser of all train
 
 
+def test_a_blank_candidate_never_says_the_empty_word():
+    """A source with nothing new is blank; a token spoken as nothing is not thereby right for it."""
+    common = [sentence(k, [("the", "the"), ("cat", "cat"), (".", ".")]) for k in range(40)]
+    train = pd.concat([*common, sentence(99, [("x", ""), (".", ".")])], ignore_index=True)
+    table = token_table(train, sentence(0, [("x", "")])[["sentence_id", "token_id", "before"]])
+    assert table.unanswerable == 1 and int(train.index[train["before"] == "x"][0]) not in table.kept
+
+
 def test_candidates_name_distinct_strings():
     train = pd.concat([sentence(k, [("12", "twelve"), ("-", "-"), ("x", "x")]) for k in range(5)] +
                       [sentence(9, [("12", "twelve"), ("-", "to"), ("15", "fifteen")])], ignore_index=True)
@@ -121,6 +129,9 @@ def test_the_dataset_follows_the_samples_order_and_the_submission_each_rows_own_
     assert any("no candidate says right are left out" in w for w in dataset.warnings)
     pick = np.zeros((len(test), len(SOURCES)))
     pick[:, SOURCES.index("written")] = 1.0  # every row: the token as written
+    forward = load_dataset(spec, public, tmp_path / "forward")
+    pd.testing.assert_frame_equal(dataset.views["table"][1].iloc[::-1].reset_index(drop=True),
+                                  forward.views["table"][1])  # each token's neighbours from its sentence, not the list
     frame = build_submission(backwards, spec, ["after"], Predictions(pick, tuple(dataset.classes), "test",
                                                                      choices=dataset.choices))
     assert frame["id"].tolist() == backwards["id"].tolist()
