@@ -160,8 +160,11 @@ def _demo(args) -> int:
 def _specs(args) -> int:
     from runner.spec import known_specs
 
-    for spec in known_specs().values():
-        print(f"{spec.id:45s} {spec.task:8s} {spec.metric:20s} aliases: {', '.join(spec.aliases)}")
+    specs = list(known_specs().values())
+    widths = [max(len(getattr(s, field)) for s in specs) for field in ("id", "task", "metric")]
+    for spec in specs:  # columns as wide as their longest value
+        cells = [f"{getattr(spec, field):{w}s}" for field, w in zip(("id", "task", "metric"), widths)]
+        print(*cells, f"aliases: {', '.join(spec.aliases)}")
     return 0
 
 

@@ -140,3 +140,15 @@ def test_several_zero_one_columns_are_multi_label_unless_each_row_has_exactly_on
     spec = infer_spec("kinds", _folder(tmp_path, {"id": range(4), "x": range(4), **one_hot},
                                        {"id": [5], "a": 0.5, "b": 0.5}, test={"id": [5], "x": [1]}))
     assert spec.submission == "probabilities"
+
+
+def test_runner_specs_lists_every_spec_in_aligned_columns(capsys):
+    """`runner specs`: a line per spec, its task, metric and aliases each starting where the others' do (a
+    text_normalization task pushed its line's columns out of step with a fixed width of 8)."""
+    from runner.cli import main
+
+    assert main(["specs"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == len(known_specs())
+    assert len({line.index("aliases:") for line in lines}) == 1
+    assert any(" text_normalization " in line for line in lines)
