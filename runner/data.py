@@ -736,6 +736,10 @@ def _test_tokens(test: pd.DataFrame, sample: pd.DataFrame, id_column: str, value
     and where each sample row's token is."""
     test = test.sort_values(["sentence_id", "token_id"], kind="stable").reset_index(drop=True)
     ids = test["sentence_id"].astype(str) + "_" + test["token_id"].astype(str)
+    if (twice := ids.duplicated()).any():  # the first of each id is the token the sample's row gets
+        warnings.append(f"{path}: {int(twice.sum())} token id(s) given twice (e.g. {ids[twice].iloc[0]!r}): the "
+                        f"first of each is spoken")
+        test, ids = test[~twice].reset_index(drop=True), ids[~twice].reset_index(drop=True)
     where = pd.Index(ids).get_indexer(sample[id_column].astype(str))
     test = test.astype({"sentence_id": str})
     alone = np.flatnonzero(where < 0)

@@ -191,17 +191,20 @@ def test_every_table_engine_answers_every_class_where_training_rows_lack_one(rus
     assert time.monotonic() - started < 30  # early stopping fires: no validation loss left flat for thousands of rounds
 
 
-def test_a_sample_id_the_test_table_lacks_is_spoken_from_the_samples_own_value(english, tmp_path):
+def test_a_sample_id_the_test_table_lacks_or_gives_twice_still_gets_one_token(english, tmp_path):
     public, _, test = english
     spec = load_spec(EN)
     short = tmp_path / "public"
     shutil.copytree(public, short)
     (short / spec.test_file).unlink()
-    with zipfile.ZipFile(short / spec.test_file, "w") as archive:  # the test table without its first token
-        archive.writestr("en_test_2.csv", test.iloc[1:].to_csv(index=False))
+    odd = pd.concat([test.iloc[1:], test.iloc[[5]].assign(before="again")])  # no first token; the sixth twice
+    with zipfile.ZipFile(short / spec.test_file, "w") as archive:
+        archive.writestr("en_test_2.csv", odd.to_csv(index=False))
     dataset = load_dataset(spec, short, tmp_path / "work")
     assert dataset.n_test == len(test) and any("no token for 1 of the sample's ids" in w for w in dataset.warnings)
     assert dataset.choices[0, SOURCES.index("written")] == str(test.iloc[0]["before"])  # the sample copies before
+    assert any("1 token id(s) given twice" in w for w in dataset.warnings)
+    assert dataset.choices[5, SOURCES.index("written")] == str(test.iloc[5]["before"])  # the first of the two
 
 
 def test_tokens_pandas_would_read_as_missing_stay_words_from_train_to_the_submission(english, tmp_path):
