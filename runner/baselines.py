@@ -3,8 +3,6 @@ says what it is.
 
 - `noisy_pixels` (image to image, denoising, where no clean pages train a model): every test pixel as it is,
   which beats the sample's all-white page.
-
-A baseline whose rule can be checked on held-out training rows reports that score as its CV.
 """
 from __future__ import annotations
 
@@ -18,8 +16,6 @@ from runner.data import gray_image, image_files
 from runner.errors import InputError
 from runner.spec import CompetitionSpec
 
-HELD_OUT = 0.2  # share of training groups a rule is checked on
-SEED = 0
 
 
 @dataclass(frozen=True)
@@ -28,7 +24,6 @@ class Baseline:
 
     values: pd.DataFrame  # the sample's value columns
     note: str
-    cv: float | None = None
 
 
 def make_baseline(spec: CompetitionSpec, data_dir: Path, sample: pd.DataFrame, columns: list[str],

@@ -306,8 +306,7 @@ class Normalizer:
         self.forms = _forms(pairs)
         self.lookup = self.forms["first"]
         context = self._context(train)
-        ambiguous = pairs.groupby("before")["after"].nunique()
-        ambiguous = set(ambiguous[ambiguous > 1].index)
+        ambiguous = set(self.forms.index[self.forms["second"].notna()])  # spoken more than one way
         self.context = _most_frequent(context[context["before"].isin(ambiguous)], ["previous", "before", "next"])
         digits = pairs[pairs["before"].str.match(DIGITS) & ~pairs["after"].str.contains(r"\d")]
         # 4-digit tokens that may be years are left out: "1984" as a year is not the number's words

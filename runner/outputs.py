@@ -76,7 +76,7 @@ class RunOutputs:
         publish(frame, self.sample, self.spec, self.columns, self.submission)
         publish(frame, self.sample, self.spec, self.columns, self.out / "baseline.csv")
         log.info("baseline: %s", made.note)
-        self.update(status="baseline", error=None, submission_source=f"baseline: {made.note}", cv_score=made.cv,
+        self.update(status="baseline", error=None, submission_source=f"baseline: {made.note}",
                     stop_reason=f"no engine trains a {self.spec.id} ({self.spec.note or 'unsupported task'}): "
                                 f"{made.note}", timings=self.mark("data_loaded"))
 

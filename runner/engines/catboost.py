@@ -43,8 +43,8 @@ def _model(settings: CatBoostSettings, kind: str, cats: list[str], rounds: int |
     import catboost
 
     cls = catboost.CatBoostRegressor if kind == "regression" else catboost.CatBoostClassifier
-    # every class named: a fold's training rows may lack one its validation rows hold (text normalisation's "none",
-    # a rare species), which CatBoost otherwise refuses, and the probabilities keep a column for each class
+    # every class named: a fold's training rows may lack one its validation rows hold (a rare candidate of text
+    # normalisation, a rare species), which CatBoost otherwise refuses, and the probabilities keep a column for each
     named = dict(class_names=list(range(classes))) if kind == "multiclass" and classes else {}
     return cls(iterations=rounds or settings.max_rounds, learning_rate=settings.learning_rate, depth=settings.depth,
                l2_leaf_reg=settings.l2_leaf_reg, loss_function=LOSS[kind], thread_count=settings.threads,
