@@ -35,15 +35,34 @@ def _engines(text: str | None) -> list[str] | None:
     return names
 
 
+def _own_stacks(log_path: Path | None) -> None:
+    """The supervisor's own threads into its run.log (and stderr): where a run that overran its budget was."""
+    import faulthandler
+
+    print("runner: the supervisor's threads as the watchdog stopped it:", file=sys.stderr, flush=True)
+    faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+    if log_path is not None:
+        with contextlib.suppress(OSError), open(log_path, "a") as log:
+            log.write("runner: the supervisor's threads as the watchdog stopped it:\n")
+            log.flush()
+            faulthandler.dump_traceback(file=log, all_threads=True)
+
+
 def watchdog(budget: Budget, report_path: Path | None = None) -> threading.Timer:
-    """Whatever stage the run is in, it ends before its budget does: WATCHDOG_MARGIN before, every process it
-    started is killed and it exits (124), leaving the last valid submission (every write is a rename) and a report
-    that says it was stopped."""
+    """Whatever stage the run is in, it ends before its budget does: WATCHDOG_MARGIN before, the supervisor's own
+    stacks go to its log, every process it started is killed and it exits (124), leaving the last valid
+    submission (every write is a rename) and a report that says it was stopped."""
 
     def end() -> None:
         print(f"runner: the budget ends in {WATCHDOG_MARGIN} s and the run has not: stopped, the last valid "
               "submission is kept", file=sys.stderr, flush=True)
         import psutil
+
+        _own_stacks(report_path.with_name("run.log") if report_path else None)
+        if processes := sys.modules.get("runner.processes"):  # units of a dead fork server are no children now
+            for child in processes.live():
+                with contextlib.suppress(Exception):
+                    processes.kill(child)
 
         with contextlib.suppress(Exception):  # the report as it stands, its status final (it may not exist yet)
             from runner.report import RunReport
@@ -76,6 +95,9 @@ def _run(args) -> int:
     from runner.run import run_competition
 
     signal.signal(signal.SIGTERM, _interrupt)  # Docker and Prefect ask with SIGTERM first: end cleanly
+    from runner.stacks import register
+
+    register()  # `kill -USR1 PID` prints where the supervisor's threads are, as every unit's does into its log
     os.environ["HF_HUB_OFFLINE"] = "1"  # a run reads pretrained weights from the local cache only
     budget = Budget(parse_duration(args.budget), process_start(), args.cut)
     out = Path(args.out)
@@ -275,6 +297,13 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _end_units() -> None:
+    """Every unit a run started ended, and the fork server with them, before this process exits: multiprocessing's
+    exit join waits on each child it started, and a unit that never answers would hold the exit forever."""
+    if processes := sys.modules.get("runner.processes"):
+        processes.shutdown()
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
@@ -289,6 +318,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"runner: {exc}; the last valid submission is kept, and a run in the same --out resumes",
               file=sys.stderr)
         return 128 + exc.signal_number
+    finally:
+        _end_units()
 
 
 if __name__ == "__main__":

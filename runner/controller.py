@@ -13,6 +13,7 @@ import math
 import time
 from pathlib import Path
 
+from runner import stacks
 from runner.bags import MemberState
 from runner.budget import Budget
 from runner.control import (FIRST_CHECK_SECONDS, REPROBE_SECONDS, TIMED_EPOCH, Change, close_enough, combine,
@@ -25,10 +26,12 @@ from runner.monitor import Monitor
 from runner.outputs import RunOutputs
 from runner.planner import data_shape, replan_context
 from runner.portfolio import Member, Plan
-from runner.slots import Running, Scheduler
+from runner.running import Running
+from runner.slots import Scheduler
 from runner.watch import EpochReader, describe, utilisation
 
 log = logging.getLogger("runner")
+STALL_STACKS_SECONDS = 0.5  # the supervisor's loop waits this long at most for a stalled fold's stacks
 
 
 class Controller:
@@ -71,8 +74,11 @@ class Controller:
         member = self.states[item.unit.member.name].member
         waited = time.monotonic() - self.last_epoch.get(item.unit.name, item.started)
         if member.name not in self.timed and get_engine(member.engine).fills_window and stalled(member, waited):
-            log.warning("%s fold %d: no epoch for %.0f s where one was planned to take %.2g s", member.name,
-                        item.unit.fold, waited, member.step_seconds)
+            where = stacks.take([(item.process.pid, item.log)], f"stalled: no epoch for {waited:.0f} s",
+                                STALL_STACKS_SECONDS, resume=False)[item.process.pid]
+            log.warning("%s fold %d: no epoch for %.0f s where one was planned to take %.2g s; it was in %s "
+                        "(stacks in %s)", member.name, item.unit.fold, waited, member.step_seconds,
+                        "; ".join(where[:3]), item.log)
             self.retime(member, waited)
         if not lines and item.unit.on_gpu and item.unit.name not in self.checked and \
                 time.monotonic() - item.started > FIRST_CHECK_SECONDS:
@@ -179,8 +185,11 @@ class Controller:
                             f"what starts next plans for {free}")
 
     def _expect(self, member: Member, step_seconds: float) -> None:
-        """Later folds of the member expect the step that was measured; its settings stay."""
-        expected = member.model_copy(update=dict(step_seconds=round(step_seconds, 6)))
+        """Later folds of the member expect the step that was measured, and need the longer one at least (a fold
+        that cannot finish one at the measured pace is not started); its settings stay."""
+        slower = max(0.0, step_seconds - member.step_seconds)
+        expected = member.model_copy(update=dict(step_seconds=round(step_seconds, 6),
+                                                 min_fold_seconds=round(member.min_fold_seconds + slower, 1)))
         self.states[member.name].member = expected
         self.scheduler.revise(member.name, expected)
 

@@ -6,6 +6,11 @@ manifest is written last and atomically, so its presence means the unit's output
 """
 from __future__ import annotations
 
+if __name__ == "__main__":  # a unit started as a process of its own: its stacks on the signal from here on
+    from runner.stacks import register
+
+    register()
+
 import dataclasses
 import json
 import pickle

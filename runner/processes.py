@@ -1,16 +1,18 @@
 """Unit processes: each unit of work runs in a fresh process of its own, in its own session, killed as a group.
 
-Starting Python and importing pandas, scikit-learn and a boosting library takes ~1.8 s on a 2-core machine,
-ten times what a fold of a small table trains. So units are forked from multiprocessing's fork server, which
-has imported the libraries the plan's engines name (`Engine.preload`) once: a fork costs milliseconds and still
-gives every unit a process of its own (leaks and crashes die with it, a kill takes only it). The fork server
-never runs a parallel region or touches CUDA, so forking from it is safe; each child sets its own thread
-limits (threadpoolctl) and `CUDA_VISIBLE_DEVICES` before it computes.
+Units are forked from a fork server that imported the engines' libraries once (`runner.fork_server`): a fork costs
+milliseconds and still gives every unit a process of its own (leaks and crashes die with it, a kill takes only it).
+A server that does not answer within the time a start is given is killed and replaced, and that unit starts as a
+process of its own (`python -m runner.fold_worker`) instead.
+
+On a GPU box a unit that does not answer is normal: deep in a driver call, stopped, hung before its first line.
+So nothing here waits on a unit: whether it runs is read from its pid (not from the fork server, which may be
+the thing that stopped), a kill is SIGKILL to its group and, by pid, to it and every descendant (a unit hung
+before `os.setsid()` leads no group yet), and `shutdown` leaves nothing for multiprocessing's exit join.
 """
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import os
 import signal
 import subprocess
@@ -18,6 +20,9 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
+
+from runner import fork_server, stacks
 from runner.heap import tunables
 
 ALLOWED = {"PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TERM", "PYTHONPATH",
@@ -25,20 +30,8 @@ ALLOWED = {"PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR"
            "HF_HUB_CACHE", "TORCH_HOME", "XDG_CACHE_HOME", "MPLCONFIGDIR", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE"}
 ALLOWED_PREFIXES = ("LC_", "RUNNER_", "OMP_", "MKL_", "OPENBLAS_", "CUDA_", "NVIDIA_", "NCCL_", "PYTORCH_",
                     "MALLOC_")
-BASE_PRELOAD = ("numpy", "pandas", "sklearn.model_selection", "sklearn.metrics", "runner.fold_worker")
-KILL_WAITS = ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0))  # polite first: a fold ends its epoch and writes
-
-
-@contextlib.contextmanager
-def _heap_tunables():
-    """GLIBC_TUNABLES in this process's environment while multiprocessing may start its fork server from it."""
-    had = "GLIBC_TUNABLES" in os.environ
-    os.environ["GLIBC_TUNABLES"] = tunables(dict(os.environ))
-    try:
-        yield
-    finally:
-        if not had:
-            del os.environ["GLIBC_TUNABLES"]
+EXIT_CODE_WAIT = 0.2  # seconds for the fork server to pass on the exit code of a unit seen gone
+ENDED = "it had already ended"  # what a signal to a unit that ended meanwhile reached
 
 
 def child_environment(environ: dict[str, str]) -> dict[str, str]:
@@ -69,6 +62,7 @@ def _child(task_path: str, log_path: str, env: dict[str, str], threads: int) -> 
         os.dup2(log.fileno(), 2)
     sys.stdout.reconfigure(line_buffering=True)
     sys.stderr.reconfigure(line_buffering=True)
+    stacks.register()  # the server's handler is inherited; again, in case a preloaded library took the signal
     os.environ.clear()
     os.environ.update(env)
     from threadpoolctl import threadpool_limits
@@ -83,109 +77,149 @@ def _child(task_path: str, log_path: str, env: dict[str, str], threads: int) -> 
 
 
 class Child:
-    """A running unit process: a forked one (multiprocessing) or a started one (subprocess)."""
+    """A running unit process: forked by the fork server (a grandchild) or started (a child). It runs while its
+    pid does (a zombie has ended); a forked one's exit code comes from the server when the server can give it."""
 
-    def __init__(self, handle):
-        self.handle = handle
+    def __init__(self, handle, note: str = ""):
+        self.handle = handle  # multiprocessing.Process or subprocess.Popen
+        self.note = note  # how it was started, when not as usual (the fork server did not answer)
+        self.server = None if isinstance(handle, subprocess.Popen) else fork_server.server_pid()
+        try:
+            self.process = psutil.Process(handle.pid)  # its start time is kept: a reused pid is not this unit
+        except psutil.Error:
+            self.process = None  # ended before it could be looked at
 
     @property
     def pid(self) -> int:
         return self.handle.pid
 
-    def poll(self) -> int | None:
-        """The exit code, or None while it runs."""
+    def alive(self) -> bool:
         if isinstance(self.handle, subprocess.Popen):
-            return self.handle.poll()
-        return None if self.handle.is_alive() else self.handle.exitcode
+            return self.handle.poll() is None
+        try:
+            return self.process is not None and self.process.status() not in (psutil.STATUS_ZOMBIE,
+                                                                               psutil.STATUS_DEAD)
+        except psutil.Error:
+            return False
 
-    def wait(self, timeout: float) -> bool:
-        """True when it ended within `timeout` seconds."""
-        if isinstance(self.handle, subprocess.Popen):
-            try:
-                self.handle.wait(timeout)
-                return True
-            except subprocess.TimeoutExpired:
-                return False
-        self.handle.join(timeout)
-        return not self.handle.is_alive()
+    def poll(self) -> int | None:
+        """None while it runs; then its exit code (-1 when the fork server that forked it can no longer say)."""
+        if self.alive():
+            return None
+        code = self.returncode
+        return -1 if code is None else code
 
     @property
     def returncode(self) -> int | None:
-        return self.poll()
+        """Its exit code once ended, None while running or when unknown (its fork server stopped or was killed)."""
+        if isinstance(self.handle, subprocess.Popen):
+            return self.handle.poll()
+        if fork_server.killed(self.server):
+            return None  # multiprocessing reads 255 from a dead server: not this unit's code
+        self.handle.join(EXIT_CODE_WAIT)
+        return self.handle.exitcode
+
+    def leads_group(self) -> bool:
+        try:
+            return os.getpgid(self.pid) == self.pid
+        except OSError:
+            return False
+
+
+_live: dict[int, Child] = {}  # every unit this process started that may still run
+
+
+def _family(child: Child) -> list[psutil.Process]:
+    """The unit's process and its descendants while it runs, listed before any is killed (a killed parent's
+    children move to another parent)."""
+    if child.process is None or not child.alive():
+        return []
+    try:
+        return [child.process, *child.process.children(recursive=True)]
+    except psutil.Error:
+        return []
+
+
+def _signal(child: Child, sig: int) -> str:
+    """`sig` to the unit's group when it leads one, and by pid to it and every descendant; how, in words."""
+    family = _family(child)
+    leads = child.leads_group()
+    if leads:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(child.pid, sig)
+    for process in family:
+        with contextlib.suppress(psutil.Error):
+            process.send_signal(sig)  # psutil checks the pid is still that process
+    name = signal.Signals(sig).name
+    if not family:
+        return f"{name}: {ENDED}"
+    way = "to its process group and" if leads else "by pid (it led no process group yet) to"
+    return f"{name} {way} {len(family)} process(es)"
 
 
 def ask_to_stop(child) -> None:
-    """SIGTERM to the group: a fold ends at its next epoch or round and writes what it has."""
+    """SIGTERM: a fold ends at its next epoch or round and writes what it has."""
+    _signal(child if isinstance(child, Child) else Child(child), signal.SIGTERM)
+
+
+def kill(child) -> str:
+    """SIGKILL to the unit's group and, by pid, to it and every descendant; no wait (a process inside a driver call
+    dies when the call returns). Returns how, in words."""
     child = child if isinstance(child, Child) else Child(child)
-    try:
-        os.killpg(child.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        pass
+    how = _signal(child, signal.SIGKILL)
+    _live.pop(child.pid, None)
+    return how
 
 
-def kill(child) -> None:
-    """Kill the process group of a Child (or a subprocess.Popen): SIGTERM, then SIGKILL."""
-    child = child if isinstance(child, Child) else Child(child)
-    for sig, wait in KILL_WAITS:
-        try:
-            os.killpg(child.pid, sig)
-        except ProcessLookupError:
-            return
-        if child.wait(wait):
-            return
+def live() -> list[Child]:
+    """The units this process started that still run."""
+    for pid, child in list(_live.items()):
+        if not child.alive():
+            del _live[pid]
+    return list(_live.values())
 
 
-_context = None
+def warm_up(preload: tuple[str, ...], log: Path | None = None) -> None:
+    """Start the fork server now, so it imports its libraries while the run loads data and measures; `log`
+    takes its stderr (and a unit's until it reaches its own log)."""
+    fork_server.warm_up(preload, log)
 
 
-def fork_server(preload: tuple[str, ...]):
-    """The multiprocessing context whose fork server has imported `preload` (set once per process)."""
-    global _context
-    if _context is None:
-        _context = multiprocessing.get_context("forkserver")
-        _context.set_forkserver_preload(list(dict.fromkeys(BASE_PRELOAD + preload)))
-    return _context
-
-
-@contextlib.contextmanager
-def _without_main():
-    """Hide the main module from multiprocessing while it prepares a child: the unit's code lives in this package,
-    and otherwise every unit would first re-import the main module (pytest's, a script's, or fail on a notebook's
-    or stdin's)."""
-    main = sys.modules["__main__"]
-    saved = {k: main.__dict__[k] for k in ("__file__", "__spec__") if k in main.__dict__}
-    main.__dict__.pop("__file__", None)
-    main.__spec__ = None
-    try:
-        yield
-    finally:
-        main.__dict__.update(saved)
-        if "__spec__" not in saved:
-            main.__dict__.pop("__spec__", None)
-
-
-def warm_up(preload: tuple[str, ...]) -> None:
-    """Start the fork server now, so it imports its libraries while the run loads data and measures."""
-    fork_server(preload).Process  # the context exists
-    from multiprocessing import forkserver
-
-    with _without_main(), _heap_tunables():
-        forkserver.ensure_running()
+def fork_context(preload: tuple[str, ...]):
+    """multiprocessing's context whose fork server imports `preload`."""
+    return fork_server.context(preload)
 
 
 def start(task_path: Path, log: Path, threads: int, device: str | None, preload: tuple[str, ...] = (),
-          fork: bool = True) -> Child:
+          fork: bool = True, wait: float = fork_server.START_SECONDS) -> Child:
     """Start one unit (`python -m runner.fold_worker TASK.json` in effect), logging to `log`. The child gets this
-    process's environment as it is now (the fork server's dates from its start) plus the unit's settings."""
+    process's environment as it is now (the fork server's dates from its start) plus the unit's settings. A fork
+    server that cannot give a process within `wait` seconds is replaced and this unit started as its own process;
+    the Child's `note` says so."""
     env = {**child_environment(dict(os.environ)), **unit_environment(threads, device)}
     log.write_bytes(b"")
+    note = ""
     if fork:
-        process = fork_server(preload).Process(target=_child, args=(str(task_path), str(log), env, threads),
-                                               name=f"unit {task_path.parent.name}")
-        with _without_main(), _heap_tunables():
-            process.start()
-        return Child(process)
-    with open(log, "w") as handle:
-        return Child(subprocess.Popen([sys.executable, "-m", "runner.fold_worker", str(task_path)], stdout=handle,
-                                      stderr=subprocess.STDOUT, start_new_session=True, env=env))
+        forked = fork_server.fork(_child, (str(task_path), str(log), env, threads), f"unit {task_path.parent.name}",
+                                  preload, wait, keep=set(_live))
+        if not isinstance(forked, str):
+            return _track(Child(forked))
+        note = f"{forked}; this unit started as a process of its own"
+    with open(log, "a") as handle:  # appends: the supervisor adds stack headers
+        popen = subprocess.Popen([sys.executable, "-m", "runner.fold_worker", str(task_path)], stdout=handle,
+                                 stderr=subprocess.STDOUT, start_new_session=True, env=env)
+    return _track(Child(popen, note))
 
+
+def _track(child: Child) -> Child:
+    _live[child.pid] = child
+    return child
+
+
+def shutdown() -> None:
+    """Before this process exits: every unit still running killed and the fork server with them, so that
+    multiprocessing's exit join (it waits on every child it started, and hears of their ends from the server) has
+    nothing left to wait on."""
+    for child in live():
+        kill(child)
+    fork_server.stop()

@@ -29,6 +29,7 @@ class RunReport(Saved):
     members: tuple[dict, ...] = ()  # name, engine, slot, folds, folds_done, cv, weight, seconds, gain, status
     blend: dict | None = None  # weights, cv, rows, start, member_cv
     units: tuple[dict, ...] = ()  # member, fold, lane, start, end, status, score, threads: when and where each ran
+    killed: tuple[dict, ...] = ()  # member, fold, pid, why, how, at, stacks, log: each unit the run had to kill
     actions: tuple[dict, ...] = ()  # t, action: what the run changed while training, and why
     epochs: tuple[dict, ...] = ()  # member, fold, epoch, loss, score, images/s, data wait, GPU memory and busy %
     stop_reason: str | None = None  # why training ended when it did

@@ -39,7 +39,8 @@ from runner.portfolio import Member, Plan
 from runner.predict import unit_dir
 from runner.report import RunReport
 from runner.resume import Reused, code_fingerprint, data_fingerprint, reusable, unit_fingerprint
-from runner.slots import Running, Scheduler
+from runner.running import Running
+from runner.slots import Scheduler
 from runner.spec import CompetitionSpec, load_spec
 from runner.submission import write_atomic
 from runner.units import Unit
@@ -65,6 +66,7 @@ class Supervisor:
         self.reused: dict[str, Reused] = {}  # member -> what an earlier run in this folder finished of it
         self.controller: Controller | None = None
         self.extras: ExtraMembers | None = None
+        self.scheduler: Scheduler | None = None
         self.on_status = lambda report, running: None  # the caller's view of the run while it trains
         self.fingerprints = (data_fingerprint(self.data_dir, spec.to_json()), code_fingerprint())
 
@@ -195,11 +197,13 @@ class Supervisor:
 
     def train(self, on_status=lambda report, running: None) -> None:
         # the fork server imports the plan's libraries while the dataset is written (not while costs are timed:
-        # a busy core would make every candidate look slower than it is)
-        processes.warm_up(tuple(m for member in self.plan.members for m in get_engine(member.engine).preload))
+        # a busy core would make every candidate look slower than it is); its stderr, and a unit's until the unit
+        # has its own log, in the run's folder
+        processes.warm_up(tuple(m for member in self.plan.members for m in get_engine(member.engine).preload),
+                          self.out / "fork_server.log")
         self.write_dataset()
         self.on_status = on_status
-        scheduler = self.controller.scheduler = self.extras.scheduler = self._slots()
+        scheduler = self.scheduler = self.controller.scheduler = self.extras.scheduler = self._slots()
         scheduler.results.extend(r for reused in self.reused.values() for r in reused.results)
         ended = scheduler.run()
         reason = self.extras.stop_reason(ended, self.budget.cut)
@@ -208,7 +212,14 @@ class Supervisor:
         log.info("training ended at %.0f s of %.0f s (%.0f%%): %s", elapsed, self.budget.seconds,
                  100 * elapsed / self.budget.seconds, reason)
         self.update(status="trained" if trained else "baseline", stop_reason=reason, members=self.member_rows(),
-                    units=tuple(r.to_json() for r in scheduler.records), timings=self.outputs.mark("training_done"))
+                    timings=self.outputs.mark("training_done"), **self.unit_rows())
+
+    def unit_rows(self) -> dict:
+        """When and where each unit ran, and each the run killed (with its stacks), for the report."""
+        if self.scheduler is None:
+            return {}
+        return dict(units=tuple(r.to_json() for r in self.scheduler.records),
+                    killed=tuple(k.to_json() for k in self.scheduler.killed))
 
     def _status(self, running: list[Running]) -> None:
         self.controller.watch(running)
@@ -272,7 +283,7 @@ def run_competition(name: str, data_dir: Path, budget: Budget, out_dir: Path, ha
         outputs.update(status="error", error=str(exc))
     except Interrupted as exc:  # the units are stopped already (the scheduler's finally): say so, then go
         outputs.update(status="interrupted", stop_reason=f"{exc} at {budget.elapsed():.0f} s",
-                       members=supervisor.member_rows())
+                       members=supervisor.member_rows(), **supervisor.unit_rows())
         raise
     finally:
         shutil.rmtree(supervisor.work, ignore_errors=True)  # image cache, extracted zips: checkpoints stay

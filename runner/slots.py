@@ -9,42 +9,28 @@ DATA_WAIT_LIMIT of an epoch, no CPU unit starts. CPU members start in plan order
 A fold's deadline comes from `runner.deadlines`; a unit that cannot finish even with the whole window left is not
 started. The queue's bookkeeping is `runner.units`. When a lane runs out of planned members, `more(lane)` may hand
 it another (a bag of the best member) until it says stop.
+
+Nothing a unit does can hold the run: the scheduler never waits on one (`runner.running` kills what overruns, all
+at once, its stacks taken first), and each kill is named in the report with why, how, when and where it was.
 """
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable
 
-from runner import processes
 from runner.budget import Budget, interrupts_between_steps, raise_if_interrupted
 from runner.deadlines import MIN_FOLD_SECONDS, capacity, fold_window, prepare_deadline
 from runner.engines import get_engine
-from runner.engines.base import EPOCH_LOG
 from runner.folds import PREPARE, FoldResult, FoldTask
 from runner.portfolio import Member, Plan
 from runner.saved import Saved
+from runner.running import POLL_SECONDS, KilledUnit, Running, Slots
 from runner.units import Unit, UnitQueue
 
-GRACE_SECONDS = 5.0  # past its deadline a unit gets this long to write its manifest before it is killed
-FINAL_SECONDS = 1.0  # kept after the last kill for the supervisor's final writes
-POLL_SECONDS = 0.05  # forked units of small tables end within a tenth of a second
-DATA_WAIT_LIMIT = 0.2  # a GPU fold waiting on its loader longer than this share of an epoch gets no CPU rival
 TOO_LATE = "needs about"  # how a unit skipped for want of time is reported
 WINDOW_CLOSED = "the training window closed"
 EVERY_MEMBER_FINISHED = "every member finished"
-
-
-@dataclass
-class Running:
-    unit: Unit
-    task: FoldTask
-    process: processes.Child
-    log: Path
-    started: float
-    lane: str  # "gpu 0", "cpu 1", "cpu 0,1": where the run's plot draws it
 
 
 @dataclass(frozen=True)
@@ -62,100 +48,12 @@ class UnitRecord(Saved):
 
 
 
-def _last_line(log: Path) -> str:
-    lines = [l for l in log.read_text(errors="replace").splitlines() if l.strip()] if log.exists() else []
-    return lines[-1][-300:] if lines else "no output"
-
-
-def last_epoch(folder: Path) -> dict | None:
-    """The latest per-epoch line a running fold wrote (None before its first epoch)."""
-    path = folder / EPOCH_LOG
-    if not path.is_file():
-        return None
-    lines = [l for l in path.read_text().splitlines() if l.strip()]
-    try:
-        return json.loads(lines[-1]) if lines else None
-    except json.JSONDecodeError:  # a line being written
-        return None
-
-
 def card(plan: Plan, gpu: int | None) -> str | None:
     """The card a GPU slot's fold gets as its only GPU: the plan's UUID for that slot (an index where the plan has
     none); None for a CPU unit."""
     if gpu is None:
         return None
     return plan.devices[gpu] if gpu < len(plan.devices) else str(gpu)
-
-
-@dataclass
-class Slots:
-    """The units running now, each in its own process group, and the cores and GPU shares they hold."""
-
-    preload: tuple[str, ...] = ()  # modules the fork server imports once
-    fork: bool = True  # units forked from a fork server with the engines' libraries imported (else started)
-    running: list[Running] = field(default_factory=list)
-
-    def cores_held(self) -> int:
-        return sum(r.task.threads for r in self.running)
-
-    def free_gpu(self, member: Member, gpus: int) -> int | None:
-        """A GPU with room for one more fold of this member (its share: 1 / per_gpu), the least loaded first."""
-        load = [0.0] * gpus
-        for r in self.running:
-            if r.unit.on_gpu and r.task.gpu is not None:
-                load[r.task.gpu] += 1 / max(1, r.unit.member.per_gpu)
-        share = 1 / max(1, member.per_gpu)
-        fits = [g for g in range(gpus) if load[g] + share <= 1 + 1e-9]
-        return min(fits, key=lambda g: load[g]) if fits else None
-
-    def cpu_lane(self, threads: int, cpus: int) -> str:
-        """The cores a CPU unit is drawn on: the lowest free numbers ("cpu 0", "cpu 0,1")."""
-        used = {int(c) for r in self.running if r.lane.startswith("cpu") for c in r.lane[4:].split(",")}
-        free = [i for i in range(cpus) if i not in used] or [0]
-        return "cpu " + ",".join(str(i) for i in free[:max(1, threads)])
-
-    def starved(self) -> str | None:
-        """The first GPU fold that waited on its loader for more than DATA_WAIT_LIMIT of its last epoch, said."""
-        for r in self.running:
-            epoch = last_epoch(Path(r.task.out_dir)) if r.unit.on_gpu else None
-            if epoch and epoch.get("data_wait", 0.0) > DATA_WAIT_LIMIT:
-                return f"{r.unit.name} waited on its loader for {epoch['data_wait']:.0%} of epoch {epoch['epoch']}"
-        return None
-
-    def start(self, unit: Unit, task: FoldTask, now: float, lane: str, device: str | None = None) -> None:
-        """The unit's process, started from its task file in its own folder; `device` is its GPU, if any."""
-        out = Path(task.out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "manifest.json").unlink(missing_ok=True)
-        (out / "task.json").write_text(json.dumps(task.to_json(), indent=2))
-        log = out / "fold.log"
-        child = processes.start(out / "task.json", log, task.threads, device, self.preload, self.fork)
-        self.running.append(Running(unit, task, child, log, now, lane))
-
-    def ended(self, budget: Budget) -> list[tuple[Running, FoldResult]]:
-        """Units that ended, or were killed past their deadline's grace, with what each wrote."""
-        ended = []
-        for item in list(self.running):
-            alive = item.process.poll() is None
-            kill_at = min(item.task.deadline + GRACE_SECONDS, budget.deadline - FINAL_SECONDS)
-            if alive and time.monotonic() <= kill_at:
-                continue
-            if alive:
-                processes.kill(item.process)
-            self.running.remove(item)
-            ended.append((item, _read_result(item, killed=alive)))
-        return ended
-
-    def stop(self, member: str) -> None:
-        """Ask the member's running units to stop at their next epoch or round (SIGTERM); they write what they
-        have and are collected as usual."""
-        for item in self.running:
-            if item.unit.member.name == member:
-                processes.ask_to_stop(item.process)
-
-    def kill_all(self) -> None:
-        for item in self.running:
-            processes.kill(item.process)
 
 
 def why_unstartable(unit: Unit, plan: Plan) -> str:
@@ -165,16 +63,6 @@ def why_unstartable(unit: Unit, plan: Plan) -> str:
     if unit.on_gpu and unit.threads > plan.cpus:
         return f"needs {unit.threads} cores, the run has {plan.cpus}"
     return "what it needs was never prepared"
-
-
-def _read_result(running: Running, killed: bool) -> FoldResult:
-    """What an ended unit wrote (its manifest), or a failure with the last line of its log."""
-    manifest = Path(running.task.out_dir) / "manifest.json"
-    if manifest.exists():
-        return FoldResult.load(manifest)
-    why = "killed at its deadline" if killed else f"exited with code {running.process.returncode}"
-    return FoldResult(running.unit.fold, "failed", running.unit.member.name,
-                      message=f"{why}: {_last_line(running.log)}")
 
 
 def stop_reason(pending: UnitQueue, budget: Budget) -> str:
@@ -202,6 +90,8 @@ class Scheduler:
     held_back: bool = False  # CPU units held back for a GPU fold's loader (logged once per episode)
     fork: bool = True  # units forked from a fork server with the engines' libraries imported (else started)
     reused: dict[str, set[int]] = field(default_factory=dict)  # member -> folds an earlier run already finished
+    killed: list[KilledUnit] = field(default_factory=list)  # units killed, each with its stacks
+    said: str = ""  # the last note on how a unit was started, said once
 
     def __post_init__(self) -> None:
         self.slots = Slots(tuple(mod for m in self.plan.members for mod in get_engine(m.engine).preload), self.fork)
@@ -263,7 +153,11 @@ class Scheduler:
         deadline, _ = self._deadline(unit, now)
         task = self.make_task(unit, deadline, gpu, threads)
         self.pending.take(unit)
-        self.slots.start(unit, task, now, lane, card(self.plan, gpu))
+        running = self.slots.start(unit, task, now, lane, self.budget, card(self.plan, gpu))
+        note = running.process.note  # the fork server did not answer: replaced, and this unit started without it
+        if note and note != self.said:  # once, not for every unit while no server is asked
+            self.on_action(f"{unit.name}: {note}")
+        self.said = note
 
     def _fits_in_time(self, unit: Unit, now: float) -> bool:
         deadline, need = self._deadline(unit, now)
@@ -333,9 +227,16 @@ class Scheduler:
             if item.unit.fold == PREPARE:
                 for member in self.pending.prepare_ended(item.unit, result.usable):
                     self.drop(member, f"its prepare step failed: {result.message}")
-            self._record(result, item.unit, item.lane, item.started, item.task.threads)
+            self._ended(item, result)
             ended.append(result)
         return ended
+
+    def _ended(self, item: Running, result: FoldResult) -> None:
+        """A unit that ended recorded, and a kill said with its evidence."""
+        self._record(result, item.unit, item.lane, item.started, item.task.threads)
+        if item.killed:
+            self.killed.append(item.killed)
+            self.on_action(item.killed.describe())
 
     def _record(self, result: FoldResult, unit: Unit, lane: str, started: float, threads: int = 0) -> None:
         """`threads`: the cores the unit held (0: it never started)."""
@@ -379,7 +280,8 @@ class Scheduler:
                     if not ended:
                         time.sleep(POLL_SECONDS)
         finally:
-            self.slots.kill_all()
+            for item, result in self.slots.stop_all(self.budget):  # none, unless the run is stopping early
+                self._ended(item, result)
         return self.stop_reason()
 
     def stop_reason(self) -> str:

@@ -1,6 +1,8 @@
 """What a run learns while it trains: the monitor's rules on recorded epoch lines and samples, and re-planning
 after a first epoch or fold far from the plan (injected timings, no GPU), and folds timing their steps the way
 the planner timed them."""
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -311,23 +313,40 @@ def test_a_plan_for_hardware_that_is_not_this_machine_is_not_sampled_again(dog_b
     assert not any("now busy" in a["action"] for a in supervisor.report.actions)
 
 
-def test_a_fold_with_no_epoch_long_after_the_plan_expected_one_is_held_against_the_plan(dog_breed, tmp_path):
+def test_a_fold_with_no_epoch_long_after_the_plan_expected_one_is_held_against_the_plan(dog_breed, tmp_path,
+                                                                                        caplog):
     """A fold that finishes no epoch (its threads outnumber the cores left to it) never sends the epoch that would
-    re-time it: the time it has waited, a lower bound of an epoch, is held against the plan instead."""
+    re-time it: the time it has waited, a lower bound of an epoch, is held against the plan instead; and where it
+    was stuck goes into its log and the run's (here a process standing in for the fold, waiting in a function of
+    its own)."""
     from types import SimpleNamespace
 
     supervisor = supervisor_with_plan(dog_breed, tmp_path)
     member = supervisor.controller.plan.member("timm")
     unit = next(u for u in supervisor.controller.scheduler.queue if u.fold >= 0)  # a fold, not the image cache's unit
     task = SimpleNamespace(member=member, gpu=None, out_dir=str(tmp_path / "fold"))  # no epochs.jsonl there
-    just_started = SimpleNamespace(unit=unit, task=task, started=time.monotonic())
-    supervisor.controller.watch([just_started])
-    assert "timm" not in supervisor.controller.timed
-    waited = STALL_GRACE_SECONDS["cpu"] + (STALL_EPOCHS + 1) * member.step_seconds
-    long_ago = SimpleNamespace(unit=unit, task=task, started=time.monotonic() - waited)
-    supervisor.controller.watch([long_ago])
+    log = tmp_path / "fold.log"
+    code = "from runner.stacks import register; import time\nregister()\ndef wait_for_epoch():\n    time.sleep(60)\n" \
+           "print('ready', flush=True)\nwait_for_epoch()"
+    with open(log, "a") as handle:
+        fold = subprocess.Popen([sys.executable, "-c", code], stdout=handle, stderr=subprocess.STDOUT)
+    try:
+        while "ready" not in log.read_text():
+            time.sleep(0.05)
+        just_started = SimpleNamespace(unit=unit, task=task, started=time.monotonic(), process=fold, log=log)
+        supervisor.controller.watch([just_started])
+        assert "timm" not in supervisor.controller.timed
+        waited = STALL_GRACE_SECONDS["cpu"] + (STALL_EPOCHS + 1) * member.step_seconds
+        long_ago = SimpleNamespace(unit=unit, task=task, started=time.monotonic() - waited, process=fold, log=log)
+        with caplog.at_level("WARNING", logger="runner"):
+            supervisor.controller.watch([long_ago])
+        assert fold.poll() is None  # asked for its stacks, not stopped
+    finally:
+        fold.kill()
     [action] = [a["action"] for a in supervisor.report.actions]
     assert "timm" in supervisor.controller.timed and action.startswith(f"timm: a real epoch took {waited:.3g} s")
+    assert "it was in current thread: wait_for_epoch (<string>:4)" in caplog.text
+    assert "stalled: no epoch for" in log.read_text() and 'line 4 in wait_for_epoch' in log.read_text()
     assert stalled(member, waited) and not stalled(member, STALL_GRACE_SECONDS["cpu"])
     # on a GPU the start also holds the CUDA context and the batch probe (7 s of cudnn.benchmark on an H200)
     on_gpu = member.model_copy(update=dict(settings=member.settings.model_copy(update=dict(device="cuda"))))

@@ -249,7 +249,7 @@ def test_a_folds_loader_workers_are_its_forked_children_and_outlive_a_request_to
     from runner import processes
 
     processes.warm_up(())  # the runner's own fork server: a plain one would stay up without the heap tunables
-    context = processes.fork_server(())
+    context = processes.fork_context(())
     out = context.Queue()
     fold = context.Process(target=_fold_with_loader_workers, args=(str(tmp_path), out))
     fold.start()

@@ -3,8 +3,10 @@ new engine needs one module and one registry entry, nothing in the supervisor, s
 
 Its model is a fixed logistic function of the table's first numeric column (no fitting), so every member and every
 extra member predicts the same thing: extras add nothing to the blend. `sleep` stretches a fold and `data_wait`
-makes it report a loader-bound epoch, for scheduling tests; `die_in_fold` kills one fold's process; a test can put
-it on a GPU slot while it computes on the CPU.
+makes it report a loader-bound epoch, for scheduling tests; `die_in_fold` kills one fold's process; `overrun` makes
+a fold ignore its deadline and SIGTERM (it sleeps all of `sleep`), as a fold deep in a library call would; a test
+can put it on a GPU slot while it computes on the CPU. A whole run (`runner run --engines toy`) plans it from the
+environment: TOY_SLEEP, TOY_OVERRUN=1 and TOY_MAX_FOLD_SECONDS.
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ class ToySettings(Settings):
     sleep: float = 0.0
     data_wait: float = 0.0  # when set, a fold reports an epoch that waited this share of its time on its loader
     die_in_fold: int = -1  # this fold's process kills itself with SIGKILL (as the kernel's OOM killer would)
+    overrun: bool = False  # sleeps all of `sleep` whatever its deadline, SIGTERM ignored
 
 
 def predict(x, classes: list | None) -> np.ndarray:
@@ -44,9 +47,12 @@ class Toy(Engine):
 
     def plan(self, context) -> list[Member]:
         time.sleep(float(os.environ.get("TOY_PLAN_SECONDS", "0")))  # a stage that takes too long, for the watchdog
-        return [Member(name="toy", engine="toy", slot="cpu", settings=ToySettings(reasons=("a toy",)),
-                       folds=context.folds, fold_seconds=1.0, min_fold_seconds=0.5, max_fold_seconds=10.0,
-                       expected_gain=0.01, reasons=("a toy",))]
+        settings = ToySettings(sleep=float(os.environ.get("TOY_SLEEP", "0")),
+                               overrun=os.environ.get("TOY_OVERRUN") == "1", reasons=("a toy",))
+        return [Member(name="toy", engine="toy", slot="cpu", settings=settings, folds=context.folds,
+                       fold_seconds=1.0, min_fold_seconds=0.5,
+                       max_fold_seconds=float(os.environ.get("TOY_MAX_FOLD_SECONDS", "10")), expected_gain=0.01,
+                       reasons=("a toy",))]
 
     def train_fold(self, settings: ToySettings, data, out_dir: Path, deadline: float) -> EngineResult:
         started = time.monotonic()
@@ -54,7 +60,9 @@ class Toy(Engine):
             os.kill(os.getpid(), signal.SIGKILL)
         if settings.data_wait:
             (out_dir / EPOCH_LOG).write_text(json.dumps(dict(epoch=1, data_wait=settings.data_wait)) + "\n")
-        time.sleep(min(settings.sleep, max(0.0, deadline - time.monotonic())))
+        if settings.overrun:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        time.sleep(settings.sleep if settings.overrun else min(settings.sleep, max(0.0, deadline - time.monotonic())))
         write_json(out_dir / "toy.json", dict(seed=settings.seed, threads=settings.threads))
         val, test = predict(data.x_val, data.classes), predict(data.x_test, data.classes)
         seconds = time.monotonic() - started

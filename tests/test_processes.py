@@ -1,0 +1,99 @@
+"""Unit processes and the fork server they come from: a start never waits long on a server that does not answer,
+and a kill reaches a unit whether or not it leads its own process group yet. (Whole runs with a nemesis:
+tests/test_unanswering.py.)"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from runner import fork_server, processes
+
+
+def sleep_with_a_child(seconds: float) -> None:
+    """A unit that never calls os.setsid(): it stays in the fork server's group, with a child of its own."""
+    subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({seconds})"])
+    time.sleep(seconds)
+
+
+def gone(pid: int, within: float = 5.0) -> bool:
+    until = time.monotonic() + within
+    while time.monotonic() < until:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.fixture()
+def fresh_server():
+    """This test's own server, and a fresh one for the tests after it."""
+    fork_server.stop()
+    yield
+    fork_server.context(())
+    fork_server.stop()
+
+
+def test_a_stopped_fork_server_is_killed_and_replaced_at_once(fresh_server):
+    fork_server.warm_up(())
+    stopped = fork_server.server_pid()
+    os.kill(stopped, signal.SIGSTOP)
+    started = time.monotonic()
+    said = fork_server.fork(time.sleep, (0.1,), "probe", (), seconds=30, keep=set())
+    assert said == f"the fork server (pid {stopped}) is stopped: killed, a new one started"
+    assert time.monotonic() - started < 5 and gone(stopped)
+    assert fork_server.server_pid() != stopped and fork_server.killed(stopped)
+    unit = fork_server.fork(time.sleep, (0.1,), "probe", (), seconds=60, keep=set())  # the new one serves
+    unit.join(30)
+    assert unit.exitcode == 0
+
+
+def test_a_fork_server_hung_in_its_imports_is_given_up_on_and_the_unit_started_as_its_own_process(
+        fresh_server, tmp_path, monkeypatch):
+    (tmp_path / "hangs_at_import.py").write_text("import time\nwhile True:\n    time.sleep(1)\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setattr(fork_server, "IDLE_SECONDS", 1.0)
+    task, log = tmp_path / "task.json", tmp_path / "fold.log"
+    task.write_text(json.dumps({"not": "a task"}))  # the unit fails on it: how it was started is what counts
+    started = time.monotonic()
+    child = processes.start(task, log, 1, None, preload=("hangs_at_import",), wait=30)
+    assert time.monotonic() - started < 10
+    assert "used no CPU for 1 s while a unit waited to start: killed, a new one started; this unit started as a " \
+           "process of its own" in child.note
+    assert isinstance(child.handle, subprocess.Popen)
+    child.handle.wait(60)
+    assert child.handle.args[1:3] == ["-m", "runner.fold_worker"]
+    assert child.poll() == 1 and "task.json" in log.read_text() or "Error" in log.read_text()  # it ran, and failed
+
+
+def test_a_unit_that_leads_no_group_is_killed_by_pid_with_its_descendants(fresh_server):
+    fork_server.warm_up(())
+    forked = fork_server.fork(sleep_with_a_child, (60,), "no group", (), seconds=60, keep=set())
+    unit = processes.Child(forked)
+    until = time.monotonic() + 10
+    while len(unit.process.children()) < 1 and time.monotonic() < until:
+        time.sleep(0.05)
+    [grandchild] = unit.process.children()
+    assert not unit.leads_group()
+    os.kill(unit.pid, signal.SIGSTOP)  # stopped, too: SIGKILL needs no answer
+    how = processes.kill(unit)
+    assert how == "SIGKILL by pid (it led no process group yet) to 2 process(es)"
+    assert gone(unit.pid) and gone(grandchild.pid)
+    assert processes.kill(unit) == f"SIGKILL: {processes.ENDED}"
+
+
+def test_after_two_servers_in_a_row_do_not_answer_units_start_without_asking_a_third(fresh_server):
+    fork_server.warm_up(())
+    for _ in range(fork_server.GIVE_UP_AFTER):
+        os.kill(fork_server.server_pid(), signal.SIGSTOP)
+        assert "is stopped: killed, a new one started" in fork_server.fork(time.sleep, (0,), "probe", (), 30, set())
+    started = time.monotonic()
+    assert fork_server.fork(time.sleep, (0,), "probe", (), 30, set()) == "2 fork servers in a row did not answer"
+    assert time.monotonic() - started < 0.5

@@ -1,0 +1,255 @@
+"""A unit that does not answer never holds the run. Whole runs of the toy engine (`runner run --engines toy`: its
+folds sleep, so the run's timing is the scheduler's alone) against a nemesis that pauses part of the run's
+process tree from the middle of its training window on, in the manner of Jepsen's pause: every unit, the fork
+server, a unit before its first line. Each run must exit 0 by its budget with a valid submission, and its report
+must name each unit it killed, why, how, when, and the function each of its threads was in."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from conftest import TESTS, TOY_ENGINE
+from runner.budget import Budget
+from runner.grade import grade
+from runner.hardware import GiB, Hardware
+from runner.run import run_competition
+from runner.spec import load_spec
+
+BUDGET = 26  # seconds: folds end before the nemesis, and a unit killed at the last moment leaves the run 2 s
+NEMESIS_AT = 10.0  # seconds into the run (its start-up and first fold take 5, 9 on a core shared with another)
+FOLD = {"TOY_SLEEP": "2", "TOY_MAX_FOLD_SECONDS": "4"}  # each fold sleeps 2 s within a deadline 4 s after its start
+# an after-fork hook the fork server inherits (every Python process of the run reads this file at start): the
+# first unit forked once the flag file exists hangs there, after the fork and before the unit's own code, so
+# before it calls os.setsid()
+HANG_BEFORE_SETSID = '''
+import multiprocessing.util, os, time
+
+class _Hook:
+    pass
+
+_hook = _Hook()
+
+def hang_before_setsid(_):
+    try:
+        os.unlink(os.environ["TOY_HANG_FLAG"])  # one unit only: whoever removes the flag
+    except (KeyError, OSError):
+        return
+    while True:
+        time.sleep(0.1)
+
+multiprocessing.util.register_after_fork(_hook, hang_before_setsid)
+'''
+
+
+def tree(run: int) -> tuple[psutil.Process | None, list[psutil.Process]]:
+    """The run's fork server and its units (children of the server, or started as `runner.fold_worker`)."""
+    try:
+        children = psutil.Process(run).children()
+    except psutil.Error:
+        return None, []
+    cmdlines = {}
+    for child in children:
+        try:
+            cmdlines[child] = child.cmdline()
+        except psutil.Error:
+            cmdlines[child] = []
+    server = next((c for c, line in cmdlines.items() if "multiprocessing.forkserver" in " ".join(line)), None)
+    units = [c for c, line in cmdlines.items() if line[1:3] == ["-m", "runner.fold_worker"]]
+    if server is not None:
+        try:
+            units += server.children()
+        except psutil.Error:
+            pass
+    return server, units
+
+
+class Nemesis(threading.Thread):
+    """From `at` seconds into the run on, does `act(run pid)` every 50 ms until the run ends."""
+
+    def __init__(self, process: subprocess.Popen, act, at: float = NEMESIS_AT):
+        super().__init__(daemon=True)
+        self.process, self.act, self.at, self.started = process, act, at, time.monotonic()
+        self.acted_at: float | None = None
+        self.stopped: set[int] = set()  # the units it stopped
+
+    def run(self) -> None:
+        while self.process.poll() is None:
+            if time.monotonic() - self.started >= self.at:
+                acted = self.act(self.process.pid, self.stopped) if self.act is stop_units else \
+                    self.act(self.process.pid)
+                if acted and self.acted_at is None:
+                    self.acted_at = time.monotonic() - self.started
+            time.sleep(0.05)
+
+
+def stop_units(run: int, stopped: set) -> bool:
+    """SIGSTOP to every unit; the pids it reached go into `stopped`."""
+    for unit in tree(run)[1]:
+        try:
+            unit.send_signal(signal.SIGSTOP)
+            stopped.add(unit.pid)
+        except psutil.Error:
+            pass
+    return bool(stopped)
+
+
+def alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def stop_server_once(state: dict):
+    def act(run: int) -> bool:
+        server, _ = tree(run)
+        if state.get("stopped") or server is None:
+            return False
+        server.send_signal(signal.SIGSTOP)
+        state["stopped"] = server.pid
+        return True
+    return act
+
+
+def raise_flag(flag: Path):
+    def act(run: int) -> bool:
+        if not flag.exists() and "raised" not in act.__dict__:
+            flag.touch()
+            act.raised = True
+            return True
+        return False
+    return act
+
+
+def toy_start(spaceship: Path, out: Path, act, env: dict | None = None):
+    """The toy's whole run started, with the nemesis beside it."""
+    env = {**os.environ, **TOY_ENGINE, **FOLD, **(env or {})}
+    started = time.monotonic()
+    process = subprocess.Popen([sys.executable, "-m", "runner.cli", "run", "spaceship", "--data",
+                                str(spaceship / "prepared" / "public"), "--budget", f"{BUDGET}s", "--out", str(out),
+                                "--engines", "toy"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    nemesis = Nemesis(process, act)
+    nemesis.start()
+    return process, nemesis, started, out
+
+
+def toy_end(process: subprocess.Popen, nemesis: Nemesis, started: float, out: Path):
+    """(exit code, wall seconds, report, stderr, nemesis, out) once the run ends."""
+    try:
+        _, stderr = process.communicate(timeout=BUDGET + 30)
+    finally:
+        for child in psutil.Process(process.pid).children(recursive=True) if process.poll() is None else ():
+            child.kill()  # what a runner that overran left behind, stopped
+    wall = time.monotonic() - started
+    return process.returncode, wall, json.loads((out / "report.json").read_text()), stderr, nemesis, out
+
+
+def assert_kept_its_promise(code, wall, report, stderr, spaceship, out):
+    assert code == 0, stderr[-3000:]
+    assert wall < BUDGET and report["wall_seconds"] < BUDGET
+    assert grade(out / "submission.csv", load_spec("spaceship"), spaceship / "prepared" / "private").valid_submission
+
+
+def assert_named_with_stacks(report, function: str = ""):
+    """Every killed unit in the report with why, how, when, and its threads; `function` among them."""
+    assert report["killed"], report["actions"]
+    for killed in report["killed"]:
+        assert killed["why"] and killed["how"].startswith("SIGKILL") and killed["at"] < BUDGET
+        assert killed["stacks"] and not any(s.startswith("no stacks") for s in killed["stacks"]), killed
+        assert all(s.startswith(("current thread: ", "thread 0x")) for s in killed["stacks"]), killed
+        assert f"pid {killed['pid']}'s threads" in Path(killed["log"]).read_text()
+        assert any(a["action"].startswith(f"killed {killed['member']} fold {killed['fold']}")
+                   for a in report["actions"])
+    assert any(function in s for k in report["killed"] for s in k["stacks"]), report["killed"]
+
+
+def hang_hooks(folder: Path, flag: Path) -> dict:
+    """The environment of a run whose first unit forked after `flag` appears hangs before os.setsid()."""
+    folder.mkdir()
+    (folder / "sitecustomize.py").write_text(HANG_BEFORE_SETSID)
+    return {"PYTHONPATH": os.pathsep.join([str(folder), str(TESTS)]), "TOY_HANG_FLAG": str(flag)}
+
+
+@pytest.fixture(scope="module")
+def paused(spaceship, tmp_path_factory) -> dict:
+    """The three whole runs with their nemeses, side by side (their folds sleep: one core runs them all): every
+    unit stopped from mid-budget on; the fork server stopped; a unit hung before it leads its own group."""
+    root, state = tmp_path_factory.mktemp("paused"), {}
+    flag = root / "hang-flag"
+    runs = {"units stopped": (stop_units, None), "server stopped": (stop_server_once(state), None),
+            "hung before setsid": (raise_flag(flag), hang_hooks(root / "hooks", flag))}
+    started = {name: toy_start(spaceship, root / name.replace(" ", "-"), act, env)
+               for name, (act, env) in runs.items()}
+    done = {name: toy_end(*run) for name, run in started.items()}
+    return {**done, "server": state, "flag": flag, "data": spaceship}
+
+
+@pytest.mark.slow
+def test_a_run_whose_units_are_all_stopped_from_mid_budget_ends_on_time(paused):
+    """Every unit alive once the nemesis began was stopped and never answered: each had its stacks taken at its
+    deadline's grace and was killed, unless, resumed just long enough to write them, it finished meanwhile (its
+    sleep was over): it is then collected as any unit that ended. None outlives the run."""
+    code, wall, report, stderr, nemesis, out = paused["units stopped"]
+    assert nemesis.stopped, "the nemesis stopped no unit"
+    assert_kept_its_promise(code, wall, report, stderr, paused["data"], out)
+    assert not [pid for pid in nemesis.stopped if alive(pid)]
+    logs = [log.read_text() for log in out.glob("members/*/*/fold.log")]
+    asked = [log for log in logs if "threads, before it is killed at its deadline:" in log]
+    assert asked and all('  File "' in log for log in asked), logs
+    if report["killed"]:
+        assert_named_with_stacks(report)
+    assert {k["pid"] for k in report["killed"]} <= nemesis.stopped
+    assert all(k["why"] == "at its deadline" for k in report["killed"])
+    before = [f for f in report["folds"] if f["status"] == "completed"]
+    assert before and report["status"] == "trained"  # what it learnt is its submission
+
+
+@pytest.mark.slow
+def test_a_run_whose_fork_server_stops_starts_its_units_another_way(paused):
+    code, wall, report, stderr, nemesis, out = paused["server stopped"]
+    assert_kept_its_promise(code, wall, report, stderr, paused["data"], out)
+    stopped = paused["server"]["stopped"]
+    replaced = [a for a in report["actions"] if f"fork server (pid {stopped}) is stopped" in a["action"]]
+    assert replaced and "started as a process of its own" in replaced[0]["action"], report["actions"]
+    later = [u for u in report["units"] if u["start"] > nemesis.acted_at and u["status"] == "completed"]
+    assert later, report["units"]  # units went on starting and finishing after the server stopped
+
+
+@pytest.mark.slow
+def test_a_unit_hung_before_it_leads_its_own_process_group_is_killed_by_pid(paused):
+    code, wall, report, stderr, nemesis, out = paused["hung before setsid"]
+    assert nemesis.acted_at is not None and not paused["flag"].exists()  # a unit took the flag and hung
+    assert_kept_its_promise(code, wall, report, stderr, paused["data"], out)
+    assert_named_with_stacks(report, "hang_before_setsid (sitecustomize.py")
+    [hung] = report["killed"]
+    assert "by pid (it led no process group yet)" in hung["how"]
+
+
+@pytest.mark.slow
+def test_several_units_ignoring_sigterm_at_the_cut_are_killed_at_once(spaceship, tmp_path, monkeypatch):
+    """Three units at once (the run is handed three cores as data), each sleeping past its deadline with SIGTERM
+    ignored, as folds deep in a library call do: they are killed together, not one after another."""
+    for key, value in {**TOY_ENGINE, "TOY_SLEEP": "100", "TOY_OVERRUN": "1", "TOY_MAX_FOLD_SECONDS": "60"}.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.syspath_prepend(str(TESTS))
+    hardware = Hardware(gpus=(), cpus=3, ram_bytes=8 * GiB, shm_bytes=GiB, disk_free_bytes=50 * GiB)
+    seconds, out = 12.0, tmp_path / "out"
+    budget = Budget.start(seconds)
+    report = run_competition("spaceship", spaceship / "prepared" / "public", budget, out, hardware=hardware,
+                             engines=["toy"])
+    assert budget.elapsed() < seconds
+    assert grade(out / "submission.csv", load_spec("spaceship"), spaceship / "prepared" / "private").valid_submission
+    assert len(report.killed) == 3, report.killed
+    assert_named_with_stacks(report.to_json(), "train_fold (toy_engine.py")
+    times = [k["at"] for k in report.killed]
+    assert max(times) - min(times) < 0.5  # together
+    assert all(not psutil.pid_exists(k["pid"]) or psutil.Process(k["pid"]).status() == psutil.STATUS_ZOMBIE
+               for k in report.killed)
