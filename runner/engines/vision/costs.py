@@ -26,7 +26,6 @@ class Throughput(Saved):
     infer_seconds_per_sample: float
 
 
-
 @dataclass(frozen=True)
 class ImageCosts(Saved):
     """What the image planner knows about its candidates: measured throughput on this device (may be empty), and
@@ -36,6 +35,7 @@ class ImageCosts(Saved):
     memory: tuple[MemoryEstimate, ...] = ()
     flops: dict = dataclasses.field(default_factory=dict)  # 'model@size' -> forward FLOPs per sample
     slowdown: float = 1.0  # real epochs took this many times what was measured or estimated (learnt in a run)
+    note: str = ""  # why these costs are all there is (measuring failed or was stopped): said in the plan
 
     def speed(self, model: str, size: int, precision: str) -> Throughput | None:
         """The candidate's throughput, corrected by what the run has learnt."""

@@ -12,13 +12,19 @@ from pathlib import Path
 from runner.engines.base import Engine, FoldData, replanned
 from runner.engines.vision.costs import ImageCosts
 from runner.engines.vision.ladder import image_candidates, ladder_models
-from runner.engines.vision.planning import image_member
+from runner.engines.vision.planning import fitting_member, image_member, kept_member
 from runner.engines.vision.settings import ImageSettings, useful_batch
 from runner.portfolio import Member, PlanContext
 
 MEASURE_SHARE = 0.05  # of the budget, for timing candidates (at most 120 s)
 GPU_MEASURE_FLOOR = 20.0  # seconds on a GPU: process start, imports and a CUDA context come before any timing,
 GPU_MEASURE_MOST = 0.12  # and a 3-minute budget's 9 s left nothing timed; but never more than this of the budget
+# seconds on a CPU we are on: starting the process and importing torch took 3 s on an idle 2-core machine, the first
+# candidate's first step 2 s more (oneDNN's set-up), and 4 s (5% of 80 s) timed nothing on a busy one once the
+# process's start counted against them; but never more than CPU_MEASURE_MOST of the budget
+CPU_MEASURE_FLOOR = 8.0
+CPU_MEASURE_MOST = 0.1
+MEASURE_LEAST = 3.0  # seconds below which a measuring process cannot even import its libraries: none is started
 
 
 class Timm(Engine):
@@ -33,24 +39,27 @@ class Timm(Engine):
     preload = ("torch", "timm", "runner.engines.vision.training")
 
     def measure_seconds(self, budget_seconds, hardware, here):
-        """On a GPU we are on, at least GPU_MEASURE_FLOOR seconds where the budget can spare them: a plan from
-        timed candidates beats one from FLOPs and the spec sheet."""
+        """On the machine we are on, at least a floor of seconds where the budget can spare them (the measuring
+        process's start and imports count against them): a plan from timed candidates beats one from FLOPs and the
+        spec sheet, or on a CPU, from nothing."""
         share = super().measure_seconds(budget_seconds, hardware, here)
-        if hardware.gpus and here:
-            return max(share, min(GPU_MEASURE_FLOOR, GPU_MEASURE_MOST * budget_seconds))
-        return share
+        if not here:
+            return share
+        floor, most = (GPU_MEASURE_FLOOR, GPU_MEASURE_MOST) if hardware.gpus else (CPU_MEASURE_FLOOR, CPU_MEASURE_MOST)
+        return max(share, min(floor, most * budget_seconds))
 
     def measure(self, dataset, hardware, seconds, work, here=True):
         """Image models timed for a few real steps each on this machine (in a measuring process: no torch in the
         supervisor); for a GPU we are not on, their memory and FLOPs are estimated instead."""
-        from runner.engines.vision.measure import gather_costs
+        from runner.engines.vision.measure import estimated_costs, gather_costs
         from runner.hardware import available_cpus
 
         seconds = min(120.0, seconds)
-        if seconds < 3.0:  # shorter budgets cannot spare even the imports: the smallest model
-            return None
-        device = "cuda" if hardware.gpus and here else "cpu"
         candidates = image_candidates(hardware, self.pretrained(), dataset.image_side)
+        if seconds < MEASURE_LEAST:  # a GPU plan from the ladder's estimates, a CPU one from the smallest model
+            return estimated_costs(candidates, f"{seconds:.1f} s could not spare a measuring process's start") \
+                if hardware.gpus else None
+        device = "cuda" if hardware.gpus and here else "cpu"
         return gather_costs(candidates, device, max(2, len(dataset.classes or ())),
                             hardware.cpus if here else available_cpus(), seconds, here or not hardware.gpus, work,
                             card=hardware.tightest_gpu.device if device == "cuda" else "")
@@ -66,11 +75,14 @@ class Timm(Engine):
 
     def replan(self, context: PlanContext, member: Member, step_seconds: float) -> Member | None:
         """The CNN planned again for the window left, its candidates' speed corrected by the first real epoch;
-        the same model or another, more or fewer folds and epochs."""
+        the same model or another, more or fewer folds and epochs. When no candidate's folds fit their minimum
+        epochs in that window, the member itself at the real pace: its running folds go on (a replacement's folds
+        could not train), and its later ones start only with time for an epoch and their test predictions."""
         costs = context.costs if isinstance(context.costs, ImageCosts) else ImageCosts()
         slowdown = step_seconds / member.step_seconds if member.step_seconds > 0 else 1.0
         costs = dataclasses.replace(costs, slowdown=costs.slowdown * slowdown)
-        again = image_member(dataclasses.replace(context, costs=costs, folds=context.spec.folds))
+        again = fitting_member(dataclasses.replace(context, costs=costs, folds=context.spec.folds)) or \
+            kept_member(member, step_seconds, context.window)
         return replanned(again, step_seconds, member.step_seconds, context.window)
 
     def prepare_key(self, settings: ImageSettings) -> str:

@@ -4,14 +4,19 @@ Estimating a model's memory and FLOPs runs it forward on the CPU (`memory.estima
 here): 8 s for convnext_base at 384 px and 34 s for a large ViT at 448 px on a 2-core
 machine, over two minutes for the whole ladder, which a short measuring window cannot spare. `python -m
 runner.engines.vision.estimates` runs the same estimators for every ladder candidate and writes
-`ladder_costs.json` beside this file; measuring reads it instead of estimating again. The figures depend on the
-model, the image size and the precision, not on the device; the classifier head is sized for `CLASSES` outputs,
-a difference below 1% of the parameters of every ladder model at any class count up to a few thousand.
+`ladder_costs.json` beside this file; measuring reads it instead of estimating again (a rung capped to the images'
+own side scales its model's nearest kept size by pixels), and so does the supervisor, without torch, when the
+measuring process died. The figures depend on the model, the image size and the precision, not on the device;
+the classifier head is sized for `CLASSES` outputs, a difference below 1% of the parameters of every ladder model
+at any class count up to a few thousand.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
 import sys
+import time
 from pathlib import Path
 
 from runner.engines.vision.costs import Candidate
@@ -43,6 +48,42 @@ def flops_of(model: str, size: int, table: dict | None = None) -> int | None:
     return entry["flops"] if entry else None
 
 
+def _nearest(model: str, size: int, table: dict) -> int | None:
+    """The size of `model`'s kept rung nearest `size` (None: the model is not on the ladder)."""
+    sizes = [int(key.split("@")[1]) for key in table if key.split("@")[0] == model]
+    return min(sizes, key=lambda s: abs(s - size), default=None)
+
+
+def kept_memory(model: str, size: int, precision: str, table: dict) -> MemoryEstimate | None:
+    """A rung's memory estimate from the kept table, read without torch; a size the table lacks (a rung capped to
+    the images' own side) scales the same model's nearest kept size by its pixels, as a convolutional network's
+    activations grow (its parameters do not)."""
+    kept = _nearest(model, size, table)
+    memory = memory_of(model, kept, precision, table) if kept else None
+    if memory is None:
+        return None
+    return dataclasses.replace(memory, image_size=size,
+                               per_sample_bytes=round(memory.per_sample_bytes * (size / kept) ** 2))
+
+
+def kept_flops(model: str, size: int, table: dict) -> int | None:
+    """A rung's forward FLOPs from the kept table, scaled by pixels as `kept_memory` scales activations."""
+    kept = _nearest(model, size, table)
+    flops = flops_of(model, kept, table) if kept else None
+    return round(flops * (size / kept) ** 2) if flops else None
+
+
+def ladder_estimates(candidates: list[Candidate]) -> tuple[tuple[MemoryEstimate, ...], dict]:
+    """Memory estimates and FLOPs of the candidates the kept table covers (`kept_memory`, `kept_flops`): what a
+    plan for a GPU stands on when measuring gave nothing."""
+    table, memory, flops = known(), {}, {}
+    for c in candidates:
+        found, work = kept_memory(c.model, c.image_size, c.precision, table), kept_flops(c.model, c.image_size, table)
+        if found and work:
+            memory[(c.model, c.image_size, c.precision)], flops[f"{c.model}@{c.image_size}"] = found, work
+    return tuple(memory.values()), flops
+
+
 def forward_flops(model_name: str, image_size: int, classes: int) -> int:
     """FLOPs of one sample's forward pass, counted by torch's FlopCounterMode on CPU."""
     import timm
@@ -56,19 +97,24 @@ def forward_flops(model_name: str, image_size: int, classes: int) -> int:
     return int(counter.get_total_flops())
 
 
-def estimate(candidates: list[Candidate], classes: int) -> tuple[tuple[MemoryEstimate, ...], dict]:
-    """Memory estimates and FLOPs for each distinct candidate (CPU work, no GPU needed); the ladder's own come
-    from the estimates kept with the code (`ladder_costs.json`)."""
-    memory, flops, kept = {}, {}, known()
+def estimate(candidates: list[Candidate], classes: int,
+             deadline: float = math.inf) -> tuple[tuple[MemoryEstimate, ...], dict]:
+    """Memory estimates and FLOPs for each distinct candidate (CPU work, no GPU needed): the ladder's kept ones
+    (`ladder_costs.json`, other sizes scaled by pixels) where they exist, else counted on a forward pass, only
+    until `deadline` (time.monotonic()): one takes seconds to tens of them."""
+    memory, flops, table = {}, {}, known()
     for c in candidates:
-        key = (c.model, c.image_size, c.precision)
+        key, name = (c.model, c.image_size, c.precision), f"{c.model}@{c.image_size}"
+        if key not in memory and c.channels_last and (found := kept_memory(*key, table)):
+            memory[key] = found
+        if name not in flops and (work := kept_flops(c.model, c.image_size, table)):
+            flops[name] = work
+        if time.monotonic() > deadline:
+            continue
         if key not in memory:
-            memory[key] = memory_of(c.model, c.image_size, c.precision, kept) if c.channels_last else None
-            memory[key] = memory[key] or estimate_memory(c.model, c.image_size, c.precision, classes,
-                                                         c.channels_last)
-        if f"{c.model}@{c.image_size}" not in flops:
-            flops[f"{c.model}@{c.image_size}"] = flops_of(c.model, c.image_size, kept) or \
-                forward_flops(c.model, c.image_size, classes)
+            memory[key] = estimate_memory(*key, classes, c.channels_last)
+        if name not in flops:
+            flops[name] = forward_flops(c.model, c.image_size, classes)
     return tuple(memory.values()), flops
 
 

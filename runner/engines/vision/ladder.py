@@ -6,10 +6,12 @@ from runner.engines.vision.costs import Candidate
 from runner.hardware import Hardware
 
 # best expected quality first: (model, image size)
+# efficientnet_lite0 is the one rung whose ImageNet weights the package index carries (small enough to travel
+# with a checkout to a card that reaches no model hub): with them, a card's first plan starts pretrained
 GPU_CANDIDATES = (("eva02_large_patch14_448", 448), ("convnext_large", 384), ("convnext_base", 384),
                   ("tf_efficientnetv2_m", 384), ("convnext_base", 288), ("convnext_small", 288),
-                  ("convnext_small", 224), ("convnext_tiny", 224), ("efficientnet_b0", 224), ("resnet18", 224),
-                  ("resnet18", 128))
+                  ("convnext_small", 224), ("convnext_tiny", 224), ("efficientnet_b0", 224),
+                  ("efficientnet_lite0", 224), ("resnet18", 224), ("resnet18", 128))
 # from random init, rungs above this one do not pay on competition-sized data (thousands to tens of thousands of
 # images): the ladder's top is for pretrained weights
 SCRATCH_LARGEST = ("convnext_small", 224)

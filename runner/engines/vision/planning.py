@@ -4,7 +4,10 @@ costs.
 The ladder (`runner.engines.vision.ladder`) is listed best first; candidates with local pretrained weights come
 before any from random init. The first whose folds (down to 2) each fit their minimum epochs wins, and its epochs
 fill the window: a longer budget or a faster card moves up the ladder rather than leaving the window idle. Its
-batch and the folds sharing each GPU fill the target share of device memory.
+batch and the folds sharing each GPU fill the target share of device memory. An epoch takes the card's compute
+shared by the member's folds side by side on it, and no less than their loader workers need to feed it. A
+re-plan takes only a candidate that fits (`fitting_member`); when none does, the member goes on at the pace it
+showed (`kept_member`).
 """
 from __future__ import annotations
 
@@ -24,13 +27,26 @@ from runner.hardware import GiB, Gpu, Hardware
 from runner.portfolio import DataShape, Member, PlanContext
 
 PRIOR_GAIN = 0.05  # the only engine on pixels: it leads on images
-GPU_EFFICIENCY = 0.35  # share of the spec sheet's dense bf16 FLOPS a CNN training step reaches (estimate only)
+# share of the spec sheet's dense bf16 FLOPS an eager bf16 channels_last CNN training step (3 forward passes)
+# reaches, measured on Hopper cards: resnet18 at 224 px, batch 128, alone on an H100, 8,721 img/s (9.6%);
+# convnext_tiny at 224 px, batch 32, four folds sharing an H100, 1,850-2,400 img/s together (5-6.5%); resnet18 at
+# 224 px, batch 48, one fold with its loaders on an H200, 3,560 img/s (3.9%). 35% planned the H100's convnext_tiny
+# epoch at 0.26 s where it took 1.59 s. The first timed epoch re-plans from the real pace either way
+GPU_EFFICIENCY = 0.06
+# images a second one loader worker feeds a GPU fold through the whole path (a read of the decoded cache, shared
+# memory, a pinned copy): on an H200 a resnet18 fold took 3,560 img/s from 3 workers with the card 17% busy, so at
+# least ~1,200 each; the cache read alone ran at 8,000 (first pass) to 143,000 images a core-second
+# (bench/results/loader.json). Folds sharing a card split the cores, so their loaders bound small models' epochs
+LOADER_IMAGES_PER_WORKER_SECOND = 1200.0
 # epochs a fold needs before it is worth planning. Measured on the dog-breed demo (bench/pretrained.py,
 # efficientnet_lite0, one fold whose cosine spans 21-23 epochs): 90% of the fall in log loss took 5 epochs from
 # ImageNet weights and 15 from random init. 15 does not hold as a planning rule from random init: it let the demo
 # take resnet18 at 96 px for 17 epochs (log loss 3.38) over a smaller model for 30+ (1.72), so scratch keeps 30.
 MIN_EPOCHS = {"scratch": 30, "pretrained": 5}
-STARTUP_SECONDS = {"cpu": 4.0, "cuda": 12.0}  # process start, imports, CUDA context, data
+# process start, imports, data (and on a GPU the CUDA context and the batch probe): a convnext_tiny fold on an
+# H100 spent 9.4 s outside training and predicting, and its first epoch 0.5 s over the next
+STARTUP_SECONDS = {"cpu": 4.0, "cuda": 12.0}
+PREDICT_MARGIN = 1.25  # test predictions over the inference pace, as a fold reserves for them (training.py)
 EFFECTIVE_BATCH = 64  # smaller memory-bound batches accumulate gradients up to this
 PREFETCH = 2  # batches each loader worker keeps ready: pinned host memory is rounded up to powers of two and kept
 # for the process's life, so 4 per worker at a large batch held gigabytes page-locked per fold
@@ -118,16 +134,46 @@ class _Fit:
     slots: int
     folds: int
     n_train: int
-    predict_seconds: float
+    n_test: int
     startup: float
+    workers: int  # loader workers of each fold (0: the fold reads the cache itself)
+    slowdown: float = 1.0  # what the run has learnt: real epochs took this many times the estimate
     memory_reasons: tuple[str, ...] = ()  # why this batch and this many folds per GPU
 
     @property
-    def epoch_seconds(self) -> float:
+    def sharing(self) -> int:
+        """Folds of this member computing side by side on one card (1 on a CPU, whose fold has every core)."""
+        return max(1, min(self.per_gpu, self.folds))
+
+    def _fed(self, images: float) -> float:
+        """Seconds the fold's loader workers need to hand over `images` (0 without workers); what the run learnt
+        slows them as it slows compute: an epoch's real time does not say which of the two held it back."""
+        return self.slowdown * images / (self.workers * LOADER_IMAGES_PER_WORKER_SECOND) if self.workers else 0.0
+
+    @property
+    def compute_seconds(self) -> float:
         """Train on (1 - 1/folds) of the rows, validate on the rest; folds sharing a GPU share its compute."""
         val = 1 / self.folds
         per_row = (1 - val) * self.option.train_s + val * self.option.infer_s
-        return self.n_train * per_row * max(1, self.per_gpu)
+        return self.n_train * per_row * self.sharing
+
+    @property
+    def epoch_seconds(self) -> float:
+        """The epoch's compute, and no faster than the fold's loaders feed it."""
+        return max(self.compute_seconds, self._fed(self.n_train))
+
+    @property
+    def pace(self) -> str:
+        """What sets the epoch's pace, in words."""
+        if self.workers and self._fed(self.n_train) >= self.compute_seconds:
+            return f"its {self.workers} loader workers' pace, {LOADER_IMAGES_PER_WORKER_SECOND:.0f} images a second " \
+                "each"
+        return f"the card's compute shared by {self.sharing} folds" if self.sharing > 1 else "compute"
+
+    @property
+    def predict_seconds(self) -> float:
+        images = PREDICT_MARGIN * self.n_test
+        return max(images * self.option.infer_s * self.sharing, self._fed(images))
 
     def fold_seconds(self, epochs: int) -> float:
         return self.startup + epochs * self.epoch_seconds + self.predict_seconds
@@ -146,15 +192,16 @@ def _size(option: _Option, init: str, context: PlanContext, costs: ImageCosts) -
         why: list[str] = []
         batch, per_gpu = _batch_and_slots(gpu, memory, data, context.folds, context.cores, why)
         slots = per_gpu * len(hardware.gpus)
+        workers = max(1, context.cores // slots - 1)  # the fold's share of the cores but its own thread
     else:
-        batch, per_gpu, slots, why = min(CPU_BATCH, useful_batch(data.n_train)), 0, 1, []
-    return _Fit(option, init, batch, per_gpu, slots, context.folds, data.n_train,
-                1.25 * data.n_test * option.infer_s, STARTUP_SECONDS["cuda" if gpu else "cpu"], tuple(why))
+        batch, per_gpu, slots, workers, why = min(CPU_BATCH, useful_batch(data.n_train)), 0, 1, 0, []
+    return _Fit(option, init, batch, per_gpu, slots, context.folds, data.n_train, data.n_test,
+                STARTUP_SECONDS["cuda" if gpu else "cpu"], workers, costs.slowdown, tuple(why))
 
 
-def _choose(fits: list[_Fit], window: float, reasons: list[str]) -> _Fit:
-    """The first (best) candidate whose folds, down to 2, each get the minimum epochs; else the cheapest with 2.
-    Candidates with pretrained weights go first, each group in ladder order."""
+def _choose(fits: list[_Fit], window: float, reasons: list[str], fallback: bool = True) -> _Fit | None:
+    """The first (best) candidate whose folds, down to 2, each get the minimum epochs; else the cheapest with 2
+    (None when there is no `fallback`). Candidates with pretrained weights go first, each group in ladder order."""
     fits = sorted(fits, key=lambda f: f.init != "pretrained")  # stable: the ladder's order within each group
     for fit in fits:
         for folds in range(fit.folds, 1, -1):
@@ -162,7 +209,9 @@ def _choose(fits: list[_Fit], window: float, reasons: list[str]) -> _Fit:
             if sized.waves() * sized.fold_seconds(MIN_EPOCHS[fit.init]) <= window:
                 return sized
         reasons.append(f"not {fit.option.model} at {fit.option.size} px: 2 folds x {MIN_EPOCHS[fit.init]} epochs "
-                       f"of {fit.epoch_seconds:.1f} s do not fit {window:.0f} s")
+                       f"of {dataclasses.replace(fit, folds=2).epoch_seconds:.1f} s do not fit {window:.0f} s")
+    if not fallback:
+        return None
     reasons.append("no candidate fits its minimum epochs: the cheapest, with as many epochs as fit in 2 folds")
     return dataclasses.replace(fits[-1], folds=2)
 
@@ -224,12 +273,43 @@ def _size_reasons(side: int, listed: tuple, rungs: list[tuple[str, int]]) -> lis
 
 
 def image_member(context: PlanContext, models: tuple | None = None) -> Member:
-    """The CNN member for this hardware, window and data (`models` replaces the candidate list, best first)."""
+    """The CNN member for this hardware, window and data (`models` replaces the candidate list, best first); when
+    no candidate fits its minimum epochs, the cheapest all the same."""
+    return _image_member(context, models, fallback=True)
+
+
+def fitting_member(context: PlanContext) -> Member | None:
+    """The CNN member whose folds, down to 2, each fit their minimum epochs in the window; None when none does (a
+    re-plan then keeps what runs rather than start folds that could not train)."""
+    return _image_member(context, None, fallback=False)
+
+
+def kept_member(member: Member, step_seconds: float, window: float) -> Member:
+    """`member` as it is, at the pace a real epoch showed: its start-up stays, an epoch takes `step_seconds` and its
+    test predictions as much longer as the epoch did, so a later fold starts only with time for start-up, an epoch
+    and its predictions (the scheduler's least time for a fold is `min_fold_seconds`)."""
+    startup = STARTUP_SECONDS["cuda" if member.settings.device == "cuda" else "cpu"]
+    planned = member.step_seconds
+    pace = step_seconds / planned if planned > 0 else 1.0
+    predict = max(0.0, member.min_fold_seconds - startup - planned) * pace
+    least = startup + step_seconds + predict
+    epochs = max(1, min(member.settings.epochs, int((window - startup - predict) // max(step_seconds, 1e-3))))
+    why = (f"no candidate's folds (down to 2) fit their minimum epochs in the {window:.0f} s left at that pace: "
+           f"{member.settings.model} goes on, its running folds keep training, and a later fold starts only with "
+           f"{least:.0f} s left (start-up, an epoch and its test predictions)")
+    settings = member.settings.model_copy(update=dict(epochs=epochs, epoch_seconds=round(step_seconds, 3),
+                                                      reasons=(why, *member.settings.reasons)))
+    return member.model_copy(update=dict(
+        settings=settings, step_seconds=round(step_seconds, 6), min_fold_seconds=round(least, 1),
+        fold_seconds=round(startup + epochs * step_seconds + predict, 1), reasons=(why, *member.reasons)))
+
+
+def _image_member(context: PlanContext, models: tuple | None, fallback: bool) -> Member | None:
     hardware, window = context.hardware, context.window
     costs = context.costs if isinstance(context.costs, ImageCosts) else ImageCosts()
     gpu = hardware.tightest_gpu
     models = models or (GPU_CANDIDATES if gpu else CPU_CANDIDATES)
-    reasons: list[str] = []
+    reasons: list[str] = [costs.note] if costs.note else []
     side = context.data.image_side
     allowed = sized(plannable(models, context.pretrained), side, context.pretrained)
     fits = [f for o in _options(hardware, costs, tuple(allowed))
@@ -240,15 +320,46 @@ def image_member(context: PlanContext, models: tuple | None = None) -> Member:
                        "larger models from random init do not pay at this data size (`runner weights pull`)")
     reasons.extend(_size_reasons(side, models, allowed))
     if not fits:
-        model, size = allowed[-1]
-        reasons.append(f"model {model} at {size} px: nothing was measured or could be estimated, so the smallest")
-        if gpu:
-            return _unmeasured_on_gpu(context, gpu, model, size, reasons)
-        settings = ImageSettings(model=model, image_size=size, source_side=side, threads=context.cores, device="cpu",
-                                 batch_size=min(CPU_BATCH, useful_batch(context.data.n_train)))
-        folds = min(context.folds, 3)
-        return _member(context, settings, folds, 0, context.cores, window / folds, STARTUP_SECONDS["cpu"], reasons)
-    fit = _choose(fits, window, reasons)
+        return _unmeasured(context, allowed[-1], reasons) if fallback else None
+    fit = _choose(fits, window, reasons, fallback)
+    return _sized_member(context, fit, costs, reasons) if fit else None
+
+
+def _unmeasured(context: PlanContext, rung: tuple[str, int], reasons: list[str]) -> Member:
+    """The smallest rung when nothing was measured or could be estimated."""
+    model, size = rung
+    gpu = context.hardware.tightest_gpu
+    reasons.append(f"model {model} at {size} px: nothing was measured or could be estimated, so the smallest")
+    if gpu:
+        return _unmeasured_on_gpu(context, gpu, model, size, reasons)
+    settings = ImageSettings(model=model, image_size=size, source_side=context.data.image_side, threads=context.cores,
+                             device="cpu", batch_size=min(CPU_BATCH, useful_batch(context.data.n_train)))
+    folds = min(context.folds, 3)
+    return _member(context, settings, folds, 0, context.cores, context.window / folds, STARTUP_SECONDS["cpu"],
+                   reasons)
+
+
+def _loader_warnings(hardware: Hardware, fit: _Fit, side: int) -> list[str]:
+    """What the folds' loaders may hold that the machine may not give: shared memory, page-locked RAM."""
+    warnings = []
+    batch_bytes = fit.batch * side ** 2 * SHM_BYTES_PER_PIXEL
+    shm_needed = fit.slots * fit.workers * PREFETCH * batch_bytes
+    if hardware.shm_bytes < shm_needed:
+        warnings.append(f"warning: /dev/shm is {hardware.shm_bytes / 2**20:.0f} MB, less than the "
+                        f"{shm_needed / 2**20:.0f} MB {fit.slots * fit.workers} loader workers may keep in flight: "
+                        "give the container more (docker run --shm-size 8g) or loaders may fail")
+    pinned = fit.slots * fit.workers * PREFETCH * 2 ** math.ceil(math.log2(max(1, batch_bytes)))
+    if pinned > PINNED_RAM_SHARE * hardware.ram_bytes:
+        warnings.append(f"warning: pinned batches may hold {pinned / GiB:.1f} GiB of the machine's "
+                        f"{hardware.ram_bytes / GiB:.0f} GiB page-locked for the folds' lives (each rounded up to a "
+                        "power of two): a container's memory limit counts them")
+    return warnings
+
+
+def _sized_member(context: PlanContext, fit: _Fit, costs: ImageCosts, reasons: list[str]) -> Member:
+    """The member for the chosen candidate: its epochs fill the window, its batch and loaders as sized."""
+    hardware, window, side = context.hardware, context.window, context.data.image_side
+    gpu = hardware.tightest_gpu
     option = fit.option
     # as many epochs as fill the window (an estimate: folds refit it to their first epoch); the ladder already
     # chose the largest model that fits, so a long window means more epochs, never an idle card
@@ -262,8 +373,8 @@ def image_member(context: PlanContext, models: tuple | None = None) -> Member:
     max_epochs = max(MAX_EPOCHS[fit.init], epochs)
     reasons.append(f"model {option.model} at {option.size} px ({fit.init}): the best candidate whose {fit.folds} "
                    f"folds x {MIN_EPOCHS[fit.init]}+ epochs fit the {window:.0f} s window; {option.source}")
-    reasons.append(f"about {epochs} epochs of {fit.epoch_seconds:.1f} s per fold: {fit.waves()} waves fill "
-                   f"{fit.waves() * fit.fold_seconds(epochs) / window:.0%} of the window (each fold refits its "
+    reasons.append(f"about {epochs} epochs of {fit.epoch_seconds:.1f} s per fold ({fit.pace}): {fit.waves()} waves "
+                   f"fill {fit.waves() * fit.fold_seconds(epochs) / window:.0%} of the window (each fold refits its "
                    f"schedule to its first timed epoch, up to {max_epochs})")
     if side and option.size > side:
         reasons.append(f"{option.size} px from {side} px images: {option.model}'s pretrained weights were learned at "
@@ -278,21 +389,12 @@ def image_member(context: PlanContext, models: tuple | None = None) -> Member:
     if accumulation > 1:
         reasons.append(f"gradient accumulation {accumulation}: effective batch {fit.batch * accumulation}")
     threads = max(1, context.cores // fit.slots)
-    workers = max(1, threads - 1) if gpu else 0  # the fold's whole CPU quota but its own thread
+    workers = fit.workers  # on a GPU the fold's whole CPU quota but its own thread
     reasons.append(f"{workers} loader workers of {threads} CPUs per fold, pinned memory, prefetch {PREFETCH}"
                    if gpu else
                    "0 loader workers: pixels come from the decoded cache and the cores are needed for compute")
-    shm_needed = fit.slots * workers * PREFETCH * fit.batch * cache_side(option.size, side) ** 2 * SHM_BYTES_PER_PIXEL
-    if gpu and hardware.shm_bytes < shm_needed:
-        reasons.append(f"warning: /dev/shm is {hardware.shm_bytes / 2**20:.0f} MB, less than the "
-                       f"{shm_needed / 2**20:.0f} MB {fit.slots * workers} loader workers may keep in flight: "
-                       "give the container more (docker run --shm-size 8g) or loaders may fail")
-    batch_bytes = fit.batch * cache_side(option.size, side) ** 2 * SHM_BYTES_PER_PIXEL
-    pinned = fit.slots * workers * PREFETCH * 2 ** math.ceil(math.log2(max(1, batch_bytes)))
-    if gpu and pinned > PINNED_RAM_SHARE * hardware.ram_bytes:
-        reasons.append(f"warning: pinned batches may hold {pinned / GiB:.1f} GiB of the machine's "
-                       f"{hardware.ram_bytes / GiB:.0f} GiB page-locked for the folds' lives (each rounded up to a "
-                       "power of two): a container's memory limit counts them")
+    if gpu:
+        reasons.extend(_loader_warnings(hardware, fit, cache_side(option.size, side)))
     fold_time = fit.fold_seconds(epochs)
     compile_model = bool(gpu) and fold_time > 1200 and hardware.compiler
     reasons.append("torch.compile on: folds are long enough to repay compiling" if compile_model else
@@ -311,6 +413,6 @@ def image_member(context: PlanContext, models: tuple | None = None) -> Member:
         fold_memory_bytes=fold_memory,
         gpu_memory_fraction=round(fit.per_gpu * fold_memory / gpu.memory_bytes, 3) if gpu else 0.0,
         memory_target=round(gpu.memory_target(TARGET_MEMORY_FRACTION), 3) if gpu else TARGET_MEMORY_FRACTION,
-        epoch_seconds=round(fit.epoch_seconds, 2))
+        epoch_seconds=round(fit.epoch_seconds, 3))
     held = 1 + workers if gpu else threads  # a GPU fold's main thread and its loaders; a CPU fold computes on all
     return _member(context, settings, fit.folds, fit.per_gpu, held, fold_time, fit.fold_seconds(1), reasons)
