@@ -2,6 +2,8 @@
 # `flows/stack.sh up|down|status|workers`: a local Prefect stack for the runner (server, process workers, deployments),
 # with all state under .prefect-stack/ in the project. `make up` / `make down` call this.
 set -euo pipefail
+# run by a process of a stack (it carries MARK, below), this script must not find itself among the stack's processes
+[ -z "${RUNNER_STACK_MEMBER-}" ] || exec env -u RUNNER_STACK_MEMBER "$0" "$@"
 cd "$(dirname "$0")/.."
 STATE=${RUNNER_STACK_DIR:-$PWD/.prefect-stack}
 PORT=${PREFECT_PORT:-4200}
@@ -25,9 +27,17 @@ except Exception:
 PY
 }
 
-start() {  # name, command...: run in the background, pid and log in $STATE
+# Every process the stack starts carries $MARK=$STATE in its environment, and so does everything those start:
+# Prefect hands its environment on to the flow runs, the runner hands RUNNER_* on to the runs it launches and their
+# units. That is how `down` finds the ones that left their process group (a worker's flow run, a `runner run`: each
+# in a session of its own) and whose parent may be gone. Only this script sets it, so a user's shell never has it.
+MARK=RUNNER_STACK_MEMBER
+
+start() {  # name, command...: run in the background in a session of its own, pid and log in $STATE
     local name=$1; shift
-    setsid nohup "$@" >"$STATE/$name.log" 2>&1 &
+    # `trap - INT`: a command a script runs in the background (`cmd &`, no job control) starts with SIGINT ignored,
+    # and a Prefect worker stops on SIGTERM by sending itself SIGINT: ignored, it ran on until killed
+    (trap - INT && exec env "$MARK=$STATE" setsid nohup "$@" >"$STATE/$name.log" 2>&1) &
     echo $! >"$STATE/$name.pid"
 }
 
@@ -82,14 +92,107 @@ workers() {
         --name "$(hostname)-sweep"
 }
 
+# `down`: the workers and what they started first (so no worker polls a dead server, and a flow run still has the
+# server to report its end to), then the server. What outlives SIGTERM by $GRACE s gets SIGKILL; a pidfile goes only
+# once its group has ended. Targets are what `kill` takes: a pid, or -PGID for every process of a group.
+GRACE=10
+
+procs() {  # every live process as "pid pgid"; a zombie has ended (it waits only for a parent, or a reaper, to read it)
+    local stat fields state pgid
+    for stat in /proc/[0-9]*/stat; do
+        read -r fields 2>/dev/null <"$stat" || continue
+        read -r state _ pgid _ <<<"${fields##*) }"  # after "pid (command) ": state, ppid, pgid, ...
+        [ "$state" = Z ] || [ "$state" = X ] || echo "${fields%% *} $pgid"
+    done
+}
+
+pids() {  # targets...: the pids of their live processes
+    local pid pgid
+    procs | while read -r pid pgid; do
+        if [[ " $* " == *" $pid "* || " $* " == *" -$pgid "* ]]; then echo "$pid"; fi
+    done
+}
+
+marked() { grep -qzxF -- "$MARK=$STATE" /proc/"$1"/environ 2>/dev/null; }  # pid: one of this stack's (see start)
+
+escaped() {  # pgids...: the live processes of this stack outside those groups
+    local ours=" $(grep -lzxF -- "$MARK=$STATE" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3 | tr '\n' ' ') "
+    local pid pgid
+    procs | while read -r pid pgid; do
+        if [[ $ours == *" $pid "* && " $* " != *" $pgid "* ]]; then echo "$pid"; fi
+    done
+}
+
+label() {  # pid: its pidfile's name, else its command line, and the pid
+    local name=${NAMES[$1]-}
+    [ -n "$name" ] || name=$(tr '\0' ' ' 2>/dev/null </proc/"$1"/cmdline | cut -c1-80 | sed 's/ *$//')
+    echo "${name:-?} (pid $1)"
+}
+
+gone_within() {  # seconds, targets...: whether all of them end within that time
+    local deadline=$((SECONDS + $1)); shift
+    while [ -n "$(pids "$@")" ]; do
+        [ "$SECONDS" -lt "$deadline" ] || return 1
+        sleep 0.2
+    done
+}
+
+end() {  # targets...: SIGTERM, up to $GRACE s to end, then SIGKILL and up to 5 s more
+    local pid
+    [ $# -gt 0 ] || return 0
+    kill -TERM -- "$@" 2>/dev/null || true
+    gone_within "$GRACE" "$@" && return
+    for pid in $(pids "$@"); do echo "$(label "$pid") still running $GRACE s after SIGTERM: sent SIGKILL" >&2; done
+    kill -KILL -- "$@" 2>/dev/null || true
+    gone_within 5 "$@" || true
+}
+
+record() {  # array, pidfiles...: each live group of this stack into the array; the other pidfiles go
+    local -n into=$1; shift
+    local pidfile pgid target pid
+    for pidfile in "$@"; do
+        [ -f "$pidfile" ] || continue
+        pgid=$(cat "$pidfile")
+        [[ $pgid =~ ^[0-9]+$ ]] || { rm -f "$pidfile"; continue; }
+        # one target per process, as each must get one SIGTERM (a Prefect worker kills itself on a second one):
+        # the group, or the pid while a process just started has not made its group yet
+        target=-$pgid
+        [ -n "$(pids "$target")" ] || target=$pgid
+        for pid in $(pids "$target"); do
+            # this stack's (or one started before the mark: its leader runs our prefect), not a new program that
+            # got the pid back
+            if marked "$pid" || grep -qF -- "$BIN/prefect" /proc/"$pgid"/cmdline 2>/dev/null; then
+                into+=("$target") NAMES[$pgid]=$(basename "$pidfile" .pid) PIDFILES[$pgid]=$pidfile
+                continue 2
+            fi
+        done
+        rm -f "$pidfile"  # its group has ended (or is not ours)
+    done
+}
+
 down() {
-    for pidfile in "$STATE"/worker*.pid "$STATE/server.pid"; do
-        name=$(basename "$pidfile" .pid)
-        if [ -f "$STATE/$name.pid" ]; then
-            kill -- -"$(cat "$STATE/$name.pid")" 2>/dev/null || kill "$(cat "$STATE/$name.pid")" 2>/dev/null || true
-            rm -f "$STATE/$name.pid"
+    declare -gA NAMES=() PIDFILES=()
+    local workers=() server=() stayed=() left=() pgid pid
+    record workers "$STATE"/worker*.pid
+    record server "$STATE/server.pid"
+    end "${workers[@]}" $(escaped "${!PIDFILES[@]}")  # with the flow runs and training runs they started
+    end "${server[@]}" $(escaped "${!PIDFILES[@]}")  # and anything of the stack that started meanwhile
+    for pgid in "${!PIDFILES[@]}"; do
+        if [ -n "$(pids "-$pgid" "$pgid")" ]; then
+            stayed+=("-$pgid" "$pgid")
+        else
+            rm -f "${PIDFILES[$pgid]}" && unset "PIDFILES[$pgid]"
         fi
     done
+    for pid in $(pids "${stayed[@]}") $(escaped "${!PIDFILES[@]}"); do
+        left+=("$(label "$pid")")
+    done
+    if [ ${#left[@]} -gt 0 ]; then
+        echo "Prefect stack NOT down: could not end $(printf '%s, ' "${left[@]}" | sed 's/, $//') (still running" \
+            "after SIGKILL: in uninterruptible I/O, state D, until it ends; or another user's);" \
+            "state in $STATE" >&2
+        exit 1
+    fi
     echo "Prefect stack down (state kept in $STATE)"
 }
 

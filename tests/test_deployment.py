@@ -1,8 +1,10 @@
 """The whole deployment loop: a Prefect server, a process worker and every deployment from prefect.yaml, started
 by flows/stack.sh as `make up` does, then `prefect deployment run 'compete/spaceship' --watch`."""
+import contextlib
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -137,3 +139,73 @@ def test_workers_holding_leases_never_run_two_flows_on_one_lease(stack, tmp_path
         held = sorted((r["start"], r["end"]) for r in records if r["gpus"] == lease)
         assert all(later[0] >= earlier[1] for earlier, later in zip(held, held[1:])), held
     assert {r["cpus"] for r in records if r["gpus"] == "GPU-aaaa"} == {"0"}
+
+
+IGNORES_SIGTERM = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('ready', flush=True); " \
+                  "time.sleep(300)"
+
+
+def live(pid: int) -> bool:
+    """Whether the process runs: a zombie has ended, it only waits for its parent to read its status."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return False
+
+
+def processes_naming(folder: Path) -> list[str]:
+    """The live processes (other than this one) whose environment names `folder`, as "pid command"."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            named = str(folder).encode() in (proc / "environ").read_bytes()
+            command = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:120]
+        except OSError:
+            continue
+        if named and live(int(proc.name)):
+            found.append(f"{proc.name} {command}")
+    return found
+
+
+def test_down_ends_every_process_of_the_stack(stack):
+    """Last in this file: it takes the module's stack down. `flows/stack.sh down` ends the server, every worker
+    (those of the lease test too) and the processes the stack started outside their groups: here a stand-in for a
+    flow run's training run (a session of its own, the worker's environment) that ignores SIGTERM, as one stuck in
+    its shutdown would. The workers stop on SIGTERM; the stand-in gets SIGKILL, and down says so."""
+    env, api, root = stack
+    state = root / "stack"
+    recorded = {p.stem: int(p.read_text()) for p in state.glob("*.pid")}
+    assert {"server", "worker-1", "worker-2"} <= set(recorded), recorded
+    assert all(live(pid) for pid in recorded.values()), recorded
+    deadline = time.monotonic() + 120  # the workers handle SIGTERM once they have started (run alone, they may not yet)
+    while not all("started!" in (state / f"{name}.log").read_text() for name in recorded if name != "server"):
+        assert time.monotonic() < deadline, "the workers did not start"
+        time.sleep(0.5)
+    worker_env = dict(item.split("=", 1) for item in
+                      Path(f"/proc/{recorded['worker-1']}/environ").read_bytes().decode().split("\0") if "=" in item)
+    stuck = subprocess.Popen([os.sys.executable, "-c", IGNORES_SIGTERM], env=worker_env, start_new_session=True,
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert stuck.stdout.readline() == "ready\n"  # SIGTERM is ignored from here on
+        started = time.monotonic()
+        down = subprocess.run([str(REPO / "flows" / "stack.sh"), "down"], env=env, capture_output=True, text=True,
+                              timeout=120)
+        took = time.monotonic() - started
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            stuck.wait(timeout=5)  # reaped here once it has ended (a zombie would count as ended anyway)
+        ended = stuck.returncode  # None while it runs
+    finally:
+        if stuck.poll() is None:
+            stuck.kill()
+            stuck.wait()
+    said = down.stdout + down.stderr
+    assert ended == -signal.SIGKILL, f"the stand-in outlived down (exit status {ended}):\n{said}"
+    assert down.returncode == 0 and f"Prefect stack down (state kept in {state})" in down.stdout, said
+    killed = [line for line in down.stderr.splitlines() if "SIGKILL" in line]
+    assert len(killed) == 1 and f"(pid {stuck.pid})" in killed[0], said  # the stand-in; the workers ended on SIGTERM
+    assert [name for name, pid in recorded.items() if live(pid)] == [], said
+    assert processes_naming(state) == [], said
+    assert list(state.glob("*.pid")) == [], said
+    assert took < 30, f"down took {took:.0f} s"
