@@ -147,14 +147,16 @@ def _signal(child: Child, sig: int) -> str:
     if leads:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(child.pid, sig)
-    for process in family:
-        with contextlib.suppress(psutil.Error):
-            process.send_signal(sig)  # psutil checks the pid is still that process
+    for process in family:  # by pid: all of them, or those that left its group (once each: a signal is no count)
+        with contextlib.suppress(psutil.Error, OSError):
+            if not leads or os.getpgid(process.pid) != child.pid:
+                process.send_signal(sig)  # psutil checks the pid is still that process
     name = signal.Signals(sig).name
     if not family:
         return f"{name}: {ENDED}"
-    way = "to its process group and" if leads else "by pid (it led no process group yet) to"
-    return f"{name} {way} {len(family)} process(es)"
+    if leads:
+        return f"{name} to its process group ({len(family)} process(es))"
+    return f"{name} by pid (it led no process group yet) to {len(family)} process(es)"
 
 
 def ask_to_stop(child) -> None:
@@ -212,6 +214,8 @@ def start(task_path: Path, log: Path, threads: int, device: str | None, preload:
 
 
 def _track(child: Child) -> Child:
+    """Kept until it is seen ended (a unit's Process holds pipes: thousands of small folds must not keep theirs)."""
+    live()
     _live[child.pid] = child
     return child
 

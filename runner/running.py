@@ -146,7 +146,7 @@ class Slots:
 
     def kill(self, items: list[Running], why: str, budget: Budget) -> None:
         """The stacks of every unit in `items`, taken at once into their logs (within what the budget spares),
-        then SIGKILL to each: its group and, by pid, it and its descendants."""
+        then SIGKILL to each: its group, and by pid what left it (or all, when it leads no group yet)."""
         room = budget.deadline - FINAL_SECONDS - time.monotonic()
         found = stacks.take([(i.process.pid, i.log) for i in items], f"before it is killed {why}",
                             min(stacks.STACKS_WAIT, max(0.0, room)))
