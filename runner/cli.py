@@ -164,9 +164,11 @@ def _plan(args) -> int:
 
 def _demo_data(args) -> int:
     from runner.demo import write_demo
+    from runner.demo._layout import parse_scale
 
+    scale = parse_scale(args.scale)
     for competition in args.competitions:  # one process for many: `make up` writes 23
-        print(write_demo(competition, Path(args.out), seed=args.seed))
+        print(write_demo(competition, Path(args.out), seed=args.seed, scale=scale))
     return 0
 
 
@@ -280,6 +282,8 @@ def parser() -> argparse.ArgumentParser:
     demo_data.add_argument("competitions", nargs="+", metavar="competition")
     demo_data.add_argument("--out", required=True)
     demo_data.add_argument("--seed", type=int, default=0)
+    demo_data.add_argument("--scale", default="1", help="'real' (as many rows, images, clips and tokens as the real "
+                                                       "competition has) or a factor of the replica's own size")
     demo_data.set_defaults(func=_demo_data)
     demo = sub.add_parser("demo", help="generate, run and grade every demo competition")
     demo.add_argument("--out", default="runs/demo")

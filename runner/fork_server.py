@@ -66,10 +66,10 @@ def killed(pid: int | None) -> bool:
 
 
 @contextlib.contextmanager
-def _without_main():
-    """Hide the main module from multiprocessing while it prepares a child: the unit's code lives in this package,
-    and otherwise every unit would first re-import the main module (pytest's, a script's, or fail on a notebook's
-    or stdin's)."""
+def main_hidden():
+    """Hide the main module from multiprocessing while it prepares a child (a unit, a spawned worker): the child's
+    code lives in this package, and otherwise every child would first re-import the main module (pytest's, a
+    script's, or fail on a notebook's or stdin's)."""
     main = sys.modules["__main__"]
     saved = {k: main.__dict__[k] for k in ("__file__", "__spec__") if k in main.__dict__}
     main.__dict__.pop("__file__", None)
@@ -90,7 +90,7 @@ def _server_environment():
     saved = {k: os.environ.get(k) for k in added}
     os.environ.update(added)
     try:
-        with _without_main():
+        with main_hidden():
             yield
     finally:
         for key, value in saved.items():

@@ -41,16 +41,19 @@ def resolve(name: str, among: dict = REPLICAS) -> str:
     return spec.id
 
 
-def write_demo(name: str, out: Path, seed: int = 0, **options) -> Path:
+def write_demo(name: str, out: Path, seed: int = 0, scale: float | str = 1.0, **options) -> Path:
     """Write OUT/<id>/prepared/{public,private}; returns the competition folder. Replaces an earlier one.
-    `options` go to the generator (sizes, such as dog-breed's train_per_breed)."""
+    `scale`: the replica's own size times a factor, or 'real' (`runner.demo._layout.REAL`): as many rows, images,
+    clips, pages and tokens as the real competition has, images at their real pixel sizes. `options` go to the
+    generator (sizes, such as dog-breed's train_per_breed)."""
     import importlib
 
     competition = resolve(name)
     root = Path(out) / competition
     shutil.rmtree(root / "prepared", ignore_errors=True)
     module = importlib.import_module(f"runner.demo.{REPLICAS[competition]}")
-    module.generate(root, np.random.default_rng(seed), **options)
+    sized = {} if scale == 1.0 else {"scale": scale}  # the default: every generator's own size
+    module.generate(root, np.random.default_rng(seed), **sized, **options)
     return root
 
 

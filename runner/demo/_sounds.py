@@ -1,9 +1,10 @@
-"""Audio helpers for the audio replicas: chirps, 16-bit WAV and AIFF writers, a magnitude spectrogram."""
+"""Audio helpers for the audio replicas: their sizes, chirps, 16-bit WAV and AIFF writers, a magnitude spectrogram."""
 from __future__ import annotations
 
 import math
 import struct
 import wave
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -11,14 +12,28 @@ import numpy as np
 PEAK = 32767  # full scale of a signed 16-bit sample
 
 
+@dataclass(frozen=True)
+class Clips:
+    """How many clips an audio replica writes at a scale, and how long: `samples` at `rate` Hz each."""
+    train: int
+    test: int
+    rate: int
+    samples: int
+
+
+def burst(length: int, rate: int, start_hz: float, end_hz: float) -> np.ndarray:
+    """A Hann-windowed linear sweep of `length` samples from start_hz to end_hz: added where a call is, it costs
+    its own length however long the recording."""
+    t = np.arange(length) / rate
+    sweep = (end_hz - start_hz) / max(length / rate, 1e-9)
+    return np.sin(2 * np.pi * (start_hz * t + 0.5 * sweep * t * t)) * np.hanning(length)
+
+
 def chirp(n: int, rate: int, start_hz: float, end_hz: float, at: int = 0, length: int | None = None) -> np.ndarray:
     """A Hann-windowed linear sweep from start_hz to end_hz, placed at sample `at` in a silent signal of n samples."""
     length = min(length or n, n - at)
-    t = np.arange(length) / rate
-    sweep = (end_hz - start_hz) / max(length / rate, 1e-9)
-    burst = np.sin(2 * np.pi * (start_hz * t + 0.5 * sweep * t * t)) * np.hanning(length)
     out = np.zeros(n)
-    out[at:at + length] = burst
+    out[at:at + length] = burst(length, rate, start_hz, end_hz)
     return out
 
 

@@ -1,4 +1,5 @@
-"""Shared text-making helpers for the synthetic text replicas: neutral filler, cue words mixed in, unique rows."""
+"""Shared text-making helpers for the synthetic text replicas: neutral filler, cue words mixed in, unique rows;
+one text at a time, or (`paragraphs`) many at once with numpy, for the replicas that run to hundreds of thousands."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -23,6 +24,7 @@ FIRST = ("alex", "sam", "jo", "max", "kim", "lee", "pat", "ray", "ash", "dee", "
          "mo", "ned", "ola", "quin", "rio", "sky", "tess", "val", "wes", "zoe")
 LAST = ("rider", "fox", "stone", "wood", "hill", "brook", "frost", "lake", "moss", "vale", "reed", "cole", "dale",
         "marsh", "wren")
+TEXT_BREAK = "\x00"  # between texts while `paragraphs` holds them as one string; no word contains it
 
 
 def pick(rng: np.random.Generator, pool: Sequence[str], count: int) -> list[str]:
@@ -66,3 +68,36 @@ def unique(make: Callable[[], str], count: int, taken: set[str] | None = None) -
             taken.add(text)
             out.append(text)
     return out
+
+
+def capitalised(words: np.ndarray) -> np.ndarray:
+    """Each word with its first letter upper-cased and the rest as it was ('talk page' -> 'Talk page')."""
+    text = np.asarray(words).astype(np.dtypes.StringDType())
+    head, rest = np.strings.slice(text, 0, 1), np.strings.slice(text, 1, None)
+    return np.strings.add(np.strings.upper(head), rest).astype(object)
+
+
+def paragraphs(rng: np.random.Generator, count: int, cue_rows: np.ndarray, cues: np.ndarray,
+               sentences: tuple[int, int] = (1, 4), length: tuple[int, int] = (6, 14),
+               filler: Sequence[str] = FILLER, end: str = ".") -> list[str]:
+    """`count` texts as `paragraph` writes each, made at once: cues[i] goes to text cue_rows[i], into one of its
+    sentences at random; each sentence is its filler words and cues in random order, capitalised and ended."""
+    per_text = rng.integers(*sentences, size=count)
+    first = np.cumsum(per_text) - per_text  # each text's first sentence
+    text_of = np.repeat(np.arange(count), per_text)  # each sentence's text
+    fill = rng.integers(*length, size=len(text_of))
+    cue_sentence = first[cue_rows] + (rng.random(len(cue_rows)) * per_text[cue_rows]).astype(int)
+    sentence_of = np.concatenate([np.repeat(np.arange(len(text_of)), fill), cue_sentence])
+    words = np.concatenate([np.asarray(filler, dtype=object)[rng.integers(len(filler), size=fill.sum())],
+                            np.asarray(cues, dtype=object)])
+    order = np.lexsort((rng.random(len(words)), sentence_of))  # by sentence, in random order within one
+    sentence_of, words = sentence_of[order], words[order]
+    opens = np.flatnonzero(np.r_[True, sentence_of[1:] != sentence_of[:-1]])
+    words[opens] = capitalised(words[opens])
+    closes = np.r_[opens[1:] - 1, len(words) - 1]
+    last_of_text = np.r_[text_of[1:] != text_of[:-1], True]
+    gaps = np.full(len(words), " ", dtype=object)
+    gaps[closes] = np.array([end + " ", end + TEXT_BREAK], dtype=object)[last_of_text.astype(int)]
+    joined = np.empty(2 * len(words), dtype=object)
+    joined[0::2], joined[1::2] = words, gaps
+    return "".join(joined.tolist()).split(TEXT_BREAK)[:-1]

@@ -7,6 +7,10 @@ already scores a pooled ROC AUC of about 0.74. Calls are often under the noise, 
 species share each recording. Each species owns 2 of the 100 segment clusters, but the segmenter misses 40% of the
 species present and adds clutter, so histogram_of_segments.txt alone is a weak model (LightGBM about 0.85); a model
 of the audio's pitch reaches about 0.95; the all-zero sample submission scores 0.5.
+
+`sizes(scale)` says how many recordings a scale writes and how long: half a second at a factor of the replica's own
+count; at REAL the real 258 and 64, of 10 seconds. Calls, distractors and the segmenter's clutter come at the
+same rate a second however long a recording is.
 """
 from __future__ import annotations
 
@@ -16,8 +20,8 @@ import numpy as np
 import pandas as pd
 from PIL import Image, ImageDraw
 
-from runner.demo._layout import describe
-from runner.demo._sounds import chirp, spectrogram, write_wav
+from runner.demo._layout import REAL, describe, parse_scale, scaled
+from runner.demo._sounds import Clips, burst, spectrogram, write_wav
 
 SPECIES = (("BRCR", "Brown Creeper"), ("PAWR", "Pacific Wren"), ("PSFL", "Pacific-slope Flycatcher"),
            ("RBNU", "Red-breasted Nuthatch"), ("DEJU", "Dark-eyed Junco"), ("OSFL", "Olive-sided Flycatcher"),
@@ -29,11 +33,15 @@ SPECIES = (("BRCR", "Brown Creeper"), ("PAWR", "Pacific Wren"), ("PSFL", "Pacifi
 N_SPECIES = len(SPECIES)
 SPECIES_HZ = np.linspace(1200, 6600, N_SPECIES)  # each species' call starts at its own pitch
 RECORDINGS, TEST_FRACTION = 160, 0.2  # the real split keeps 20% of the renumbered recordings as test
+REAL_RECORDINGS = 322  # the real competition's fold-0 recordings: 258 train and 64 test
+LEAST = 20  # recordings at the smallest factors: 4 of them test, 76 graded (recording, species) pairs
 NOISE_LEVEL = (0.3, 0.6)  # background noise's standard deviation, a recording's own
 CALL_LEVEL = (0.2, 0.6)  # a call's amplitude: often under the noise, as distant birds are
 DISTRACTORS = 2  # up to this many down-sweeps in a recording that are no species (rain, insects, other sounds)
 RATE, SAMPLES = 16000, 8000  # 16 kHz mono, half a second keeps the replica small
-FRAME, BINS = 256, 64  # spectrogram: 31 frames x 64 rows of 125 Hz
+REAL_SAMPLES = 160_000  # the real recordings are 10 seconds
+SPAN = RATE  # a round of calls, distractors and clutter a second (the replica's half second has one)
+FRAME, BINS = 256, 64  # spectrogram: 31 frames (625 at the real 10 s) x 64 rows of 125 Hz
 CLUSTERS, PER_SPECIES, FEATURES = 100, 2, 38  # k-means codebook size, clusters each species owns, segment dims
 DETECT = 0.6  # chance the segmenter finds a present species at all (faint calls in noise are often missed)
 CLUTTER = 6  # up to this many segments of noise a recording adds, in clusters of any species
@@ -42,24 +50,37 @@ EXAMPLES = 4  # training recordings with a hand-drawn segmentation example
 SEGMENT_HEADER = "rec_id,[histogram of segment features]"  # the one header line the re-indexing writes to all three
 
 
-def _recording(labels: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, list[tuple[int, int, int]]]:
+def sizes(scale: float | str = 1.0) -> Clips:
+    """How many recordings `scale` writes (a factor of the replica's own count, or REAL) and their length."""
+    scale = parse_scale(scale)
+    recordings = scaled(RECORDINGS, REAL_RECORDINGS, scale, LEAST)
+    test = round(recordings * TEST_FRACTION)
+    return Clips(recordings - test, test, RATE, REAL_SAMPLES if scale == REAL else SAMPLES)
+
+
+def _rounds(samples: int) -> int:
+    """Rounds of calls, distractors and clutter in a recording of `samples`: one a SPAN, begun or whole."""
+    return -(-samples // SPAN)
+
+
+def _recording(labels: np.ndarray, samples: int, rng: np.random.Generator) -> tuple[np.ndarray, list]:
     """The signal and its calls as (species, start sample, length); background noise throughout."""
-    signal, calls = rng.normal(0, rng.uniform(*NOISE_LEVEL), SAMPLES), []
+    signal, calls = rng.normal(0, rng.uniform(*NOISE_LEVEL), samples), []
     for species in np.flatnonzero(labels):
-        for _ in range(int(rng.integers(1, 3))):
+        for _ in range(int(rng.integers(1, 3)) * _rounds(samples)):
             length = int(rng.integers(1600, 3200))
-            at = int(rng.integers(0, SAMPLES - length))
+            at = int(rng.integers(0, samples - length))
             hz = SPECIES_HZ[species]
-            signal += rng.uniform(*CALL_LEVEL) * chirp(SAMPLES, RATE, hz, hz + 300, at, length)
+            signal[at:at + length] += rng.uniform(*CALL_LEVEL) * burst(length, RATE, hz, hz + 300)
             calls.append((int(species), at, length))
-    for _ in range(int(rng.integers(0, DISTRACTORS + 1))):  # not a bird: a down-sweep anywhere in the band
+    for _ in range(int(rng.integers(0, DISTRACTORS + 1)) * _rounds(samples)):  # not a bird: a down-sweep
         length, hz = int(rng.integers(1600, 3200)), rng.uniform(1200, 6900)
-        at = int(rng.integers(0, SAMPLES - length))
-        signal += rng.uniform(*CALL_LEVEL) * chirp(SAMPLES, RATE, hz, hz - 300, at, length)
+        at = int(rng.integers(0, samples - length))
+        signal[at:at + length] += rng.uniform(*CALL_LEVEL) * burst(length, RATE, hz, hz - 300)
     return signal, calls
 
 
-def _segments(calls, centroids: np.ndarray, rng: np.random.Generator) -> list[tuple[int, np.ndarray, tuple]]:
+def _segments(calls, samples: int, centroids: np.ndarray, rng: np.random.Generator) -> list:
     """The baseline segmenter's output: (cluster, 38-d features, (min_x, max_x, min_y, max_y)) per segment."""
     segments, found = [], {s for s in {c[0] for c in calls} if rng.random() < DETECT}
     for species, at, length in calls:
@@ -69,8 +90,9 @@ def _segments(calls, centroids: np.ndarray, rng: np.random.Generator) -> list[tu
         row = BINS - 1 - int(SPECIES_HZ[species] / (RATE / 2 / BINS))
         box = (at // FRAME, (at + length) // FRAME, max(row - 3, 0), min(row + 1, BINS - 1))
         segments.append((cluster, centroids[cluster] + rng.normal(0, 0.05, FEATURES), box))
-    for _ in range(int(rng.integers(0, CLUTTER + 1))):
-        cluster, x, y = int(rng.integers(0, CLUSTERS)), int(rng.integers(0, 28)), int(rng.integers(0, BINS - 6))
+    frames = samples // FRAME  # the spectrogram's width
+    for _ in range(int(rng.integers(0, CLUTTER + 1)) * _rounds(samples)):
+        cluster, x, y = int(rng.integers(0, CLUSTERS)), int(rng.integers(0, frames - 3)), int(rng.integers(0, BINS - 6))
         segments.append((cluster, centroids[cluster] + rng.normal(0, 0.05, FEATURES), (x, x + 3, y, y + 5)))
     return segments
 
@@ -116,9 +138,9 @@ def _overviews(crops: list[np.ndarray], centroids: np.ndarray, supplemental: Pat
     Image.fromarray(grid.astype(np.uint8), "RGB").save(supplemental / "segment_clusters.bmp")
 
 
-def _filenames(rng: np.random.Generator) -> list[str]:
+def _filenames(count: int, rng: np.random.Generator) -> list[str]:
     """Original-style names: site_date_time_index, e.g. PC1_20090606_050012_0010."""
-    days = pd.Timestamp("2009-05-20") + pd.to_timedelta(rng.integers(0, 400, RECORDINGS), unit="D")
+    days = pd.Timestamp("2009-05-20") + pd.to_timedelta(rng.integers(0, 400, count), unit="D")
     return [f"PC{rng.integers(1, 14)}_{day:%Y%m%d}_{rng.integers(4, 10):02d}{rng.integers(0, 60):02d}00_{i:04d}"
             for i, day in enumerate(days)]
 
@@ -137,9 +159,9 @@ def _labels_txt(labels: np.ndarray, test: np.ndarray) -> list[str]:
 
 def _essential(public: Path, names: list[str], labels: np.ndarray, test: np.ndarray) -> None:
     essential = public / "essential_data"
-    pd.DataFrame({"rec_id": range(RECORDINGS), "fold": test.astype(int)}).to_csv(
+    pd.DataFrame({"rec_id": range(len(names)), "fold": test.astype(int)}).to_csv(
         essential / "CVfolds_2.txt", index=False)
-    pd.DataFrame({"rec_id": range(RECORDINGS), "filename": names}).to_csv(
+    pd.DataFrame({"rec_id": range(len(names)), "filename": names}).to_csv(
         essential / "rec_id2filename.txt", index=False)
     _write_lines(essential / "rec_labels_test_hidden.txt", "rec_id,[labels]", _labels_txt(labels, test))
     _write_lines(essential / "species_list.txt", "class_id,code,species",
@@ -153,23 +175,26 @@ def _submissions(public: Path, private: Path, labels: np.ndarray, test: np.ndarr
     pd.DataFrame({"Id": ids, "Probability": truth}).to_csv(private / "answers.csv", index=False)
 
 
-def generate(root: Path, rng: np.random.Generator) -> None:
-    """Write prepared/public (essential_data/, supplemental_data/, sample_submission.csv) and private/answers.csv."""
+def generate(root: Path, rng: np.random.Generator, scale: float | str = 1.0) -> None:
+    """Write prepared/public (essential_data/, supplemental_data/, sample_submission.csv) and private/answers.csv,
+    as many recordings as `sizes(scale)` says."""
+    size = sizes(scale)
+    recordings = size.train + size.test
     public, private = root / "prepared" / "public", root / "prepared" / "private"
     supplemental = public / "supplemental_data"
     folders = ("spectrograms", "filtered_spectrograms", "supervised_segmentation", "segmentation_examples")
     for folder in (public / "essential_data" / "src_wavs", private, *(supplemental / f for f in folders)):
         folder.mkdir(parents=True, exist_ok=True)
     prevalence = rng.permutation(np.geomspace(0.5, 0.05, N_SPECIES))
-    labels = (rng.random((RECORDINGS, N_SPECIES)) < prevalence) & (rng.random((RECORDINGS, 1)) >= SILENT)
-    test = np.zeros(RECORDINGS, bool)
-    test[rng.choice(RECORDINGS, round(RECORDINGS * TEST_FRACTION), replace=False)] = True
-    names, centroids = _filenames(rng), rng.normal(0, 1, (CLUSTERS, FEATURES))
+    labels = (rng.random((recordings, N_SPECIES)) < prevalence) & (rng.random((recordings, 1)) >= SILENT)
+    test = np.zeros(recordings, bool)
+    test[rng.choice(recordings, size.test, replace=False)] = True
+    names, centroids = _filenames(recordings, rng), rng.normal(0, 1, (CLUSTERS, FEATURES))
     histograms, features, rectangles, crops, examples = [], [], [], [], 0
     for rec_id, name in enumerate(names):
-        signal, calls = _recording(labels[rec_id], rng)
+        signal, calls = _recording(labels[rec_id], size.samples, rng)
         write_wav(public / "essential_data" / "src_wavs" / f"{name}.wav", signal, RATE)
-        segments = _segments(calls, centroids, rng)
+        segments = _segments(calls, size.samples, centroids, rng)
         pixels = _images(name, signal, segments, supplemental)
         if not test[rec_id] and segments and examples < EXAMPLES:
             _example(name, pixels, segments, supplemental)

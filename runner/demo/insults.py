@@ -12,10 +12,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from runner.demo._layout import describe
+from runner.demo._layout import describe, parse_scale, scaled
 from runner.demo._words import paragraph, unique
 
 TRAIN_ROWS, TEST_ROWS = 600, 250  # the real split is about 3:2; this keeps it small
+REAL_TRAIN, REAL_TEST = 3947, 2647  # the real train.csv and the reused, labelled Kaggle test
+MIN_ROWS = 50  # at the smallest factors, enough rows that both labels show up in each split
 INSULT_RATE = 0.27  # as in the real training file
 FLIP_RATE = 0.04  # label noise, so that a perfect score is out of reach
 BLANK_DATE_RATE = 0.2  # a share of real rows carry no Date
@@ -71,12 +73,20 @@ def _table(count: int, taken: set[str], rng: np.random.Generator) -> pd.DataFram
     return pd.DataFrame({"Insult": label, "Date": _dates(count, rng), "Comment": comments})
 
 
-def generate(root: Path, rng: np.random.Generator) -> None:
-    """Write prepared/public (train.csv, test.csv, sample_submission_null.csv) and prepared/private/test.csv."""
+def counts(scale: float | str = 1.0) -> tuple[int, int]:
+    """Train and test comments at `scale`: a factor of the replica's own, or 'real'."""
+    scale = parse_scale(scale)
+    return scaled(TRAIN_ROWS, REAL_TRAIN, scale, MIN_ROWS), scaled(TEST_ROWS, REAL_TEST, scale, MIN_ROWS)
+
+
+def generate(root: Path, rng: np.random.Generator, scale: float | str = 1.0) -> None:
+    """Write prepared/public (train.csv, test.csv, sample_submission_null.csv) and prepared/private/test.csv.
+    A few thousand comments at most: made one by one, which keeps each one unique cheaply."""
     public, private = root / "prepared" / "public", root / "prepared" / "private"
     public.mkdir(parents=True, exist_ok=True), private.mkdir(parents=True, exist_ok=True)
     taken: set[str] = set()
-    train, test = _table(TRAIN_ROWS, taken, rng), _table(TEST_ROWS, taken, rng)
+    train_rows, test_rows = counts(scale)
+    train, test = _table(train_rows, taken, rng), _table(test_rows, taken, rng)
     train.to_csv(public / "train.csv", index=False)
     test[["Date", "Comment"]].to_csv(public / "test.csv", index=False)
     test.assign(Insult=0).to_csv(public / "sample_submission_null.csv", index=False)

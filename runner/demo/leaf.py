@@ -1,19 +1,24 @@
 """A synthetic leaf-classification: 192 margin/shape/texture features per leaf, 99 species, silhouettes on disk.
 
 Each species has its own prototype margin and texture histograms and shape curve; a leaf is its prototype plus
-small noise, so logistic regression or kNN on the scaled features gets a log loss below 0.1 from 3-5 leaves per
+small noise, so logistic regression or kNN on the scaled features gets a log loss below 0.1 from 4 leaves per
 species, while the uniform sample submission scores ln(99) = 4.60. The images (train and test mixed in one
 folder) are black lobed silhouettes whose lobe count and aspect follow the species.
+
+`sizes(scale)` says how many leaves a scale writes and how large their silhouettes are: 40-64 px a side at a factor
+of the replica's own counts; at REAL the real 891 and 99 (9 and 1 a species), 300-1100 px a side.
 """
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from PIL import Image, ImageDraw
 
-from runner.demo._layout import describe
+from runner.demo._layout import REAL, describe, parse_scale, scaled
+from runner.demo._pictures import Sizes, folders, render
 
 # the competition's 99 class names, as its sample submission and MLE-bench's grader list them
 SPECIES = tuple("""
@@ -36,9 +41,30 @@ Tilia_Oliveri Tilia_Platyphyllos Tilia_Tomentosa Ulmus_Bergmanniana Viburnum_Tin
 Zelkova_Serrata
 """.split())
 BINS = 64  # margin, shape and texture each have 64 columns
-TRAIN_PER_SPECIES, TEST_PER_SPECIES = (3, 6), 1  # train counts drawn from [3, 6)
+TRAIN, TEST = 4 * 99, 99  # the replica's own counts: 4 leaves a species to learn from, 1 to test
+REAL_TRAIN, REAL_TEST = 891, 99  # 990 labelled leaves, 10% of them the test split
+# at the smallest factors: 2 leaves a species, so a stratified fold has one of each; test rows enough to grade
+LEAST_TRAIN, LEAST_TEST = 2 * 99, 10
+SIDES = ((40, 40), (64, 64))  # the replica's silhouettes: smallest and largest (width, height)
+REAL_SIDES = ((300, 300), (1100, 1100))  # the real silhouettes differ in size too, hundreds of pixels a side
+CHUNK = 64  # silhouettes one task draws
 NOISE = 0.25  # per-leaf noise relative to the spread between species prototypes
 MAX_ID = 1584  # the real ids run from 1 to 1584
+
+
+def sizes(scale: float | str = 1.0) -> Sizes:
+    """How many leaves `scale` writes (a factor of the replica's own counts, or REAL) and their silhouettes' sizes."""
+    scale = parse_scale(scale)
+    smallest, largest = REAL_SIDES if scale == REAL else SIDES
+    return Sizes(scaled(TRAIN, REAL_TRAIN, scale, LEAST_TRAIN), scaled(TEST, REAL_TEST, scale, LEAST_TEST),
+                 smallest, largest)
+
+
+def _per_species(count: int, rng: np.random.Generator) -> np.ndarray:
+    """Leaves of each species, `count` in all: as even as can be, the odd ones to species drawn at random."""
+    counts = np.full(len(SPECIES), count // len(SPECIES))
+    counts[rng.choice(len(SPECIES), count % len(SPECIES), replace=False)] += 1
+    return counts
 
 
 def _histogram(count: int, rng: np.random.Generator) -> np.ndarray:
@@ -62,9 +88,8 @@ def _features(species: np.ndarray, protos: dict[str, np.ndarray], rng: np.random
     return pd.DataFrame(columns)
 
 
-def _silhouette(species: int, rng: np.random.Generator) -> Image.Image:
+def _silhouette(species: int, width: int, height: int, rng: np.random.Generator) -> Image.Image:
     """A black leaf with the species' lobe count, depth and aspect, rotated and scaled at random."""
-    width, height = int(rng.integers(40, 65)), int(rng.integers(40, 65))
     lobes, depth, aspect = 1 + species % 7, 0.1 + 0.05 * (species // 7 % 5), 0.45 + 0.1 * (species // 35)
     theta = np.linspace(0, 2 * np.pi, 90, endpoint=False)
     radius = (1 + depth * np.cos(lobes * theta)) * min(width, height) * rng.uniform(0.3, 0.42)
@@ -77,18 +102,27 @@ def _silhouette(species: int, rng: np.random.Generator) -> Image.Image:
     return image
 
 
-def generate(root: Path, rng: np.random.Generator) -> None:
-    """Write prepared/public (train.csv, test.csv, sample_submission.csv, images/) and prepared/private/test.csv."""
-    public, private = root / "prepared" / "public", root / "prepared" / "private"
-    (public / "images").mkdir(parents=True, exist_ok=True), private.mkdir(parents=True, exist_ok=True)
-    train_counts = rng.integers(*TRAIN_PER_SPECIES, size=len(SPECIES))
+def _silhouettes(items: list[tuple[int, int, int, int]], seed: int, folder: Path) -> list:
+    """Write folder/<id>.jpg for each (id, species, width, height): one task's chunk, drawn from its own seed."""
+    rng = np.random.default_rng(seed)
+    for leaf_id, kind, width, height in items:
+        _silhouette(kind, width, height, rng).save(folder / f"{leaf_id}.jpg", quality=90)
+    return []
+
+
+def generate(root: Path, rng: np.random.Generator, scale: float | str = 1.0) -> None:
+    """Write prepared/public (train.csv, test.csv, sample_submission.csv, images/) and prepared/private/test.csv,
+    as many leaves as `sizes(scale)` says."""
+    size = sizes(scale)
+    public, private = folders(root, "images")
+    train_counts = _per_species(size.train, rng)
     species = np.concatenate([np.repeat(np.arange(len(SPECIES)), train_counts),
-                              np.repeat(np.arange(len(SPECIES)), TEST_PER_SPECIES)])
-    ids = rng.choice(np.arange(1, MAX_ID + 1), size=len(species), replace=False)
+                              np.repeat(np.arange(len(SPECIES)), _per_species(size.test, rng))])
+    ids = rng.choice(np.arange(1, max(MAX_ID, len(species)) + 1), size=len(species), replace=False)
     frame = pd.concat([pd.DataFrame({"id": ids, "species": np.array(SPECIES)[species]}),
                        _features(species, _prototypes(rng), rng)], axis=1)
-    for leaf_id, kind in zip(ids, species):
-        _silhouette(int(kind), rng).save(public / "images" / f"{leaf_id}.jpg", quality=90)
+    items = [(int(i), int(k), int(w), int(h)) for i, k, (w, h) in zip(ids, species, size.shapes(len(ids), rng))]
+    render(partial(_silhouettes, folder=public / "images"), items, rng, CHUNK, size.pixels(len(ids)))
     cut = int(train_counts.sum())
     train = frame.iloc[:cut].sample(frac=1, random_state=rng)
     test = frame.iloc[cut:].sample(frac=1, random_state=rng)

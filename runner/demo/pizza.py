@@ -15,10 +15,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from runner.demo._layout import describe
+from runner.demo._layout import describe, parse_scale, scaled
 from runner.demo._words import paragraph, pick, sentence, unique, username
 
 TRAIN_ROWS, TEST_ROWS = 500, 200
+REAL_TRAIN, REAL_TEST = 2878, 1162  # MLE-bench's split of the 4,040 original train records
+MIN_ROWS = 50  # at the smallest factors, enough requests that some succeed in each split
 FIRST_REQUEST, LAST_REQUEST, RETRIEVAL = 1291766400, 1380412800, 1380499200  # Dec 2010, Sep 2013, Sep 30 2013
 GIVER_KNOWN_RATE = 0.3  # share of successful requests whose giver is named
 HARDSHIP = ("job", "rent", "kids", "paycheck", "laid off", "bills", "student", "family", "hungry", "broke",
@@ -132,13 +134,21 @@ def _write_json(records: list[dict], public: Path, name: str) -> None:
     shutil.make_archive(str(public / name), "zip", public, f"{name}.json")
 
 
-def generate(root: Path, rng: np.random.Generator) -> None:
-    """Write prepared/public (train/test .json and .zip, sampleSubmission.csv) and prepared/private/test.csv."""
+def counts(scale: float | str = 1.0) -> tuple[int, int]:
+    """Train and test requests at `scale`: a factor of the replica's own, or 'real'."""
+    scale = parse_scale(scale)
+    return scaled(TRAIN_ROWS, REAL_TRAIN, scale, MIN_ROWS), scaled(TEST_ROWS, REAL_TEST, scale, MIN_ROWS)
+
+
+def generate(root: Path, rng: np.random.Generator, scale: float | str = 1.0) -> None:
+    """Write prepared/public (train/test .json and .zip, sampleSubmission.csv) and prepared/private/test.csv.
+    A few thousand nested records at most: made one by one, in about a second at the real size."""
     public, private = root / "prepared" / "public", root / "prepared" / "private"
     public.mkdir(parents=True, exist_ok=True), private.mkdir(parents=True, exist_ok=True)
     taken: set[str] = set()
-    records = [_record(rng, taken) for _ in range(TRAIN_ROWS + TEST_ROWS)]
-    train, test = records[:TRAIN_ROWS], records[TRAIN_ROWS:]
+    train_rows, test_rows = counts(scale)
+    records = [_record(rng, taken) for _ in range(train_rows + test_rows)]
+    train, test = records[:train_rows], records[train_rows:]
     _write_json(train, public, "train")
     _write_json([{k: r[k] for k in TEST_FIELDS} for r in test], public, "test")
     answers = pd.DataFrame({"request_id": [r["request_id"] for r in test],

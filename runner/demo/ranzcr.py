@@ -1,4 +1,4 @@
-"""A synthetic ranzcr-clip-catheter-line-classification: 64x64 grayscale JPEG chest X-rays with tubes and lines.
+"""A synthetic ranzcr-clip-catheter-line-classification: grayscale JPEG chest X-rays with tubes and lines.
 
 Each X-ray shows a body with dark lungs, a bright spine and heart, faint ribs and stray ECG leads. Devices are
 thin bright lines with a radio-opaque tip, and each label has its own course: an endotracheal tube (ETT) down
@@ -9,20 +9,30 @@ reaching the midline (normal), stopping short (borderline) or turning up the nec
 Swan Ganz catheter looping through the heart. Labels are multi-label (two CVCs can give two CVC labels).
 train_annotations.csv holds the drawn line coordinates for most train studies that have devices. A small CNN
 reaches a mean ROC AUC over the 9 scored labels of roughly 0.8-0.9; the sample submission's zeros score 0.5.
+
+`sizes(scale)` says how many X-rays a scale writes and how large: 64x64 at a factor of the replica's own counts,
+2532x3056 at REAL. The anatomy is drawn in the replica's 64-pixel units on a canvas at most DESIGN pixels long
+and enlarged; the lines, leads and tips are drawn at full size, where the annotations' coordinates are. Chunks of
+X-rays are drawn by worker processes when there are many pixels.
 """
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from PIL import Image, ImageDraw
 
-from runner.demo._layout import describe
-from runner.demo._pictures import disc, folders, hex_ids, smooth_field
+from runner.demo._layout import REAL, describe, parse_scale, scaled
+from runner.demo._pictures import Sizes, design, folders, hex_ids, render, smooth_field
 
-SIZE = 64
-TRAIN, TEST = 220, 60
+SIZE = 64  # the replica's X-rays are square, and the anatomy is drawn in units of its pixels at every size
+# the real X-rays vary in size; many are this large, portrait as a detector plate
+REAL_WIDTH, REAL_HEIGHT = 2532, 3056
+TRAIN, TEST = 220, 60  # the replica's own counts
+REAL_TRAIN, REAL_TEST = 27_074, 3_009  # 30,083 labelled X-rays, 10% of them the test split
+LEAST = 20  # studies a split keeps at the smallest factors: fewer rarely give every label 2 positives and 2 negatives
 LABELS = ("ETT - Abnormal", "ETT - Borderline", "ETT - Normal", "NGT - Abnormal", "NGT - Borderline",
           "NGT - Incompletely Imaged", "NGT - Normal", "CVC - Abnormal", "CVC - Borderline", "CVC - Normal",
           "Swan Ganz Catheter Present")
@@ -33,6 +43,12 @@ CVC = {"CVC - Abnormal": 0.15, "CVC - Borderline": 0.30, "CVC - Normal": 0.55}  
 CVC_COUNT = (0.12, 0.63, 0.25)  # studies with 0, 1 or 2 CVCs
 SWAN_GANZ = 0.12
 LINE_WIDTH = 2  # pixels: a 1-pixel line at 64 px is lost to a small CNN's first stride
+LINE_SHARE = 1 / 128  # a line's width on a larger X-ray: still about 2 pixels when a CNN shrinks it to 256
+DESIGN = 512  # a larger X-ray's long side while its anatomy is drawn: the body is smooth at this size
+# pixel noise at 64 px; an enlarged X-ray's canvas gets NOISE * 64 / its width: noise is what JPEG cannot shrink,
+# and so a real-size X-ray's file is some 430 KB, 13 GB for the real counts as the real download's 13.1 GB
+NOISE = 6
+CHUNK = 8  # X-rays one task draws: a few seconds of work at the real size
 ANNOTATED = 0.6  # share of train studies with devices that have line annotations
 UID_ROOT = "1.2.826.0.1.3680043.8.498."
 # each course as (offset from the midline, times the side it enters from; depth), in fractions of the image
@@ -75,35 +91,64 @@ def _studies(count: int, rng: np.random.Generator) -> list[list[tuple[str, int]]
             return studies
 
 
-def _course(label: str, side: int, rng: np.random.Generator) -> list[list[int]]:
-    jitter = rng.normal(0, 0.02, 2)
-    return [[int(round((0.5 + side * dx + jitter[0]) * SIZE)), int(round((y + jitter[1] * (y > 0)) * SIZE))]
+def sizes(scale: float | str = 1.0) -> Sizes:
+    """How many X-rays `scale` writes (a factor of the replica's own counts, or REAL) and their pixel size."""
+    scale = parse_scale(scale)
+    shape = (REAL_WIDTH, REAL_HEIGHT) if scale == REAL else (SIZE, SIZE)
+    return Sizes(scaled(TRAIN, REAL_TRAIN, scale, LEAST), scaled(TEST, REAL_TEST, scale, LEAST), shape, shape)
+
+
+def _course(label: str, side: int, rng: np.random.Generator, shape: tuple[int, int]) -> list[list[int]]:
+    """The line's points in the full-size X-ray's pixels, as the annotations give them."""
+    jitter, (width, height) = rng.normal(0, 0.02, 2), shape
+    return [[int(round((0.5 + side * dx + jitter[0]) * width)), int(round((y + jitter[1] * (y > 0)) * height))]
             for dx, y in COURSES[label]]
 
 
-def _chest(rng: np.random.Generator) -> np.ndarray:
-    y, x = np.ogrid[:SIZE, :SIZE]
-    canvas = np.full((SIZE, SIZE), 25.0) + 80 * disc(SIZE, SIZE, 32, 38, 29, 31)
+def _ellipse(y: np.ndarray, x: np.ndarray, cx: float, cy: float, rx: float, ry: float) -> np.ndarray:
+    return ((x - cx) / rx) ** 2 + ((y - cy) / ry) ** 2 <= 1
+
+
+def _chest(rng: np.random.Generator, width: int, height: int) -> np.ndarray:
+    """The body on a width x height canvas, drawn on a grid of the replica's 64-pixel units (at 64 px, its pixels)."""
+    y = ((np.arange(height) + 0.5) * SIZE / height - 0.5)[:, None]
+    x = ((np.arange(width) + 0.5) * SIZE / width - 0.5)[None, :]
+    canvas = np.full((height, width), 25.0) + 80 * _ellipse(y, x, 32, 38, 29, 31)
     for cx in (19, 45):
-        canvas[disc(SIZE, SIZE, cx + rng.normal(0, 1), 33, 10, 17)] = 55 + rng.normal(0, 6)
-    canvas += 30 * (np.abs(x - 32) < 4) * (y > 4) + 45 * disc(SIZE, SIZE, 37, 46, 10, 8)
+        canvas[_ellipse(y, x, cx + rng.normal(0, 1), 33, 10, 17)] = 55 + rng.normal(0, 6)
+    canvas += 30 * (np.abs(x - 32) < 4) * (y > 4) + 45 * _ellipse(y, x, 37, 46, 10, 8)
     canvas -= 45 * (np.abs(x - 32) < 2) * (y < 24)
     for k in range(5):
         canvas += 14 * (np.abs(y - (18 + 7 * k) - 0.02 * (x - 32) ** 2) < 1.0)
-    return canvas * (1 + 0.12 * smooth_field(rng, SIZE, SIZE)) + rng.normal(0, 6, (SIZE, SIZE))
+    noise = NOISE * min(1.0, SIZE / width)
+    return canvas * (1 + 0.12 * smooth_field(rng, height, width)) + rng.normal(0, noise, (height, width))
 
 
-def xray(lines: list[tuple[str, list[list[int]]]], rng: np.random.Generator) -> Image.Image:
-    image = Image.fromarray(np.clip(_chest(rng), 0, 255).astype(np.uint8))
+def xray(lines: list[tuple[str, list[list[int]]]], rng: np.random.Generator,
+         shape: tuple[int, int] = (SIZE, SIZE)) -> Image.Image:
+    """One X-ray of `shape` (width, height) with the given lines, their points in its pixels."""
+    canvas = design(shape, DESIGN)
+    image = Image.fromarray(np.clip(_chest(rng, *canvas), 0, 255).astype(np.uint8))
+    if canvas != tuple(shape):
+        image = image.resize(tuple(shape), Image.BICUBIC)
+    line, unit = max(LINE_WIDTH, round(shape[0] * LINE_SHARE)), np.asarray(shape) / SIZE
     draw = ImageDraw.Draw(image)
-    for _ in range(int(rng.integers(0, 4))):
-        cx, cy = rng.uniform(4, SIZE - 4, 2)
-        draw.ellipse((cx - 2, cy - 2, cx + 2, cy + 2), outline=200)
+    for _ in range(int(rng.integers(0, 4))):  # ECG leads: rings, some over the lungs
+        (cx, cy), (rx, ry) = rng.uniform(4, SIZE - 4, 2) * unit, 2 * unit
+        draw.ellipse((cx - rx, cy - ry, cx + rx, cy + ry), outline=200, width=max(1, line // 2))
     for _, points in lines:
-        draw.line([tuple(p) for p in points], fill=int(rng.integers(215, 245)), width=LINE_WIDTH)
-        tx, ty = points[-1]
-        draw.rectangle((tx - 2, ty - 2, tx + 1, ty + 1), fill=255)
+        draw.line([tuple(p) for p in points], fill=int(rng.integers(215, 245)), width=line)
+        tx, ty = points[-1]  # the radio-opaque tip: a square twice the line's width
+        draw.rectangle((tx - line, ty - line, tx + line - 1, ty + line - 1), fill=255)
     return image
+
+
+def _xrays(items: list[tuple[str, list]], seed: int, folder: Path, shape: tuple[int, int]) -> list:
+    """Write folder/<uid>.jpg for each (uid, lines): one task's chunk, drawn from its own seed."""
+    rng = np.random.default_rng(seed)
+    for uid, lines in items:
+        xray(lines, rng, shape).save(folder / f"{uid}.jpg", quality=int(rng.integers(85, 96)))
+    return []
 
 
 def _uid(rng: np.random.Generator) -> str:
@@ -111,28 +156,30 @@ def _uid(rng: np.random.Generator) -> str:
     return UID_ROOT + str(int(rng.integers(1, 10))) + "".join(map(str, digits))
 
 
-def _split(count: int, folder: Path, patients: list[str], rng: np.random.Generator):
-    """The train-format table of one split and the line annotations of its studies."""
-    rows, annotations = [], []
+def _split(count: int, folder: Path, patients: list[str], size: Sizes, rng: np.random.Generator):
+    """The train-format table of one split and the line annotations of its studies; the X-rays drawn last."""
+    rows, annotations, items = [], [], []
     for devices in _studies(count, rng):
         uid = _uid(rng)
-        lines = [(label, _course(label, side, rng)) for label, side in devices]
-        xray(lines, rng).save(folder / f"{uid}.jpg", quality=int(rng.integers(85, 96)))
+        lines = [(label, _course(label, side, rng, size.smallest)) for label, side in devices]
+        items.append((uid, lines))
         present = {label for label, _ in devices}
         rows.append({"StudyInstanceUID": uid, **{name: int(name in present) for name in LABELS},
                      "PatientID": patients[int(rng.integers(len(patients)))]})
         if lines and rng.random() < ANNOTATED:
             annotations += [{"StudyInstanceUID": uid, "label": label, "data": str(points)} for label, points in lines]
+    render(partial(_xrays, folder=folder, shape=size.smallest), items, rng, CHUNK, size.pixels(count))
     return pd.DataFrame(rows), pd.DataFrame(annotations, columns=["StudyInstanceUID", "label", "data"])
 
 
-def generate(root: Path, rng: np.random.Generator) -> None:
+def generate(root: Path, rng: np.random.Generator, scale: float | str = 1.0) -> None:
     """Write prepared/public (train.csv, train_annotations.csv, sample_submission.csv, train/, test/) and
-    prepared/private/test.csv."""
+    prepared/private/test.csv, as many X-rays as `sizes(scale)` says."""
+    size = sizes(scale)
     public, private = folders(root, "train", "test")
-    patients = hex_ids(rng, (TRAIN + TEST) * 2 // 3, 9)
-    train, annotations = _split(TRAIN, public / "train", patients, rng)
-    test, _ = _split(TEST, public / "test", patients, rng)
+    patients = hex_ids(rng, (size.train + size.test) * 2 // 3, 9)
+    train, annotations = _split(size.train, public / "train", patients, size, rng)
+    test, _ = _split(size.test, public / "test", patients, size, rng)
     train.to_csv(public / "train.csv", index=False)
     annotations.to_csv(public / "train_annotations.csv", index=False)
     test.to_csv(private / "test.csv", index=False)

@@ -10,6 +10,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from runner.demo._layout import parse_scale, scaled
+
+TRAIN_ROWS, TEST_ROWS = 3000, 800
+REAL_TRAIN, REAL_TEST = 7823, 870  # MLE-bench's 90/10 split of Kaggle's 8,693 labelled passengers
+MIN_ROWS = 50  # at the smallest factors, enough passengers that both outcomes show up in each split
+
 PLANETS, DESTINATIONS = ("Earth", "Europa", "Mars"), ("TRAPPIST-1e", "55 Cancri e", "PSO J318.5-22")
 DECKS, SIDES = tuple("ABCDEFGT"), ("P", "S")
 SPENDING = ("RoomService", "FoodCourt", "ShoppingMall", "Spa", "VRDeck")
@@ -58,10 +64,21 @@ def _blank_some(frame: pd.DataFrame, rng: np.random.Generator, rate: float = 0.0
     return frame
 
 
-def generate(root: Path, rng: np.random.Generator, train_rows: int = 3000, test_rows: int = 800) -> None:
-    """Write prepared/public (train.csv, test.csv, sample_submission.csv) and prepared/private/test.csv."""
+def counts(scale: float | str = 1.0, train_rows: int | None = None, test_rows: int | None = None) -> tuple[int, int]:
+    """Train and test passengers at `scale` (a factor of the replica's own, or 'real'); a count given outright is
+    taken as it is, whatever the scale."""
+    scale = parse_scale(scale)
+    return (scaled(TRAIN_ROWS, REAL_TRAIN, scale, MIN_ROWS) if train_rows is None else train_rows,
+            scaled(TEST_ROWS, REAL_TEST, scale, MIN_ROWS) if test_rows is None else test_rows)
+
+
+def generate(root: Path, rng: np.random.Generator, scale: float | str = 1.0, train_rows: int | None = None,
+             test_rows: int | None = None) -> None:
+    """Write prepared/public (train.csv, test.csv, sample_submission.csv) and prepared/private/test.csv.
+    `train_rows` and `test_rows`, when given, override the scale's count for their split."""
     public, private = root / "prepared" / "public", root / "prepared" / "private"
     public.mkdir(parents=True, exist_ok=True), private.mkdir(parents=True, exist_ok=True)
+    train_rows, test_rows = counts(scale, train_rows, test_rows)
     frame = _passengers(train_rows + test_rows, rng)
     frame["Transported"] = _transported(frame, rng)
     frame = _blank_some(frame, rng)

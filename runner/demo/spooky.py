@@ -11,12 +11,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from runner.demo._layout import describe
+from runner.demo._layout import describe, parse_scale, scaled
 from runner.demo._words import pick, sentence
 
 AUTHORS = ("EAP", "HPL", "MWS")
 PRIOR = (0.403493538995863, 0.287808366106543, 0.308698094897594)  # the real sample submission's constants
 TRAIN_ROWS, TEST_ROWS = 700, 200
+REAL_TRAIN, REAL_TEST = 17621, 1958  # MLE-bench's 90/10 split of the 19,579 labelled sentences
+MIN_ROWS = 30  # at the smallest factors, enough sentences that every author shows up in each split
+ID_POOL = 28000  # ids id00000..id27999 are drawn without replacement, as sparse as the real ones
 BORROW_RATE = 0.2  # sentences with one word of another author's vocabulary
 FILLER = tuple("""
 the a of and to in that it was which i my me he his her she upon with as at by from not but had have been were
@@ -50,15 +53,23 @@ def _sentence(author: str, rng: np.random.Generator) -> str:
     return text.replace(" i ", " I ")
 
 
-def generate(root: Path, rng: np.random.Generator) -> None:
-    """Write prepared/public (train.csv, test.csv, sample_submission.csv) and prepared/private/test.csv."""
+def counts(scale: float | str = 1.0) -> tuple[int, int]:
+    """Train and test sentences at `scale`: a factor of the replica's own, or 'real'."""
+    scale = parse_scale(scale)
+    return scaled(TRAIN_ROWS, REAL_TRAIN, scale, MIN_ROWS), scaled(TEST_ROWS, REAL_TEST, scale, MIN_ROWS)
+
+
+def generate(root: Path, rng: np.random.Generator, scale: float | str = 1.0) -> None:
+    """Write prepared/public (train.csv, test.csv, sample_submission.csv) and prepared/private/test.csv.
+    Twenty thousand sentences at the real size: made one by one, in about a second."""
     public, private = root / "prepared" / "public", root / "prepared" / "private"
     public.mkdir(parents=True, exist_ok=True), private.mkdir(parents=True, exist_ok=True)
-    count = TRAIN_ROWS + TEST_ROWS
+    train_rows, test_rows = counts(scale)
+    count = train_rows + test_rows
     authors = rng.choice(AUTHORS, size=count, p=PRIOR)
-    ids = [f"id{n:05d}" for n in rng.choice(28000, size=count, replace=False)]
+    ids = [f"id{n:05d}" for n in rng.choice(max(ID_POOL, 2 * count), size=count, replace=False)]
     frame = pd.DataFrame({"id": ids, "text": [_sentence(a, rng) for a in authors], "author": authors})
-    train, test = frame.iloc[:TRAIN_ROWS], frame.iloc[TRAIN_ROWS:]
+    train, test = frame.iloc[:train_rows], frame.iloc[train_rows:]
     train.to_csv(public / "train.csv", index=False)
     test[["id", "text"]].to_csv(public / "test.csv", index=False)
     test[["id"]].assign(**dict(zip(AUTHORS, PRIOR))).to_csv(public / "sample_submission.csv", index=False)

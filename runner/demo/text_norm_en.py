@@ -13,7 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from runner.demo.text_norm import Language, generate_replica
+from runner.demo import text_norm
+from runner.demo.text_norm import Language, choose, concat, generate_replica, numbers, one
 
 ONES = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
         "seventeen eighteen nineteen").split()
@@ -36,6 +37,12 @@ PUNCT = (",", ",", ",", "-", ":", ";", "(", ")", '"')
 MIX = {"PLAIN": 0.70, "PUNCT": 0.12, "CARDINAL": 0.06, "DATE": 0.04, "LETTERS": 0.04, "ORDINAL": 0.02,
        "MONEY": 0.02, "RANGE": 0.01}
 COMMON_SHARE = 0.6  # share of numbers drawn from a small, often repeated range
+NUMBER_TABLE = 10_000  # every count and sum of money drawn is below this
+ORDINALS = (1, 40)  # ORDINAL tokens' values (a half-open range)
+DAYS, YEARS = (1, 29), (1950, 2021)  # a date's days and years (half-open ranges)
+ACRONYM_SHARE = 0.8  # LETTERS tokens from ACRONYMS; the rest are random 2-4 capitals
+SPELT = (2, 5)  # letters of a random LETTERS token (a half-open range)
+REAL_TOKENS = (8_924_976, 993_465)  # the real en_train and en_test_2 tokens
 
 
 def number(n: int) -> str:
@@ -72,52 +79,82 @@ def year(y: int) -> str:
     return f"{number(high)} o {ONES[low]}" if low < 10 else f"{number(high)} {number(low)}"
 
 
-def _count(rng: np.random.Generator) -> int:
+def _counts(rng: np.random.Generator, n: int) -> np.ndarray:
     """Mostly small repeated numbers, otherwise a large one (never a 1950-2020 year, which dates own)."""
-    if rng.random() < COMMON_SHARE:
-        return int(rng.integers(0, 100))
-    low, high = (100, 1000) if rng.random() < 0.5 else (2100, 10000)
-    return int(rng.integers(low, high))
+    common, low = rng.random(n) < COMMON_SHARE, rng.random(n) < 0.5
+    large = rng.integers(np.where(low, 100, 2100), np.where(low, 1000, 10000))
+    return np.where(common, rng.integers(0, 100, n), large)
 
 
-def _cardinal(rng):
-    n = _count(rng)
-    return str(n), number(n)
+def written_ordinal(n: int) -> str:
+    return f"{n}{suffix(n)}"
 
 
-def _ordinal(rng):
-    n = int(rng.integers(1, 40))
-    return f"{n}{suffix(n)}", ordinal(n)
+def written_dollars(n: int) -> str:
+    return f"${n}"
 
 
-def _date(rng):
-    y = int(rng.integers(1950, 2021))
-    if rng.random() < 0.5:
-        return str(y), year(y)
-    day, month = int(rng.integers(1, 29)), MONTHS[int(rng.integers(0, 12))]
-    return f"{day} {month} {y}", f"the {ordinal(day)} of {month.lower()} {year(y)}"
+def dollars(n: int) -> str:
+    return f"{number(n)} dollar" + ("" if n == 1 else "s")
 
 
-def _letters(rng):
-    if rng.random() < 0.8:
-        word = str(rng.choice(ACRONYMS))
-    else:
-        word = "NA"
-        while word in NA_STRINGS:
-            word = "".join(chr(65 + int(k)) for k in rng.integers(0, 26, int(rng.integers(2, 5))))
-    return word, " ".join(word.lower())
+def _cardinals(rng, n):
+    return numbers(_counts(rng, n), str, number, NUMBER_TABLE)
 
 
-def _money(rng):
-    n = int(rng.integers(1, 30)) if rng.random() < 0.7 else int(rng.integers(30, 5000))
-    return f"${n}", f"{number(n)} dollar" + ("" if n == 1 else "s")
+def _ordinals(rng, n):
+    return numbers(rng.integers(*ORDINALS, n), written_ordinal, ordinal, ORDINALS[1])
 
 
+def _dates(rng, n):
+    """Half a bare year, half a full date ('5 March 1984' -> 'the fifth of march nineteen eighty four')."""
+    written, said = numbers(rng.integers(*YEARS, n), str, year, YEARS[1])
+    full = np.flatnonzero(rng.random(n) >= 0.5)
+    day_written, day_said = numbers(rng.integers(*DAYS, len(full)), str, ordinal, DAYS[1])
+    month = np.asarray(MONTHS, dtype=object)[rng.integers(0, len(MONTHS), len(full))]
+    written[full] = concat(day_written, " ", month, " ", written[full])
+    said[full] = concat("the ", day_said, " of ", np.strings.lower(month.astype(str)), " ", said[full])
+    return written, said
+
+
+def _spelt(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """n random capitals words ('QXV') and their letters spoken ('q x v'); none that pandas reads as missing."""
+    codes, length = rng.integers(0, 26, (n, SPELT[1] - 1)).astype(np.uint8), rng.integers(*SPELT, n)
+    spaced = np.full((n, 2 * SPELT[1] - 3), ord(" "), dtype=np.uint8)
+    spaced[:, ::2] = codes + ord("a")
+    word = np.strings.slice((codes + ord("A")).view(f"S{codes.shape[1]}").ravel().astype(str), 0, length)
+    said = np.strings.slice(spaced.view(f"S{spaced.shape[1]}").ravel().astype(str), 0, 2 * length - 1)
+    word, said = word.astype(object), said.astype(object)
+    missing = np.flatnonzero(np.isin(word, NA_STRINGS))
+    if len(missing):
+        word[missing], said[missing] = _spelt(rng, len(missing))
+    return word, said
+
+
+def _letters(rng, n):
+    known = rng.random(n) < ACRONYM_SHARE
+    word, said = choose(rng, n, ACRONYMS, lambda w: " ".join(w.lower()))
+    spelt = np.flatnonzero(~known)
+    word[spelt], said[spelt] = _spelt(rng, len(spelt))
+    return word, said
+
+
+def _money(rng, n):
+    amount = np.where(rng.random(n) < 0.7, rng.integers(1, 30, n), rng.integers(30, 5000, n))
+    return numbers(amount, written_dollars, dollars, NUMBER_TABLE)
+
+
+_date = one(_dates)  # a single date, as the replica draws them
 ENGLISH = Language(prefix="en", title="Text Normalization Challenge - English Language", words=WORDS, punct=PUNCT,
-                   makers={"CARDINAL": _cardinal, "ORDINAL": _ordinal, "DATE": _date, "LETTERS": _letters,
-                           "MONEY": _money}, mix=MIX, range_word="to")
+                   makers={"CARDINAL": _cardinals, "ORDINAL": _ordinals, "DATE": _dates, "LETTERS": _letters,
+                           "MONEY": _money}, mix=MIX, range_word="to", real_tokens=REAL_TOKENS)
 
 
-def generate(root: Path, rng: np.random.Generator) -> None:
+def counts(scale: float | str = 1.0) -> tuple[int, int]:
+    """Train and test tokens at `scale`: a factor of the replica's own, or 'real'."""
+    return text_norm.counts(ENGLISH, scale)
+
+
+def generate(root: Path, rng: np.random.Generator, scale: float | str = 1.0) -> None:
     """Write prepared/public (en_*.csv.zip, description.md) and prepared/private (answers.csv, sample)."""
-    generate_replica(root, rng, ENGLISH)
+    generate_replica(root, rng, ENGLISH, scale)

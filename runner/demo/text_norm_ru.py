@@ -14,7 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from runner.demo.text_norm import Language, generate_replica
+from runner.demo import text_norm
+from runner.demo.text_norm import Language, choose, concat, generate_replica, numbers, one
 
 UNITS = "ноль один два три четыре пять шесть семь восемь девять".split()
 TEENS = ("десять одиннадцать двенадцать тринадцать четырнадцать пятнадцать шестнадцать семнадцать восемнадцать "
@@ -45,6 +46,10 @@ PUNCT = (",", ",", ",", "-", ":", ";", "(", ")", "«", "»")
 MIX = {"PLAIN": 0.70, "PUNCT": 0.12, "CARDINAL": 0.06, "DATE": 0.05, "LETTERS": 0.05, "MONEY": 0.02, "RANGE": 0.01}
 LATIN_SHARE = 0.06  # share of PLAIN tokens that are Latin words, transliterated
 COMMON_SHARE = 0.6  # share of numbers drawn from a small, often repeated range
+NUMBER_TABLE = 10_000  # every count and sum of money drawn is below this
+DAYS, YEARS = (1, 29), (1950, 2020)  # a date's days and years (half-open ranges)
+LATIN_ACRONYM_SHARE = 0.35  # LETTERS tokens that are Latin acronyms, transliterated
+REAL_TOKENS = (9_515_325, 1_059_191)  # the real ru_train and ru_test_2 tokens
 
 
 def plural(n: int, one: str, few: str, many: str) -> str:
@@ -94,51 +99,68 @@ def transliterate(word: str) -> str:
     return " ".join(f"{letter}_trans" for letter in "".join(LATIN[c] for c in word.lower()))
 
 
-def _count(rng: np.random.Generator) -> int:
-    if rng.random() < COMMON_SHARE:
-        return int(rng.integers(0, 100))
-    return int(rng.integers(100, 10000))
+def _counts(rng: np.random.Generator, n: int) -> np.ndarray:
+    return np.where(rng.random(n) < COMMON_SHARE, rng.integers(0, 100, n), rng.integers(100, 10000, n))
 
 
-def _plain(rng):
-    if rng.random() < LATIN_SHARE:
-        word = str(rng.choice(LATIN_WORDS))
-        return word, transliterate(word)
-    word = str(rng.choice(WORDS))
-    return word, word
+def spelt(word: str) -> str:
+    return " ".join(word.lower())
 
 
-def _cardinal(rng):
-    n = _count(rng)
-    return str(n), number(n)
+def _plain(rng, n):
+    latin = np.flatnonzero(rng.random(n) < LATIN_SHARE)
+    word, said = choose(rng, n, WORDS, str)
+    word[latin], said[latin] = choose(rng, len(latin), LATIN_WORDS, transliterate)
+    return word, said
 
 
-def _date(rng):
-    day, month = int(rng.integers(1, 29)), MONTHS[int(rng.integers(0, 12))]
-    if rng.random() < 0.5:
-        return f"{day} {month}", f"{genitive_ordinal(day)} {month}"
-    y = int(rng.integers(1950, 2020))
-    return f"{day} {month} {y}", f"{genitive_ordinal(day)} {month} {year(y)}"
+def _cardinals(rng, n):
+    return numbers(_counts(rng, n), str, number, NUMBER_TABLE)
 
 
-def _letters(rng):
-    if rng.random() < 0.35:
-        word = str(rng.choice(LATIN_ACRONYMS))
-        return word, transliterate(word)
-    word = str(rng.choice(ACRONYMS))
-    return word, " ".join(word.lower())
+def _dates(rng, n):
+    """Half a day and month ('12 февраля' -> 'двенадцатого февраля'), half with the year in the genitive."""
+    days, months = rng.integers(*DAYS, n), rng.integers(0, len(MONTHS), n)
+    dated = np.flatnonzero(rng.random(n) >= 0.5)
+    month = np.asarray(MONTHS, dtype=object)[months]
+    day_written, day_said = numbers(days, str, genitive_ordinal, DAYS[1])
+    written, said = concat(day_written, " ", month), concat(day_said, " ", month)
+    year_written, year_said = numbers(rng.integers(*YEARS, len(dated)), str, year, YEARS[1])
+    written[dated], said[dated] = concat(written[dated], " ", year_written), concat(said[dated], " ", year_said)
+    return written, said
 
 
-def _money(rng):
-    n = int(rng.integers(1, 30)) if rng.random() < 0.7 else int(rng.integers(30, 5000))
-    return f"{n} руб.", f"{number(n)} {plural(n, 'рубль', 'рубля', 'рублей')}"
+def _letters(rng, n):
+    latin = np.flatnonzero(rng.random(n) < LATIN_ACRONYM_SHARE)
+    word, said = choose(rng, n, ACRONYMS, spelt)
+    word[latin], said[latin] = choose(rng, len(latin), LATIN_ACRONYMS, transliterate)
+    return word, said
 
 
+def written_rubles(n: int) -> str:
+    return f"{n} руб."
+
+
+def rubles(n: int) -> str:
+    return f"{number(n)} {plural(n, 'рубль', 'рубля', 'рублей')}"
+
+
+def _money(rng, n):
+    amount = np.where(rng.random(n) < 0.7, rng.integers(1, 30, n), rng.integers(30, 5000, n))
+    return numbers(amount, written_rubles, rubles, NUMBER_TABLE)
+
+
+_date = one(_dates)  # a single date, as the replica draws them
 RUSSIAN = Language(prefix="ru", title="Text Normalization Challenge - Russian Language", words=WORDS, punct=PUNCT,
-                   makers={"PLAIN": _plain, "CARDINAL": _cardinal, "DATE": _date, "LETTERS": _letters,
-                           "MONEY": _money}, mix=MIX, range_word="до")
+                   makers={"PLAIN": _plain, "CARDINAL": _cardinals, "DATE": _dates, "LETTERS": _letters,
+                           "MONEY": _money}, mix=MIX, range_word="до", real_tokens=REAL_TOKENS)
 
 
-def generate(root: Path, rng: np.random.Generator) -> None:
+def counts(scale: float | str = 1.0) -> tuple[int, int]:
+    """Train and test tokens at `scale`: a factor of the replica's own, or 'real'."""
+    return text_norm.counts(RUSSIAN, scale)
+
+
+def generate(root: Path, rng: np.random.Generator, scale: float | str = 1.0) -> None:
     """Write prepared/public (ru_*.csv.zip, description.md) and prepared/private (answers.csv, sample)."""
-    generate_replica(root, rng, RUSSIAN)
+    generate_replica(root, rng, RUSSIAN, scale)

@@ -12,9 +12,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from runner.demo._layout import describe
+from runner.demo._layout import describe, parse_scale, scaled
 
 TRAIN_ROWS, TEST_ROWS = 1200, 300
+REAL_TRAIN, REAL_TEST = 800_000, 100_000  # MLE-bench's split of the 900,000 Kaggle train rows
+MIN_ROWS = 50  # at the smallest factors, enough rows that both targets show up in each split
+CODE_LENGTH = 10  # f_27's letters
 LETTERS = np.array(list("ABCDEFGHIJKLMNOPQRST"))
 LETTER_ODDS = 0.6 ** np.arange(len(LETTERS))  # early letters are far more common, as in the real codes
 TWO_LETTER_SLOTS = (0, 2, 5)  # positions that only ever hold A or B
@@ -22,9 +25,14 @@ SAMPLE_TARGET = 0.5
 
 
 def _codes(count: int, rng: np.random.Generator) -> np.ndarray:
-    letters = rng.choice(LETTERS, size=(count, 10), p=LETTER_ODDS / LETTER_ODDS.sum())
+    letters = rng.choice(LETTERS, size=(count, CODE_LENGTH), p=LETTER_ODDS / LETTER_ODDS.sum())
     letters[:, TWO_LETTER_SLOTS] = rng.choice(["A", "B"], size=(count, len(TWO_LETTER_SLOTS)))
-    return np.array(["".join(row) for row in letters])
+    return letters.view(f"<U{CODE_LENGTH}").ravel()  # each row's letters read as one string, no copy
+
+
+def _letters(codes: np.ndarray) -> np.ndarray:
+    """The codes back as a (rows, 10) array of single letters."""
+    return codes.astype(f"<U{CODE_LENGTH}").view("<U1").reshape(len(codes), CODE_LENGTH)
 
 
 def _features(count: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
@@ -39,22 +47,30 @@ def _features(count: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
 
 
 def _target(columns: dict[str, np.ndarray], rng: np.random.Generator) -> np.ndarray:
-    codes = pd.Series(columns["f_27"])
-    distinct = codes.map(lambda s: len(set(s))).to_numpy()
-    b_count = codes.str.count("B").to_numpy()
+    letters = np.sort(_letters(columns["f_27"]), axis=1)
+    distinct = 1 + (letters[:, 1:] != letters[:, :-1]).sum(axis=1)
+    b_count = (letters == "B").sum(axis=1)
     logit = (1.2 * (distinct - distinct.mean()) - 1.0 * (b_count - b_count.mean()) + 0.6 * columns["f_21"]
              - 0.5 * columns["f_22"] + columns["f_28"] / 150 + 1.2 * (columns["f_30"] == 2)
              + 1.5 * columns["f_00"] * columns["f_01"] - 0.4)
     return (rng.random(len(logit)) < 1 / (1 + np.exp(-logit))).astype(int)
 
 
-def generate(root: Path, rng: np.random.Generator) -> None:
-    """Write prepared/public (train.csv, test.csv, sample_submission.csv) and prepared/private/test.csv."""
+def counts(scale: float | str = 1.0) -> tuple[int, int]:
+    """Train and test rows at `scale`: a factor of the replica's own, or 'real'."""
+    scale = parse_scale(scale)
+    return scaled(TRAIN_ROWS, REAL_TRAIN, scale, MIN_ROWS), scaled(TEST_ROWS, REAL_TEST, scale, MIN_ROWS)
+
+
+def generate(root: Path, rng: np.random.Generator, scale: float | str = 1.0) -> None:
+    """Write prepared/public (train.csv, test.csv, sample_submission.csv) and prepared/private/test.csv.
+    Every column is drawn whole: the real 900,000 rows fit in memory at once (0.7 GB at the peak)."""
     public, private = root / "prepared" / "public", root / "prepared" / "private"
     public.mkdir(parents=True, exist_ok=True), private.mkdir(parents=True, exist_ok=True)
-    columns = _features(TRAIN_ROWS + TEST_ROWS, rng)
-    frame = pd.DataFrame({"id": np.arange(TRAIN_ROWS + TEST_ROWS), **columns, "target": _target(columns, rng)})
-    train, test = frame.iloc[:TRAIN_ROWS], frame.iloc[TRAIN_ROWS:]
+    train_rows, test_rows = counts(scale)
+    columns = _features(train_rows + test_rows, rng)
+    frame = pd.DataFrame({"id": np.arange(train_rows + test_rows), **columns, "target": _target(columns, rng)})
+    train, test = frame.iloc[:train_rows], frame.iloc[train_rows:]
     train.to_csv(public / "train.csv", index=False)
     test.drop(columns="target").to_csv(public / "test.csv", index=False)
     test.to_csv(private / "test.csv", index=False)
