@@ -35,6 +35,11 @@ def capacity(member: Member, plan: Plan) -> int:
     return max(1, plan.cpus // max(1, member.threads))
 
 
+def lane_capacity(plan: Plan, lane: str) -> int:
+    """Folds that can run at once in a lane, for its planned members (the most of any)."""
+    return max([capacity(m, plan) for m in plan.members if m.slot == lane] or [1])
+
+
 def prepare_deadline(member: Member, training_deadline: float) -> tuple[float, float]:
     """(deadline, least seconds it needs) for a member's prepare step: room is left for one shortest fold."""
     return training_deadline - member.min_fold_seconds, max(MIN_FOLD_SECONDS, member.prepare_seconds * 0.25)

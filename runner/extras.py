@@ -8,7 +8,7 @@ from runner.bags import MemberState, extra_member, why_stop
 from runner.ensemble import Ensemble
 from runner.folds import FoldResult
 from runner.portfolio import Member
-from runner.deadlines import MIN_FOLD_SECONDS
+from runner.deadlines import MIN_FOLD_SECONDS, lane_capacity
 from runner.slots import EVERY_MEMBER_FINISHED, WINDOW_CLOSED, Scheduler
 
 log = logging.getLogger("runner")
@@ -26,7 +26,7 @@ class ExtraMembers:
         """An extra member for this lane, or None (the reason kept for the report)."""
         budget, weights = self.ensemble.outputs.budget, self.ensemble.weights
         why = why_stop(lane, self.states, weights, self.results, budget.training_left(), MIN_FOLD_SECONDS,
-                       self.scheduler.capacity_of(lane))
+                       lane_capacity(self.scheduler.plan, lane))
         if why:
             self.lane_closed[lane] = why
             log.info("no more %s members: %s", lane, why)

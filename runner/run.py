@@ -219,7 +219,7 @@ class Supervisor:
         if self.scheduler is None:
             return {}
         return dict(units=tuple(r.to_json() for r in self.scheduler.records),
-                    killed=tuple(k.to_json() for k in self.scheduler.killed))
+                    killed=tuple(k.to_json() for k in self.scheduler.slots.killed))
 
     def _status(self, running: list[Running]) -> None:
         self.controller.watch(running)

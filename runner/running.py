@@ -82,6 +82,9 @@ class Slots:
     preload: tuple[str, ...] = ()  # modules the fork server imports once
     fork: bool = True  # units forked from a fork server with the engines' libraries imported (else started)
     running: list[Running] = field(default_factory=list)
+    killed: list[KilledUnit] = field(default_factory=list)  # units killed, each with its stacks, as collected
+    said: str = ""  # the last note on how a unit was started (the fork server did not answer)
+    starving: bool = False  # a GPU fold waits on its loader: CPU units are held back (said once an episode)
 
     def cores_held(self) -> int:
         return sum(r.task.threads for r in self.running)
@@ -110,11 +113,19 @@ class Slots:
                 return f"{r.unit.name} waited on its loader for {epoch['data_wait']:.0%} of epoch {epoch['epoch']}"
         return None
 
+    def held_back(self) -> tuple[bool, str]:
+        """Whether CPU units are held back for a starved GPU fold now, and why when the episode is new."""
+        why = self.starved()
+        news = why if why and not self.starving else ""
+        self.starving = why is not None
+        return self.starving, news
+
     def start(self, unit: Unit, task: FoldTask, now: float, lane: str, budget: Budget,
-              device: str | None = None) -> Running:
+              device: str | None = None) -> str:
         """The unit's process, started from its task file in its own folder; `device` is its GPU, if any. A fork
         server still importing gets as long as it makes progress (up to START_SECONDS, never past what the budget
-        spares); one stopped, or idle, is given up on at once and the unit starts another way."""
+        spares); one stopped, or idle, is given up on at once and the unit starts another way. Returns how it was
+        started when that is news (once, not for every unit while no server is asked), else ''."""
         out = Path(task.out_dir)
         out.mkdir(parents=True, exist_ok=True)
         (out / "manifest.json").unlink(missing_ok=True)
@@ -122,8 +133,10 @@ class Slots:
         log = out / "fold.log"
         wait = min(processes.fork_server.START_SECONDS, max(1.0, budget.deadline - FINAL_SECONDS - now))
         child = processes.start(out / "task.json", log, task.threads, device, self.preload, self.fork, wait)
-        self.running.append(running := Running(unit, task, child, log, now, lane))
-        return running
+        self.running.append(Running(unit, task, child, log, now, lane))
+        news = child.note if child.note != self.said else ""
+        self.said = child.note
+        return news
 
     @staticmethod
     def kill_at(item: Running, budget: Budget) -> float:
@@ -141,8 +154,13 @@ class Slots:
             if item.killed is None and item.process.alive():
                 continue
             self.running.remove(item)  # a killed unit is not waited for: one inside a driver call dies later
-            ended.append((item, _read_result(item)))
+            ended.append(self._collected(item))
         return ended
+
+    def _collected(self, item: Running) -> tuple[Running, FoldResult]:
+        if item.killed:
+            self.killed.append(item.killed)
+        return item, _read_result(item)
 
     def kill(self, items: list[Running], why: str, budget: Budget) -> None:
         """The stacks of every unit in `items`, taken at once into their logs (within what the budget spares),
@@ -175,7 +193,7 @@ class Slots:
             time.sleep(POLL_SECONDS)
         if left := [i for i in self.running if i.process.alive()]:
             self.kill(left, "as the run stopped", budget)
-        ended = [(item, _read_result(item)) for item in self.running]
+        ended = [self._collected(item) for item in self.running]
         self.running.clear()
         return ended
 

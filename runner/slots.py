@@ -25,7 +25,7 @@ from runner.engines import get_engine
 from runner.folds import PREPARE, FoldResult, FoldTask
 from runner.portfolio import Member, Plan
 from runner.saved import Saved
-from runner.running import POLL_SECONDS, KilledUnit, Running, Slots
+from runner.running import POLL_SECONDS, Running, Slots
 from runner.units import Unit, UnitQueue
 
 TOO_LATE = "needs about"  # how a unit skipped for want of time is reported
@@ -87,11 +87,8 @@ class Scheduler:
     results: list[FoldResult] = field(default_factory=list)
     records: list[UnitRecord] = field(default_factory=list)
     closed: set[str] = field(default_factory=set)  # lanes `more` has nothing further for
-    held_back: bool = False  # CPU units held back for a GPU fold's loader (logged once per episode)
     fork: bool = True  # units forked from a fork server with the engines' libraries imported (else started)
     reused: dict[str, set[int]] = field(default_factory=dict)  # member -> folds an earlier run already finished
-    killed: list[KilledUnit] = field(default_factory=list)  # units killed, each with its stacks
-    said: str = ""  # the last note on how a unit was started, said once
 
     def __post_init__(self) -> None:
         self.slots = Slots(tuple(mod for m in self.plan.members for mod in get_engine(m.engine).preload), self.fork)
@@ -131,15 +128,10 @@ class Scheduler:
     def loader_starved(self) -> bool:
         """Whether a running GPU fold spent more than DATA_WAIT_LIMIT of its last epoch waiting for data (said
         once an episode)."""
-        why = self.slots.starved()
-        if why and not self.held_back:
-            self.on_action(f"CPU units held back: {why}")
-        self.held_back = why is not None
-        return self.held_back
-
-    def capacity_of(self, lane: str) -> int:
-        """Folds that can run at once in a lane, for its planned members (the most of any)."""
-        return max([capacity(m, self.plan) for m in self.plan.members if m.slot == lane] or [1])
+        starved, news = self.slots.held_back()
+        if news:
+            self.on_action(f"CPU units held back: {news}")
+        return starved
 
     def _deadline(self, unit: Unit, now: float) -> tuple[float, float]:
         """(deadline, least seconds it needs) for a unit starting now."""
@@ -153,11 +145,8 @@ class Scheduler:
         deadline, _ = self._deadline(unit, now)
         task = self.make_task(unit, deadline, gpu, threads)
         self.pending.take(unit)
-        running = self.slots.start(unit, task, now, lane, self.budget, card(self.plan, gpu))
-        note = running.process.note  # the fork server did not answer: replaced, and this unit started without it
-        if note and note != self.said:  # once, not for every unit while no server is asked
-            self.on_action(f"{unit.name}: {note}")
-        self.said = note
+        if note := self.slots.start(unit, task, now, lane, self.budget, card(self.plan, gpu)):
+            self.on_action(f"{unit.name}: {note}")  # the fork server did not answer: replaced, unit started anew
 
     def _fits_in_time(self, unit: Unit, now: float) -> bool:
         deadline, need = self._deadline(unit, now)
@@ -235,7 +224,6 @@ class Scheduler:
         """A unit that ended recorded, and a kill said with its evidence."""
         self._record(result, item.unit, item.lane, item.started, item.task.threads)
         if item.killed:
-            self.killed.append(item.killed)
             self.on_action(item.killed.describe())
 
     def _record(self, result: FoldResult, unit: Unit, lane: str, started: float, threads: int = 0) -> None:
@@ -282,7 +270,4 @@ class Scheduler:
         finally:
             for item, result in self.slots.stop_all(self.budget):  # none, unless the run is stopping early
                 self._ended(item, result)
-        return self.stop_reason()
-
-    def stop_reason(self) -> str:
         return stop_reason(self.pending, self.budget)
