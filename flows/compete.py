@@ -27,6 +27,7 @@ from runner.mlebench import competition_dirs
 from runner.monitor import read_samples
 from runner.plot import fold_timeline
 from runner.report import RunReport
+from runner.sampling import Sampled
 from runner.spec import load_spec
 
 
@@ -70,15 +71,12 @@ def grade_run(submission: str, competition: str, private: str) -> dict:
     return grade(Path(submission), load_spec(competition), Path(private)).to_json()
 
 
-@task
-def publish(report: RunReport, graded: dict | None, launched: dict, out_dir: str) -> None:
-    """Run page: a markdown summary with score, blend and plan, tables of members and folds, links to the report
-    and plot."""
-    plot = fold_timeline(report, Path(out_dir) / "folds.png", read_samples(Path(out_dir) / "monitor.jsonl"))
+def run_summary(report: RunReport, graded: dict | None, launched: dict, submission: Path) -> str:
+    """The run page's summary in markdown: score, time, submission, what was trained on only a part of its data
+    (first: a score from a share of the data is read as such), then the plan's reasons."""
     score = f"{graded['score']}" if graded else "not graded (no answers)"
     plan = report.plan or {}
     killed = ", killed at the hard deadline" if launched["killed_at_deadline"] else ""
-    submission = Path(out_dir, "submission.csv").resolve()  # the host's copy, not the path the run wrote
     md = escape_markdown  # the report's strings come from the run: text, never markup
     lines = [f"# {md(report.competition)}", "",
              f"- test score ({md(report.metric)}): **{score}**; CV {md(report.cv_score)}; baseline CV "
@@ -86,9 +84,22 @@ def publish(report: RunReport, graded: dict | None, launched: dict, out_dir: str
              f"- {md(report.status)}: {md(report.wall_seconds)} s of {md(report.budget_seconds)} s "
              f"({launched['backend']}{killed})",
              f"- submission: `{submission}` ({md(report.submission_source)})",
-             f"- training ended: {md(report.stop_reason)}", "", "## Plan", ""]
-    lines += [f"- {md(reason)}" for reason in plan.get("reasons", ())]
-    create_markdown_artifact("\n".join(lines), key="run-summary", description="plan, blend and score")
+             f"- training ended: {md(report.stop_reason)}", ""]
+    said = [Sampled.model_validate(s).say() for s in report.sampled]
+    if said:
+        lines += ["## Trained on part of the data", "", *(f"- {md(line)}" for line in said), ""]
+    lines += ["## Plan", "", *(f"- {md(reason)}" for reason in plan.get("reasons", ()) if reason not in said)]
+    return "\n".join(lines)
+
+
+@task
+def publish(report: RunReport, graded: dict | None, launched: dict, out_dir: str) -> None:
+    """Run page: a markdown summary with score, blend and plan, tables of members and folds, links to the report
+    and plot."""
+    plot = fold_timeline(report, Path(out_dir) / "folds.png", read_samples(Path(out_dir) / "monitor.jsonl"))
+    submission = Path(out_dir, "submission.csv").resolve()  # the host's copy, not the path the run wrote
+    create_markdown_artifact(run_summary(report, graded, launched, submission), key="run-summary",
+                             description="plan, blend and score")
     members = [{k: m.get(k) for k in ("name", "engine", "slot", "folds_done", "folds", "cv", "weight", "seconds",
                                       "gain", "status")} for m in report.members]
     if members:

@@ -283,7 +283,9 @@ def parser() -> argparse.ArgumentParser:
     demo_data.add_argument("--out", required=True)
     demo_data.add_argument("--seed", type=int, default=0)
     demo_data.add_argument("--scale", default="1", help="'real' (as many rows, images, clips and tokens as the real "
-                                                       "competition has) or a factor of the replica's own size")
+                                                       "competition has), 'real/N' (the real counts over N, e.g. "
+                                                       "real/8, all else as at real) or a factor of the replica's "
+                                                       "own size")
     demo_data.set_defaults(func=_demo_data)
     demo = sub.add_parser("demo", help="generate, run and grade every demo competition")
     demo.add_argument("--out", default="runs/demo")

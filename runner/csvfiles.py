@@ -17,11 +17,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from runner.sampling import Sampled
+
 ENCODING = "utf-8-sig"  # UTF-8, a byte-order mark dropped from the first column's name
 FALLBACK_ENCODING = "latin-1"  # decodes any byte: a wrong guess gives odd letters, never a lost row
 DELIMITERS = ",;\t|"
 SNIFF_BYTES = 64 * 1024  # the file's head: enough lines to tell its encoding and delimiter
-SAMPLED = "drawn evenly"  # how a table's sampling is said, so the plan can repeat it
 CHUNK_ROWS = 500_000  # rows parsed at a time from a table too large to read whole (a few hundred MB of memory)
 MAGIC = ((b"\x1f\x8b", "gzip"), (b"PK\x03\x04", "zip"), (b"BZh", "bz2"), (b"\xfd7zXZ\x00", "xz"))
 OPENERS = {"gzip": gzip.open, "bz2": bz2.open, "xz": lzma.open}
@@ -86,23 +87,27 @@ def _options(path: Path, notes: list[str]) -> tuple[str, dict]:
 
 def read_csv_sample(path: Path, rows: int, seconds: float, warnings: list[str], seed: int = 0) -> pd.DataFrame:
     """About `rows` rows drawn evenly from a large file, read in chunks of CHUNK_ROWS; reading stops after
-    `seconds` (the rows after are never seen). What was kept, of how much, is said in `warnings`."""
+    `seconds` (the rows after are never seen). What was kept, of how much, is the frame's `attrs["sampled"]`
+    (runner.sampling) and said in `warnings`."""
     encoding, options = _options(path, warnings)
     raw = head(path, options["compression"])
     per_row = max(1, len(raw) // max(1, raw.count(b"\n")))
     expected = max(rows, path.stat().st_size // per_row * (1 if options["compression"] is None else 4))
     share, rng, parts, seen = min(1.0, rows / expected), np.random.default_rng(seed), [], 0
-    started = time.monotonic()
+    started, stopped = time.monotonic(), None
     with pd.read_csv(path, encoding=encoding, chunksize=CHUNK_ROWS, **options) as chunks:
         for chunk in chunks:
             seen += len(chunk)
             parts.append(chunk[rng.random(len(chunk)) < share])
             if time.monotonic() - started > seconds:
-                warnings.append(f"{path}: reading stopped after {seconds:.0f} s, at row {seen}")
+                stopped = seconds
                 break
     frame = pd.concat(parts, ignore_index=True)
-    warnings.append(f"{path}: kept {len(frame)} of the {seen} rows read ({share:.1%} {SAMPLED}), what this "
-                    "budget affords")
+    frame.attrs["sampled"] = Sampled(what="training rows", kept=len(frame), of=seen, source=str(path),
+                                     how="drawn evenly through the file" if stopped is None else
+                                     f"drawn evenly through the first {seen:,} rows: reading stopped after "
+                                     f"{stopped:.0f} s", why="what the budget affords")
+    warnings.append(frame.attrs["sampled"].say())
     return frame
 
 

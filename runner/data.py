@@ -22,6 +22,7 @@ from PIL import Image
 
 from runner.csvfiles import compression, find_sample, read_csv_file, read_csv_sample
 from runner.errors import InputError
+from runner.sampling import Sampled
 from runner.sounds import MELS
 from runner.spec import CompetitionSpec
 from runner.spoken import SOURCES, token_table
@@ -63,6 +64,7 @@ class Dataset:
     image_side: int = 0  # the images' (or pages') median shorter side in pixels; an audio task's spectrogram side
     source_pixels: int = 0  # image to image: every pixel of the training pages, however many rows the table keeps
     choices: np.ndarray | None = None  # text normalisation: each test row's string for each class (runner.spoken)
+    sampled: tuple[Sampled, ...] = ()  # what the engines learn from only a part of, and why (runner.sampling)
 
     @property
     def n_outputs(self) -> int:
@@ -153,9 +155,12 @@ def read_csv(path: Path, what: str, root: Path | None = None, warnings: list[str
         raise InputError(f"{path}: cannot read {what}: {exc}") from exc
     if frame.empty:
         raise InputError(f"{path}: {what} has no rows")
-    if rows is not None and not sampled and warnings is not None:
-        warnings.append(f"{path}: read its first {rows} rows only ({real.stat().st_size / 2**30:.1f} GiB is more than "
-                        f"{MEMORY_SHARE:.0%} of this machine's memory)")
+    if rows is not None and not sampled:
+        frame.attrs["sampled"] = Sampled(what="rows", kept=len(frame), of=estimated_rows(real), source=str(path),
+                                         how="the file's first rows", why=f"{real.stat().st_size / 2**30:.1f} GiB is "
+                                         f"more than {MEMORY_SHARE:.0%} of this machine's memory")
+        if warnings is not None:
+            warnings.append(frame.attrs["sampled"].say())
     return frame
 
 
@@ -217,10 +222,19 @@ def affordable_rows(path: Path) -> int | None:
     size, room = path.stat().st_size, MEMORY_SHARE * psutil.virtual_memory().total / MEMORY_PER_FILE_BYTE
     if size <= room:
         return None
+    return int(room // _bytes_per_row(path))
+
+
+def _bytes_per_row(path: Path) -> int:
+    """A CSV's bytes per row, from its first MiB."""
     with open(path, "rb") as handle:
         head = handle.read(2**20)
-    per_row = max(1, len(head) // max(1, head.count(b"\n")))
-    return int(room // per_row)
+    return max(1, len(head) // max(1, head.count(b"\n")))
+
+
+def estimated_rows(path: Path) -> int:
+    """About how many rows a CSV holds, from its size and its first MiB."""
+    return int(path.stat().st_size // _bytes_per_row(path))
 
 
 def read_sample(spec: CompetitionSpec, data_dir: Path, warnings: list[str] | None = None) -> pd.DataFrame:
@@ -447,6 +461,7 @@ def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_s
     else:
         train_path = data_dir / spec.train_file
         train = read_table(train_path, "train file", data_dir, warnings, budget_seconds)
+    sampled = tuple(s for s in (train.attrs.get("sampled"),) if s)  # a large table cut to the budget or memory
     train, classes, y = _labels(spec, train, columns, train_path, warnings)
     views: dict[str, tuple] = {}
     keep = np.ones(len(y), dtype=bool)
@@ -474,7 +489,7 @@ def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_s
             views["table"] = (features, test_features)
     if not views:
         raise InputError(f"{train_path}: no feature columns besides the id and the target(s)")
-    return Dataset(spec, columns, classes, y, views, warnings, image_side=side).subset(keep)
+    return Dataset(spec, columns, classes, y, views, warnings, image_side=side, sampled=sampled).subset(keep)
 
 
 # --- items listed in files (mlsp-2013-birds) ---------------------------------------------------------------
@@ -641,10 +656,11 @@ def _pixel_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, sample
         areas.append(noisy.size)
     if not features:
         raise InputError(f"{data_dir / spec.image_dir}: no training image with a clean one in {spec.target_image_dir}/")
-    if share < 1:
-        warnings.append(f"about {pixels:.0f} training pixels: a random {share:.1%} of each page's kept (what the "
-                        f"budget trains, at most {MAX_PIXEL_ROWS})")
     x, y, group = np.concatenate(features), np.concatenate(targets), np.concatenate(groups)
+    sampled = () if share >= 1 else (Sampled(
+        what="training pixels", kept=len(y), of=int(sum(areas)), how="the same random share of each page's",
+        why=f"what the budget trains, at most {MAX_PIXEL_ROWS:,}", source=str(data_dir / spec.image_dir)),)
+    warnings.extend(s.say() for s in sampled)
     ids = sample[spec.id_column].astype(str)
     parts = ids.str.extract(r"^(.+)_(\d+)_(\d+)$")
     if parts.isna().any().any():
@@ -672,7 +688,7 @@ def _pixel_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, sample
     views = {"table": (pd.DataFrame(x, columns=names), pd.DataFrame(test, columns=names)),
              "page": (_page_rows(pages, group, located), test_rows)}
     return Dataset(spec, columns, None, y[:, None].astype(np.float64), views, warnings, groups=group,
-                   image_side=int(np.median(sides)), source_pixels=int(sum(areas)))
+                   image_side=int(np.median(sides)), source_pixels=int(sum(areas)), sampled=sampled)
 
 
 def _page_rows(pages: list[tuple[str, str]], group: np.ndarray, located: list[tuple]) -> pd.DataFrame:
@@ -712,21 +728,24 @@ def _token_dataset(spec: CompetitionSpec, data_dir: Path, sample: pd.DataFrame, 
     test["before"] = test["before"].fillna("")
     tokens, where = _test_tokens(test, sample, spec.id_column, columns[0], test_path, warnings)
     most = min(MAX_TOKEN_ROWS, sampled_rows(budget_seconds, None)) if budget_seconds else MAX_TOKEN_ROWS
-    rows = train.rename(columns={columns[0]: "after"})
+    rows, sampled, source = train.rename(columns={columns[0]: "after"}), [], str(data_dir / spec.train_file)
     if budget_seconds and len(rows) > TAUGHT_PER_BUDGET_SECOND * budget_seconds:
         rows = _sentences_within(rows, int(TAUGHT_PER_BUDGET_SECOND * budget_seconds))
-        warnings.append(f"{len(train)} training tokens: whole sentences holding {len(rows)} of them teach the "
-                        f"candidates (what {budget_seconds:.0f} s affords)")
+        sampled.append(Sampled(what="training tokens the candidates' normalisers learn from", kept=len(rows),
+                               of=len(train), how="whole sentences at random", source=source,
+                               why=f"what {budget_seconds:.0f} s affords"))
     table = token_table(rows, tokens, learned_from=_sentences_within(rows, most))
     learned = len(table.y) + table.unanswerable
-    if learned < len(rows):
-        warnings.append(f"the engines learn from whole sentences holding {learned} of the {len(rows)} training "
-                        f"tokens (what the budget trains, at most {MAX_TOKEN_ROWS})")
+    if learned < len(train):
+        sampled.append(Sampled(what="training tokens the engines learn from", kept=learned, of=len(train),
+                               how="whole sentences at random", source=source,
+                               why=f"what the budget trains, at most {MAX_TOKEN_ROWS:,}"))
+    warnings.extend(s.say() for s in sampled)
     warnings.append(f"{table.unanswerable} of those {learned} training tokens ({table.unanswerable / learned:.1%}) "
                     f"no candidate says right are left out: the CV is the accuracy on the others")
     test_rows = table.x_test.iloc[where].reset_index(drop=True)  # the sample's order
     return Dataset(spec, columns, list(SOURCES), table.y, {"table": (table.x, test_rows)}, warnings,
-                   groups=table.groups, choices=table.choices[where])
+                   groups=table.groups, choices=table.choices[where], sampled=tuple(sampled))
 
 
 def _test_tokens(test: pd.DataFrame, sample: pd.DataFrame, id_column: str, value: str, path: Path,

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, SerializeAsAny, model_validator
 
 from runner.engines import get_engine
 from runner.hardware import Hardware
+from runner.sampling import Sampled
 from runner.saved import Saved
 from runner.spec import CompetitionSpec
 
@@ -102,6 +103,7 @@ class Plan(Saved, BaseModel):
     lane_cores: dict[str, int] = {}  # lane -> the cores its engines planned for (gpu: incl. loaders)
     seed: int = 0
     reasons: tuple[str, ...] = ()
+    sampled: tuple[Sampled, ...] = ()  # what the members learn from only a part of (the dataset's), and why
 
     def member(self, name: str) -> Member:
         return next(m for m in self.members if m.name == name)

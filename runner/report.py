@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from runner.atomic import write_json
+from runner.sampling import Sampled
 from runner.saved import Saved
 
 
@@ -34,6 +35,7 @@ class RunReport(Saved):
     epochs: tuple[dict, ...] = ()  # member, fold, epoch, loss, score, images/s, data wait, GPU memory and busy %
     stop_reason: str | None = None  # why training ended when it did
     resumed: dict | None = None  # folds_reused, members: what an earlier run in this folder had finished
+    sampled: tuple[Sampled, ...] = ()  # what the run trained on only a part of, of how much, and why
     warnings: tuple[str, ...] = ()
     error: str | None = None
 

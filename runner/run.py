@@ -23,7 +23,7 @@ from runner.atomic import replacing
 from runner.bags import MemberState, member_rows, note_record
 from runner.budget import Budget
 from runner.controller import Controller
-from runner.csvfiles import SAMPLED, find_sample, read_csv_file
+from runner.csvfiles import find_sample, read_csv_file
 from runner.data import Dataset, load_dataset, nothing_to_learn
 from runner.engines import get_engine
 from runner.ensemble import Ensemble
@@ -80,6 +80,8 @@ class Supervisor:
     def load_data(self) -> None:
         self.dataset = load_dataset(self.spec, self.data_dir, self.work, self.budget.seconds)
         self.ensemble = Ensemble(self.outputs, self.dataset, self.outputs.write_prior(self.dataset))
+        if self.dataset.sampled:
+            self.update(sampled=self.dataset.sampled)
 
     def resume(self) -> None:
         """Take up what an earlier run in this folder finished for the same data and code: its folds count as
@@ -104,8 +106,9 @@ class Supervisor:
         planned, costs = plan_for(self.spec, self.dataset, hardware, self.budget, self.out, engines=engines)
         unfinished = [r.member for r in self.reused.values() if len(r.folds) < r.member.folds]
         members = unfinished + [m for m in planned.members if m.name not in self.reused]
-        sampled = tuple(w for w in self.dataset.warnings if SAMPLED in w)  # a large table cut to the budget
-        self.plan = planned.model_copy(update=dict(members=tuple(members), reasons=sampled + planned.reasons))
+        sampled = self.dataset.sampled  # data cut to the budget or memory: said first
+        self.plan = planned.model_copy(update=dict(members=tuple(members), sampled=sampled,
+                                                   reasons=tuple(s.say() for s in sampled) + planned.reasons))
         self.states.update({m.name: MemberState(m) for m in members if m.name not in self.states})
         self.controller = Controller(self.outputs, self.states, self.plan, hardware, costs, self.dataset, probed)
         self.extras = ExtraMembers(self.states, self.results, self.ensemble, self.plan.seed)

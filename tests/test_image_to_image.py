@@ -87,7 +87,9 @@ def test_pages_beyond_what_training_takes_keep_a_share_of_every_pages_pixels(pag
     short = load_dataset(spec, pages, tmp_path / "short")
     assert 0.8 * 20_000 < len(short.y) < 1.2 * 20_000 < len(whole.y)
     assert set(np.unique(short.groups)) == set(np.unique(whole.groups))
-    assert any("kept" in w for w in short.warnings)
+    assert not whole.sampled
+    (cut,) = short.sampled  # every training pixel counted, the kept ones those the engines learn from
+    assert (cut.what, cut.kept, cut.of) == ("training pixels", len(short.y), len(whole.y)) and cut.say() in short.warnings
     assert len(short.views["table"][1]) == len(whole.views["table"][1])
 
 

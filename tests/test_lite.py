@@ -137,9 +137,36 @@ def test_a_large_training_table_is_sampled_evenly_to_what_the_budget_affords(tmp
     kept = set(dataset.y[:, 0].round(4))  # drawn from the whole file, not its head
     late = whole["fare_amount"].iloc[40_000:].round(4)
     assert late.isin(kept).mean() > 0.1
-    assert any("drawn evenly" in w for w in dataset.warnings)
+    (cut,) = dataset.sampled  # typed: what the plan, the report and the run page say
+    assert cut.what == "training rows" and cut.of == len(whole) and cut.kept >= len(dataset.y)
+    assert cut.source.endswith("labels.csv") and cut.say() in dataset.warnings and "drawn evenly" in cut.how
     # the dates became what trees split on
     assert {"pickup_datetime_year", "pickup_datetime_hour"} <= set(dataset.views["table"][0].columns)
+
+
+def test_a_run_on_a_sampled_table_says_so_in_its_plan_report_and_run_page(tmp_path, monkeypatch):
+    """What the run trains on only a part of goes from the dataset to plan.json (typed, and its first reason), to
+    report.json and to the top of the run page, once."""
+    from flows.compete import run_summary
+    from runner.hardware import Hardware
+    from runner.portfolio import Plan
+    from runner.report import RunReport
+
+    root = write_demo("new-york-city-taxi-fare-prediction", tmp_path, train_rows=30_000)
+    monkeypatch.setattr(data_module, "LARGE_TABLE_BYTES", 1_000_000)
+    monkeypatch.setattr(data_module, "MIN_SAMPLED_ROWS", 5_000)
+    monkeypatch.setattr(data_module, "ROWS_PER_BUDGET_SECOND", 500)
+    hardware = Hardware(gpus=(), cpus=1, ram_bytes=8 * 2**30, shm_bytes=2**30, disk_free_bytes=50 * 2**30)
+    out = tmp_path / "out"
+    run_competition("nyc-taxi", root / "prepared" / "public", Budget.start(10), out, hardware=hardware,
+                    engines=["linear"])
+    plan = Plan.from_json(json.loads((out / "plan.json").read_text()))
+    report = RunReport.load(out / "report.json")
+    (cut,) = plan.sampled
+    assert report.sampled == plan.sampled and plan.reasons[0] == cut.say() and 4_000 < cut.kept < 6_000
+    page = run_summary(report, None, dict(backend="local", killed_at_deadline=False), out / "submission.csv")
+    said, plan_part = page.split("## Trained on part of the data")[1].split("## Plan")
+    assert f"{cut.kept:,} of {cut.of:,} training rows" in said and f"{cut.kept:,} of" not in plan_part
 
 
 def test_kappa_grades_and_thresholds_tuned_on_out_of_fold_predictions():

@@ -11,7 +11,7 @@ from PIL import Image
 
 from runner.csvfiles import find_sample
 from runner.demo import _pictures, aptos, cactus, dog_breed, dogs_cats, histopathology, melanoma, write_demo
-from runner.demo._layout import REAL
+from runner.demo._layout import REAL, Real
 from runner.errors import RunnerError
 from runner.grade import grade
 from runner.spec import load_spec
@@ -108,6 +108,26 @@ def test_real_gives_the_real_counts_and_pixel_sizes(competition):
         assert {tuple(s) for s in shapes} == {shape for shape, _ in size.cameras}
 
 
+@pytest.mark.parametrize("competition", sorted(REAL_SIZES))
+def test_a_share_of_real_divides_the_real_counts_and_keeps_the_real_pixel_sizes(competition):
+    module, (train, test, _, _) = MODULES[competition], REAL_SIZES[competition]
+    share, real = module.sizes(Real(1 / 8)), module.sizes(REAL)
+    expected = (round(train / 8), round(test / 8))
+    if module is melanoma:  # each of the 16 real shards over 8, rounded: 14 train shards and 2 test of 259
+        expected = (14 * 259, 2 * 259)
+    assert (share.train, share.test) == expected
+    assert vars(share) == {**vars(real), "train": share.train, "test": share.test}  # pixel sizes and cameras
+    assert module.sizes("real/1") == real and module.sizes(Real(1.0)) == real
+    tiny, floor = module.sizes(Real(1e-9)), module.sizes(1e-9)  # the replica's floors hold at a tiny share
+    assert (tiny.train, tiny.test) == ((28, 4) if module is melanoma else (floor.train, floor.test))
+
+
+def test_melanoma_at_a_share_keeps_the_real_shards_and_photos_a_patient():
+    assert melanoma.shards("real/8") == (259,) * 16 and melanoma.shards(Real(1e-9)) == (2,) * 16
+    assert (melanoma.patients(REAL, 33_126), melanoma.patients("real/8", 4144)) == (2056, 257)
+    assert melanoma.patients(1.0, 270) == 90  # the replica's own: a third as many as its photos
+
+
 def test_real_size_pictures_are_drawn_at_their_real_pixel_sizes(tmp_path):
     """One picture each at a real size, not a whole real-size replica."""
     rng = np.random.default_rng(0)
@@ -132,8 +152,9 @@ def test_dog_breed_scales_its_per_breed_counts_and_real_takes_none():
     assert (dog_breed.sizes(0.5, 4, 2).train, dog_breed.sizes(0.5, 4, 2).test) == (240, 120)
     assert dog_breed.sizes(0.1).train == 120  # every breed keeps a photo
     assert dog_breed.sizes(REAL).train == 9_199
-    with pytest.raises(RunnerError, match="per-breed"):
-        dog_breed.sizes(REAL, train_per_breed=4)
+    for real in (REAL, "real/8"):
+        with pytest.raises(RunnerError, match="per-breed"):
+            dog_breed.sizes(real, train_per_breed=4)
 
 
 @pytest.mark.parametrize("bad", [0, -1, "0", "huge", "-2"])

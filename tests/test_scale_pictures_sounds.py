@@ -15,7 +15,7 @@ from PIL import Image
 
 from runner.csvfiles import find_sample
 from runner.demo import birds, denoising, leaf, plant, ranzcr, whale, write_demo
-from runner.demo._layout import REAL
+from runner.demo._layout import REAL, Real
 from runner.errors import RunnerError
 from runner.grade import grade
 from runner.spec import load_spec
@@ -133,6 +133,24 @@ def test_real_gives_the_real_counts_and_pixel_sizes_and_clip_lengths():
     recordings = birds.sizes(REAL)
     assert (recordings.train, recordings.test, recordings.rate, recordings.samples) == (258, 64, 16000, 160_000)
     assert len(birds._filenames(recordings.train + recordings.test, np.random.default_rng(0))) == 322
+
+
+# train and test at real/8: the real counts over 8, rounded, or the replica's floor (leaf's two leaves a species);
+# birds divides its 322 recordings and splits the 40 as it splits the real ones
+SHARE_8 = {"plant-pathology-2020-fgvc7": (205, 23), "ranzcr-clip-catheter-line-classification": (3384, 376),
+           "leaf-classification": (198, 12), "denoising-dirty-documents": (14, 4),
+           "the-icml-2013-whale-challenge-right-whale-redux": (2990, 2990), "mlsp-2013-birds": (32, 8)}
+
+
+@pytest.mark.parametrize("competition", sorted(SHARE_8))
+def test_a_share_of_real_divides_the_real_counts_and_keeps_the_real_sizes_and_lengths(competition):
+    module = MODULES[competition]
+    share, real = module.sizes("real/8"), module.sizes(REAL)
+    assert (share.train, share.test) == SHARE_8[competition]
+    assert vars(share) == {**vars(real), "train": share.train, "test": share.test}  # pixels, pages, clips, rates
+    assert module.sizes(Real(1 / 8)) == share and module.sizes("real/1") == real
+    tiny, floor = module.sizes(Real(1e-9)), module.sizes(1e-9)  # the replica's floors hold at a tiny share
+    assert (tiny.train, tiny.test) == (floor.train, floor.test)
 
 
 def test_real_size_pictures_and_clips_are_drawn_at_their_real_sizes():

@@ -12,7 +12,7 @@ import pytest
 from runner.csvfiles import find_sample
 from runner.demo import (insults, jigsaw, nomad, pizza, spaceship, spooky, taxi, text_norm_en, text_norm_ru, tps_dec,
                          tps_may, write_demo)
-from runner.demo._layout import REAL
+from runner.demo._layout import REAL, Real, is_real, parse_scale
 from runner.errors import RunnerError
 from runner.grade import grade
 from runner.spec import load_spec
@@ -79,6 +79,37 @@ def test_counts_follow_the_factor_and_real_asks_for_the_real_competitions(module
     assert module.counts(REAL) == REAL_COUNTS[module]
     assert all(real > replica for real, replica in zip(module.counts(REAL), own))
     assert module.counts(1e-9) == module.counts(1e-6) and min(module.counts(1e-9)) > 0  # a floor, never empty
+
+
+def test_a_share_of_real_is_parsed_once_and_kept():
+    share = parse_scale("real/8")
+    assert share == 0.125 and is_real(share) and str(share) == "real/8"
+    assert parse_scale(share) is share and isinstance(parse_scale(Real(0.5)), Real)  # modules parse again
+    assert parse_scale(REAL) == 1.0 and is_real(REAL) and str(parse_scale("real/1")) == REAL
+    assert parse_scale("real/2.5") == 0.4 and not is_real(parse_scale("0.125")) and not is_real(1.0)
+
+
+@pytest.mark.parametrize("bad", ["real/0", "real/-2", "real/x", "real/nan", "real/inf", "real8", "real/"])
+def test_a_bad_share_of_real_is_refused(bad):
+    with pytest.raises(RunnerError, match="real/N"):
+        parse_scale(bad)
+
+
+@pytest.mark.parametrize("module", list(REAL_COUNTS), ids=lambda m: m.__name__.rsplit(".", 1)[-1])
+def test_a_share_of_real_divides_the_real_counts_down_to_the_floor(module):
+    floors = module.counts(1e-9)
+    assert module.counts("real/8") == tuple(max(f, round(n / 8)) for n, f in zip(REAL_COUNTS[module], floors))
+    assert module.counts(Real(1.0)) == module.counts("real/1") == REAL_COUNTS[module]
+    assert module.counts(Real(1e-9)) == floors
+
+
+def test_a_share_of_real_is_written_with_its_counts_and_real_is_never_the_default(tmp_path, monkeypatch):
+    public = write_demo("spaceship", tmp_path, seed=1, scale="real/8") / "prepared" / "public"
+    assert (rows(public / "train.csv"), rows(public / "test.csv")) == (978, 109)  # 7823 / 8 and 870 / 8
+    given = {}
+    monkeypatch.setattr(spaceship, "generate", lambda root, rng, **sized: given.update(sized))
+    write_demo("spaceship", tmp_path, scale="real")  # real equals the factor 1.0 as a float, yet is passed on
+    assert is_real(given["scale"]) and given["scale"] == 1.0
 
 
 @pytest.mark.parametrize("competition", list(REPLICAS))

@@ -162,7 +162,9 @@ def test_a_short_budget_teaches_the_candidates_from_whole_sentences_it_affords(e
     kept = train[train["sentence_id"].isin(np.unique(dataset.groups))]
     learned = [int(m.group(1)) for w in dataset.warnings if (m := re.search(r"of those (\d+) training", w))]
     assert learned and len(kept) <= learned[0] <= 1500  # each drawn sentence whole (less the tokens left out)
-    assert any("teach the candidates" in w for w in dataset.warnings)
+    taught, learns = dataset.sampled  # both cuts said, each as a share of every training token
+    assert taught.kept <= 1500 < taught.of == learns.of == len(train) and taught.how == "whole sentences at random"
+    assert learns.kept == learned[0] and "normalisers learn from" in taught.what and taught.say() in dataset.warnings
 
 
 @pytest.mark.parametrize("engine", ["lightgbm", "catboost", "xgboost", "linear", "knn"])

@@ -44,15 +44,19 @@ def resolve(name: str, among: dict = REPLICAS) -> str:
 def write_demo(name: str, out: Path, seed: int = 0, scale: float | str = 1.0, **options) -> Path:
     """Write OUT/<id>/prepared/{public,private}; returns the competition folder. Replaces an earlier one.
     `scale`: the replica's own size times a factor, or 'real' (`runner.demo._layout.REAL`): as many rows, images,
-    clips, pages and tokens as the real competition has, images at their real pixel sizes. `options` go to the
-    generator (sizes, such as dog-breed's train_per_breed)."""
+    clips, pages and tokens as the real competition has, images at their real pixel sizes; 'real/8' the real counts
+    over 8, all else as at 'real'. `options` go to the generator (sizes, such as dog-breed's train_per_breed)."""
     import importlib
 
+    from runner.demo._layout import is_real, parse_scale
+
     competition = resolve(name)
+    scale = parse_scale(scale)  # a bad scale is refused before anything is removed or written
     root = Path(out) / competition
     shutil.rmtree(root / "prepared", ignore_errors=True)
     module = importlib.import_module(f"runner.demo.{REPLICAS[competition]}")
-    sized = {} if scale == 1.0 else {"scale": scale}  # the default: every generator's own size
+    # the default, every generator's own size; real (Real(1.0)) equals 1.0 as a float, so its type is asked first
+    sized = {"scale": scale} if is_real(scale) or scale != 1.0 else {}
     module.generate(root, np.random.default_rng(seed), **sized, **options)
     return root
 

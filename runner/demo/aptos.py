@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 from PIL import Image, ImageDraw
 
-from runner.demo._layout import REAL, describe, parse_scale, scaled
+from runner.demo._layout import describe, is_real, parse_scale, scaled
 from runner.demo._pictures import Sizes, design, disc, folders, hex_ids, paint, quota, render, textured, to_image
 
 TRAIN, TEST = 220, 60  # the replica's own counts
@@ -40,7 +40,7 @@ def sizes(scale: float | str = 1.0) -> Sizes:
     """How many photos `scale` writes (a factor of the replica's own counts, or REAL) and their pixel sizes."""
     scale = parse_scale(scale)  # a factor that is not positive, or a word other than REAL, is refused
     train, test = scaled(TRAIN, REAL_TRAIN, scale, least=5), scaled(TEST, REAL_TEST, scale, least=5)
-    if scale == REAL:
+    if is_real(scale):
         return Sizes.of_cameras(train, test, CAMERAS)
     return Sizes(train, test, (WIDTHS[0], HEIGHTS[0]), (WIDTHS[1], HEIGHTS[1]))
 

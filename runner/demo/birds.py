@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from PIL import Image, ImageDraw
 
-from runner.demo._layout import REAL, describe, parse_scale, scaled
+from runner.demo._layout import describe, is_real, parse_scale, scaled
 from runner.demo._sounds import Clips, burst, spectrogram, write_wav
 
 SPECIES = (("BRCR", "Brown Creeper"), ("PAWR", "Pacific Wren"), ("PSFL", "Pacific-slope Flycatcher"),
@@ -55,7 +55,7 @@ def sizes(scale: float | str = 1.0) -> Clips:
     scale = parse_scale(scale)
     recordings = scaled(RECORDINGS, REAL_RECORDINGS, scale, LEAST)
     test = round(recordings * TEST_FRACTION)
-    return Clips(recordings - test, test, RATE, REAL_SAMPLES if scale == REAL else SAMPLES)
+    return Clips(recordings - test, test, RATE, REAL_SAMPLES if is_real(scale) else SAMPLES)
 
 
 def _rounds(samples: int) -> int:

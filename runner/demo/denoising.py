@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from PIL import Image, ImageFilter
 
-from runner.demo._layout import REAL, describe, parse_scale, scaled
+from runner.demo._layout import describe, is_real, parse_scale, scaled
 from runner.demo._pictures import Sizes, disc, folders, smooth_field
 
 WIDTH, HEIGHTS = 64, (40, 48)  # two page heights, as the real pages come in two
@@ -37,7 +37,7 @@ def sizes(scale: float | str = 1.0) -> Sizes:
     """How many pages `scale` writes (a factor of the replica's own counts, or REAL) and their sizes, either
     height as likely."""
     scale = parse_scale(scale)
-    width, heights = (REAL_WIDTH, REAL_HEIGHTS) if scale == REAL else (WIDTH, HEIGHTS)
+    width, heights = (REAL_WIDTH, REAL_HEIGHTS) if is_real(scale) else (WIDTH, HEIGHTS)
     return Sizes.of_cameras(scaled(TRAIN, REAL_TRAIN, scale, LEAST), scaled(TEST, REAL_TEST, scale, LEAST),
                             tuple(((width, height), 1.0) for height in heights))
 

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from PIL import Image, ImageDraw, ImageFilter
 
-from runner.demo._layout import REAL, parse_scale, scaled
+from runner.demo._layout import is_real, parse_scale, scaled
 from runner.demo._pictures import Sizes, hex_ids, quota, render
 from runner.demo.breeds import BREEDS
 from runner.errors import RunnerError
@@ -64,8 +64,8 @@ def sizes(scale: float | str = 1.0, train_per_breed: int | None = None, test_per
     times the factor, spread evenly over the breeds, or at REAL the real counts (which the per-breed counts would
     contradict: refused with them)."""
     scale = parse_scale(scale)  # a factor that is not positive, or a word other than REAL, is refused
-    if scale == REAL and (train_per_breed or test_per_breed):
-        raise RunnerError("dog-breed: the real scale has the real counts; give it no per-breed counts")
+    if is_real(scale) and (train_per_breed or test_per_breed):
+        raise RunnerError("dog-breed: real and real/N take the real counts; give them no per-breed counts")
     train = len(BREEDS) * (TRAIN_PER_BREED if train_per_breed is None else train_per_breed)
     test = len(BREEDS) * (TEST_PER_BREED if test_per_breed is None else test_per_breed)
     return Sizes(scaled(train, REAL_TRAIN, scale, least=len(BREEDS)), scaled(test, REAL_TEST, scale),

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from PIL import Image, ImageDraw
 
-from runner.demo._layout import REAL, describe, parse_scale, scaled
+from runner.demo._layout import describe, is_real, parse_scale, scaled
 from runner.demo._pictures import Sizes, folders, quota, render, smooth_field, zip_folder_flat
 
 SIZE = 48  # the replica's own photos; the drawing's pixel sizes are given for this side
@@ -34,7 +34,7 @@ def sizes(scale: float | str = 1.0) -> Sizes:
     """How many photos `scale` writes (a factor of the replica's own counts, or REAL) and their pixel sizes."""
     scale = parse_scale(scale)  # a factor that is not positive, or a word other than REAL, is refused
     train, test = scaled(TRAIN, REAL_TRAIN, scale, least=4), scaled(TEST, REAL_TEST, scale, least=4)
-    if scale == REAL:
+    if is_real(scale):
         return Sizes(train, test, REAL_SMALLEST, REAL_LARGEST)
     return Sizes(train, test, (SIZE, SIZE), (SIZE, SIZE))
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from runner.demo._layout import REAL, describe, parse_scale, scaled
+from runner.demo._layout import describe, is_real, parse_scale, scaled
 from runner.demo._pictures import (Sizes, folders, hex_ids, mislabelled, paint_batch, quota, render, smooth_fields,
                                    stamp, to_image)
 
@@ -40,7 +40,7 @@ CHUNK = 128  # patches drawn in one numpy batch
 def sizes(scale: float | str = 1.0) -> Sizes:
     """How many patches `scale` writes (a factor of the replica's own counts, or REAL) and their pixel size."""
     scale = parse_scale(scale)  # a factor that is not positive, or a word other than REAL, is refused
-    side = REAL_SIDE if scale == REAL else SIDE
+    side = REAL_SIDE if is_real(scale) else SIDE
     return Sizes(scaled(TRAIN, REAL_TRAIN, scale, least=4), scaled(TEST, REAL_TEST, scale, least=4),
                  (side, side), (side, side))
 

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 from PIL import Image, ImageDraw
 
-from runner.demo._layout import REAL, describe, parse_scale, scaled
+from runner.demo._layout import describe, is_real, parse_scale, scaled
 from runner.demo._pictures import Sizes, folders, render
 
 # the competition's 99 class names, as its sample submission and MLE-bench's grader list them
@@ -55,7 +55,7 @@ MAX_ID = 1584  # the real ids run from 1 to 1584
 def sizes(scale: float | str = 1.0) -> Sizes:
     """How many leaves `scale` writes (a factor of the replica's own counts, or REAL) and their silhouettes' sizes."""
     scale = parse_scale(scale)
-    smallest, largest = REAL_SIDES if scale == REAL else SIDES
+    smallest, largest = REAL_SIDES if is_real(scale) else SIDES
     return Sizes(scaled(TRAIN, REAL_TRAIN, scale, LEAST_TRAIN), scaled(TEST, REAL_TEST, scale, LEAST_TEST),
                  smallest, largest)
 

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 from PIL import Image, ImageDraw
 
-from runner.demo._layout import REAL, describe, parse_scale, scaled
+from runner.demo._layout import describe, is_real, parse_scale, scaled
 from runner.demo._pictures import (Sizes, design, disc, folders, paint, quota, render, smooth_field, textured,
                                    to_image)
 
@@ -57,9 +57,18 @@ CHUNK = 16  # photos a worker draws and writes per task
 
 
 def shards(scale: float | str = 1.0) -> tuple[int, ...]:
-    """Images in each TFRecord shard at `scale`: the real 16 shards, or the replica's 9 of PER_SHARD times it."""
+    """Images in each TFRecord shard at `scale`: the real 16 shards (each times the share of the real counts), or
+    the replica's 9 of PER_SHARD times the factor."""
     scale = parse_scale(scale)  # a factor that is not positive, or a word other than REAL, is refused
-    return REAL_SHARDS if scale == REAL else (scaled(PER_SHARD, max(REAL_SHARDS), scale, least=2),) * SHARDS
+    if is_real(scale):
+        return tuple(scaled(count, count, scale, least=2) for count in REAL_SHARDS)
+    return (scaled(PER_SHARD, max(REAL_SHARDS), scale, least=2),) * SHARDS
+
+
+def patients(scale: float | str, images: int) -> int:
+    """The patients `images` photos come from: at a share of the real counts the real 2,056 times that share (as
+    many photos a patient as in reality), else a third as many as the photos."""
+    return scaled(images // 3, REAL_PATIENTS, scale) if is_real(scale) else max(1, images // 3)
 
 
 def sizes(scale: float | str = 1.0) -> Sizes:
@@ -67,7 +76,7 @@ def sizes(scale: float | str = 1.0) -> Sizes:
     scale = parse_scale(scale)  # a factor that is not positive, or a word other than REAL, is refused
     counts = shards(scale)
     test = sum(counts[s] for s in TEST_SHARDS)
-    if scale == REAL:
+    if is_real(scale):
         return Sizes.of_cameras(sum(counts) - test, test, CAMERAS)
     return Sizes(sum(counts) - test, test, (SIDE, SIDE), (SIDE, SIDE))
 
@@ -177,11 +186,11 @@ def generate(root: Path, rng: np.random.Generator, scale: float | str = 1.0) -> 
     counts, size = shards(scale), sizes(scale)
     shard = rng.permutation(np.repeat(np.arange(len(counts)), counts))
     is_test = np.isin(shard, TEST_SHARDS)
-    share = REAL_MALIGNANT if scale == REAL else MALIGNANT
+    share = REAL_MALIGNANT if is_real(scale) else MALIGNANT
     targets = np.zeros(len(shard), dtype=int)
     for part in (is_test, ~is_test):
         targets[part] = quota((1 - share, share), int(part.sum()), rng)
-    frame = _metadata(targets, REAL_PATIENTS if scale == REAL else max(1, len(shard) // 3), rng)
+    frame = _metadata(targets, patients(scale, len(shard)), rng)
     _images(public, frame, _looks(targets, is_test, rng), is_test, size, rng)
     _placeholders(public, counts)
     train = frame[~is_test].sort_values("image_name")

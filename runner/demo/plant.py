@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from PIL import Image, ImageDraw
 
-from runner.demo._layout import REAL, describe, parse_scale, scaled
+from runner.demo._layout import describe, is_real, parse_scale, scaled
 from runner.demo._pictures import Sizes, design, disc, folders, grain, paint, quota, render, textured, to_image
 
 WIDTH, HEIGHT = 64, 48  # the replica's photos: landscape, as the real ones
@@ -38,7 +38,7 @@ CHUNK = 8  # photos one task draws: a few seconds of work at the real size
 def sizes(scale: float | str = 1.0) -> Sizes:
     """How many photos `scale` writes (a factor of the replica's own counts, or REAL) and their pixel size."""
     scale = parse_scale(scale)
-    shape = (REAL_WIDTH, REAL_HEIGHT) if scale == REAL else (WIDTH, HEIGHT)
+    shape = (REAL_WIDTH, REAL_HEIGHT) if is_real(scale) else (WIDTH, HEIGHT)
     return Sizes(scaled(TRAIN, REAL_TRAIN, scale, LEAST), scaled(TEST, REAL_TEST, scale, LEAST), shape, shape)
 
 

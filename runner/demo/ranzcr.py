@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 from PIL import Image, ImageDraw
 
-from runner.demo._layout import REAL, describe, parse_scale, scaled
+from runner.demo._layout import describe, is_real, parse_scale, scaled
 from runner.demo._pictures import Sizes, design, folders, hex_ids, render, smooth_field
 
 SIZE = 64  # the replica's X-rays are square, and the anatomy is drawn in units of its pixels at every size
@@ -94,7 +94,7 @@ def _studies(count: int, rng: np.random.Generator) -> list[list[tuple[str, int]]
 def sizes(scale: float | str = 1.0) -> Sizes:
     """How many X-rays `scale` writes (a factor of the replica's own counts, or REAL) and their pixel size."""
     scale = parse_scale(scale)
-    shape = (REAL_WIDTH, REAL_HEIGHT) if scale == REAL else (SIZE, SIZE)
+    shape = (REAL_WIDTH, REAL_HEIGHT) if is_real(scale) else (SIZE, SIZE)
     return Sizes(scaled(TRAIN, REAL_TRAIN, scale, LEAST), scaled(TEST, REAL_TEST, scale, LEAST), shape, shape)
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from runner.demo._layout import REAL, describe, parse_scale, scaled
+from runner.demo._layout import describe, is_real, parse_scale, scaled
 from runner.demo._pictures import quota, render
 from runner.demo._sounds import Clips, burst, write_aiff
 
@@ -47,7 +47,7 @@ def sizes(scale: float | str = 1.0) -> Clips:
     """How many clips `scale` writes (a factor of the replica's own counts, or REAL) and their length."""
     scale = parse_scale(scale)
     return Clips(scaled(TRAIN, REAL_TRAIN, scale, LEAST), scaled(TEST, REAL_TEST, scale, LEAST), RATE,
-                 REAL_SAMPLES if scale == REAL else SAMPLES)
+                 REAL_SAMPLES if is_real(scale) else SAMPLES)
 
 
 def _sweeps(whale: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
