@@ -16,7 +16,16 @@ import psutil
 from runner.errors import Interrupted, RunnerError
 
 _UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0}
+_SIZE = re.compile(r"^(\d+(?:\.\d+)?)\s*([BKMGT])?(?:i?B)?$", re.IGNORECASE)
 _DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s?)?$")
+
+
+def parse_size(text: str) -> int:
+    """'8G', '8GiB', '512M', '2T' or plain bytes -> bytes (binary units: what memory limits are given in)."""
+    match = _SIZE.match(str(text).strip())
+    if not match or float(match.group(1)) <= 0:
+        raise ValueError(f"{text!r} is not a size: give e.g. 8G or 512M")
+    return int(float(match.group(1)) * 1024 ** "BKMGT".index((match.group(2) or "B").upper()))
 
 
 def parse_duration(text: str) -> float:

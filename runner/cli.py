@@ -11,7 +11,7 @@ import sys
 import threading
 from pathlib import Path
 
-from runner.budget import Budget, interrupt, parse_duration, process_start
+from runner.budget import Budget, interrupt, parse_duration, parse_size, process_start
 from runner.errors import Interrupted, RunnerError
 
 log = logging.getLogger("runner")
@@ -106,7 +106,7 @@ def _run(args) -> int:
     with run_progress(budget) as status:
         report = run_competition(args.competition, Path(args.data), budget, out,
                                  on_plan=lambda plan: console.print(plan_table(plan)), on_status=status,
-                                 engines=_engines(args.engines), gpus=args.gpus)
+                                 engines=_engines(args.engines), gpus=args.gpus, memory=args.memory)
     console.print(summary_table(report))
     if report.error:  # plain lines: the message must survive any terminal width
         print(f"runner: error: {report.error}", file=sys.stderr)
@@ -160,6 +160,13 @@ def _plan(args) -> int:
     if args.out:
         plan.save(out / "plan.json")
     return 0
+
+
+def _size(text: str) -> int:
+    try:
+        return parse_size(text)
+    except ValueError as exc:  # argparse names the option and this reason
+        raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
 def _demo_data(args) -> int:
@@ -244,6 +251,8 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--engines", help="comma-separated engines to use (default: every one that applies)")
     run.add_argument("--gpus", help="the GPUs this run may use: indices as nvidia-smi numbers them (2,5), UUIDs "
                                     "(GPU-…, MIG-…) or 'none' (default: CUDA_VISIBLE_DEVICES, else all)")
+    run.add_argument("--memory", type=_size, default=None,
+                     help="memory the run may use: 8G, 512M (default: the machine's, within its cgroup's limit)")
     run.add_argument("-v", "--verbose", action="store_true")
     run.set_defaults(func=_run)
     grade = sub.add_parser("grade", help="score a submission with MLE-bench's rules")

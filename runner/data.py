@@ -22,6 +22,7 @@ from PIL import Image
 
 from runner.csvfiles import compression, find_sample, read_csv_file, read_csv_sample
 from runner.errors import InputError
+from runner.image_budget import affordable_train, decode_seconds
 from runner.sampling import Sampled
 from runner.sounds import MELS
 from runner.spec import CompetitionSpec
@@ -65,6 +66,7 @@ class Dataset:
     source_pixels: int = 0  # image to image: every pixel of the training pages, however many rows the table keeps
     choices: np.ndarray | None = None  # text normalisation: each test row's string for each class (runner.spoken)
     sampled: tuple[Sampled, ...] = ()  # what the engines learn from only a part of, and why (runner.sampling)
+    decode_seconds: float = 0.0  # one core's seconds to decode one training image, measured (0: not measured)
 
     @property
     def n_outputs(self) -> int:
@@ -138,12 +140,13 @@ def _located(path: Path, what: str, root: Path | None) -> Path:
 
 
 def read_csv(path: Path, what: str, root: Path | None = None, warnings: list[str] | None = None,
-             budget_seconds: float | None = None, literal: bool = False) -> pd.DataFrame:
+             budget_seconds: float | None = None, literal: bool = False, memory: int | None = None) -> pd.DataFrame:
     """A CSV file inside `root` (its folder by default; links out of it are refused), or an InputError that says
-    which file and why. A file larger than this machine's memory can hold is read only as far as it can; with a
-    budget, a large one is sampled evenly instead, to the rows that budget affords (`sampled_rows`)."""
+    which file and why. A file larger than the run's memory (`memory` bytes, else this machine's) can hold is read
+    only as far as it can; with a budget, a large one is sampled evenly instead, to the rows that budget affords
+    (`sampled_rows`)."""
     real = _located(path, what, root)
-    rows = affordable_rows(real)
+    rows = affordable_rows(real, memory)
     sampled = budget_seconds is not None and (rows is not None or real.stat().st_size > LARGE_TABLE_BYTES)
     try:
         if sampled:
@@ -158,7 +161,7 @@ def read_csv(path: Path, what: str, root: Path | None = None, warnings: list[str
     if rows is not None and not sampled:
         frame.attrs["sampled"] = Sampled(what="rows", kept=len(frame), of=estimated_rows(real), source=str(path),
                                          how="the file's first rows", why=f"{real.stat().st_size / 2**30:.1f} GiB is "
-                                         f"more than {MEMORY_SHARE:.0%} of this machine's memory")
+                                         f"more than {MEMORY_SHARE:.0%} of the run's memory can parse")
         if warnings is not None:
             warnings.append(frame.attrs["sampled"].say())
     return frame
@@ -196,11 +199,11 @@ def read_records(path: Path, what: str, root: Path | None = None) -> pd.DataFram
 
 
 def read_table(path: Path, what: str, root: Path | None = None, warnings: list[str] | None = None,
-               budget_seconds: float | None = None) -> pd.DataFrame:
+               budget_seconds: float | None = None, memory: int | None = None) -> pd.DataFrame:
     """A CSV or a JSON array of records, by the file's name (`.json` or `.json.zip`)."""
     if Path(path).name.lower().endswith((".json", ".json.zip")):
         return read_records(path, what, root)
-    return read_csv(path, what, root, warnings, budget_seconds)
+    return read_csv(path, what, root, warnings, budget_seconds, memory=memory)
 
 
 def files_with_labels(spec: CompetitionSpec, data_dir: Path, work_dir: Path) -> pd.DataFrame:
@@ -215,11 +218,13 @@ def files_with_labels(spec: CompetitionSpec, data_dir: Path, work_dir: Path) -> 
     return pd.DataFrame(rows, columns=[spec.id_column, spec.targets[0]])
 
 
-def affordable_rows(path: Path) -> int | None:
-    """How many rows of a CSV fit in MEMORY_SHARE of the memory, measured on its first MiB (None: all of it)."""
+def affordable_rows(path: Path, memory: int | None = None) -> int | None:
+    """How many rows of a CSV fit in MEMORY_SHARE of `memory` bytes (the run's; else this machine's), measured on
+    its first MiB (None: all of it)."""
     import psutil
 
-    size, room = path.stat().st_size, MEMORY_SHARE * psutil.virtual_memory().total / MEMORY_PER_FILE_BYTE
+    room = MEMORY_SHARE * (memory or psutil.virtual_memory().total) / MEMORY_PER_FILE_BYTE
+    size = path.stat().st_size
     if size <= room:
         return None
     return int(room // _bytes_per_row(path))
@@ -441,10 +446,12 @@ def _file_inputs(spec, train_names: pd.Series, test_names: pd.Series, data_dir, 
     return ~missing_train, train_paths, test_paths
 
 
-def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_seconds: float | None = None) -> Dataset:
+def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_seconds: float | None = None,
+                 memory: int | None = None, cores: int = 1) -> Dataset:
     """Read everything the engines need, checking each file and column as it goes. Besides the competition's own
     input (images, texts or a table), the other columns that train and test files share become a table view. With a
-    budget, a training table too large for it is sampled (said in the warnings)."""
+    budget, a training table too large for it is sampled, as one too large for `memory` bytes (the run's) is cut,
+    and training images are drawn to what decoding them on `cores` affords (each said in `sampled`)."""
     data_dir = Path(data_dir)
     sample = read_sample(spec, data_dir)
     columns = value_columns(spec, sample)
@@ -460,15 +467,21 @@ def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_s
         train = files_with_labels(spec, data_dir, work_dir)
     else:
         train_path = data_dir / spec.train_file
-        train = read_table(train_path, "train file", data_dir, warnings, budget_seconds)
+        train = read_table(train_path, "train file", data_dir, warnings, budget_seconds, memory)
     sampled = tuple(s for s in (train.attrs.get("sampled"),) if s)  # a large table cut to the budget or memory
     train, classes, y = _labels(spec, train, columns, train_path, warnings)
     views: dict[str, tuple] = {}
     keep = np.ones(len(y), dtype=bool)
-    side = 0
+    side, seconds_each = 0, 0.0
     if spec.task in ("image", "audio"):
         keep, train_paths, test_paths = _file_inputs(spec, train[spec.id_column], sample[spec.id_column], data_dir,
                                                      work_dir, warnings)
+        if spec.task == "image" and budget_seconds:  # a first decode of them all must leave time to train
+            seconds_each = decode_seconds(train_paths, decode_square)
+            keep, cut = affordable_train(keep, len(test_paths), seconds_each, budget_seconds, cores,
+                                         str(data_dir / spec.image_dir))
+            sampled += (cut,) if cut else ()
+            warnings.extend([cut.say()] if cut else [])
         views[spec.task] = (train_paths, test_paths)
         side = typical_side(train_paths) if spec.task == "image" else SPECTROGRAM_SIDE
     elif spec.test_file is None:
@@ -489,7 +502,8 @@ def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_s
             views["table"] = (features, test_features)
     if not views:
         raise InputError(f"{train_path}: no feature columns besides the id and the target(s)")
-    return Dataset(spec, columns, classes, y, views, warnings, image_side=side, sampled=sampled).subset(keep)
+    return Dataset(spec, columns, classes, y, views, warnings, image_side=side, sampled=sampled,
+                   decode_seconds=seconds_each).subset(keep)
 
 
 # --- items listed in files (mlsp-2013-birds) ---------------------------------------------------------------

@@ -27,6 +27,7 @@ BUSY_CORE = 0.7  # of a core's time used by other processes, from which it count
 CUDA_CHECK_SECONDS = 120  # a child importing torch and starting CUDA: seconds; a hung driver must not hold the run
 CUDA_CHECK = "import torch; torch.cuda.init(); print(torch.cuda.get_device_name(0))"
 IDLE_USED_BYTES = 1 * GiB  # what a driver itself holds on an idle card: more in use than this is someone else's
+UNLIMITED_BYTES = 2**60  # a cgroup v1 limit this large (the page-rounded maximum) means no limit
 # dense bf16 tensor TFLOPS from the vendors' spec sheets, by a part of the name NVML gives (longest match wins):
 # the planner's estimate of step time for a model no measurement timed on the card
 SPEC_SHEET_TFLOPS = {"H200": 989.0, "H100": 989.0, "H100 PCIe": 756.0, "H100 NVL": 835.0, "A100": 312.0,
@@ -99,6 +100,22 @@ def available_cpus(cgroup_root: Path = Path("/sys/fs/cgroup")) -> int:
     count = len(os.sched_getaffinity(0))
     quota = cgroup_cpu_quota(cgroup_root)
     return max(1, min(count, math.floor(quota))) if quota else count
+
+
+def cgroup_memory_limit(cgroup_root: Path = Path("/sys/fs/cgroup")) -> int | None:
+    """Bytes the cgroup lets this process tree use (v2 `memory.max`, else v1 `memory.limit_in_bytes`); None when
+    unlimited. A container's --memory is here, while psutil still reports the host's memory."""
+    v2, v1 = cgroup_root / "memory.max", cgroup_root / "memory" / "memory.limit_in_bytes"
+    text = v2.read_text().strip() if v2.is_file() else v1.read_text().strip() if v1.is_file() else "max"
+    limit = None if text == "max" else int(text)
+    return limit if limit is not None and limit < UNLIMITED_BYTES else None
+
+
+def available_memory(told: int | None = None, cgroup_root: Path = Path("/sys/fs/cgroup")) -> int:
+    """Memory this run may use: the machine's, within its cgroup's limit and what it was told (`runner run
+    --memory`, a lease's share)."""
+    limits = [psutil.virtual_memory().total, cgroup_memory_limit(cgroup_root), told]
+    return int(min(x for x in limits if x))
 
 
 def _tree_cpu_seconds(process: psutil.Process) -> float:
@@ -199,15 +216,16 @@ def has_compiler() -> bool:
 
 
 def probe_hardware(work_dir: Path = Path("."), busy_seconds: float = BUSY_SAMPLE_SECONDS,
-                   gpus: str | None = None) -> Hardware:
+                   gpus: str | None = None, memory: int | None = None) -> Hardware:
     """The machine as this process finds it now: cores other processes keep busy are left out, so no fold runs
-    more threads than there are cores to run them; only the GPUs `gpus` (or CUDA_VISIBLE_DEVICES) name."""
+    more threads than there are cores to run them; only the GPUs `gpus` (or CUDA_VISIBLE_DEVICES) name; the
+    memory within the cgroup's limit and `memory` (bytes the run was told it has)."""
     shm = shutil.disk_usage("/dev/shm").total if Path("/dev/shm").exists() else 0
     allowed = available_cpus()
     free = len(os.sched_getaffinity(0)) - (busy_elsewhere(busy_seconds) if busy_seconds > 0 else 0)
     cpus = max(1, min(allowed, free))  # a quota under the affinity count is ours whatever else runs beside it
     found = _probe_gpus(gpus)
     cards, notes = usable(found, cuda_fails(found[0].device) if found else None)
-    return Hardware(gpus=cards, cpus=cpus, ram_bytes=psutil.virtual_memory().total, shm_bytes=shm,
+    return Hardware(gpus=cards, cpus=cpus, ram_bytes=available_memory(memory), shm_bytes=shm,
                     disk_free_bytes=shutil.disk_usage(work_dir).free, busy_cpus=allowed - cpus,
                     compiler=has_compiler(), notes=notes)

@@ -53,7 +53,8 @@ def data_shape(dataset) -> DataShape:
     lengths = np.array([len(t) for part in text for t in part]) if text else np.zeros(0)
     return DataShape(len(dataset.y), dataset.n_test, table[0].shape[1] if table else 0,
                      len(dataset.classes or ()), targets, dataset.inputs, int(lengths.sum()), dataset.image_side,
-                     int(np.percentile(lengths, LONG_TEXT_PERCENTILE)) if len(lengths) else 0, dataset.source_pixels)
+                     int(np.percentile(lengths, LONG_TEXT_PERCENTILE)) if len(lengths) else 0, dataset.source_pixels,
+                     dataset.decode_seconds)
 
 
 def applicable(spec: CompetitionSpec, data: DataShape, names: list[str] | None = None) -> list[str]:

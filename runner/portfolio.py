@@ -42,6 +42,7 @@ class DataShape:
     image_side: int = 0  # the training images' median shorter side in pixels (0: no images, or unknown)
     text_long_chars: int = 0  # the 95th percentile of a text's characters (0: no texts): what a max length covers
     train_pixels: int = 0  # image to image: every pixel of the training pages (0: another task)
+    decode_seconds: float = 0.0  # one core's seconds to decode one image, measured on a few (0: not measured)
 
 
 class Member(BaseModel):

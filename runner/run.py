@@ -77,8 +77,10 @@ class Supervisor:
     def update(self, **changes) -> None:
         self.outputs.update(**changes)
 
-    def load_data(self) -> None:
-        self.dataset = load_dataset(self.spec, self.data_dir, self.work, self.budget.seconds)
+    def load_data(self, hardware: Hardware | None = None) -> None:
+        """The dataset, read within the run's memory and drawn to what its budget affords on its cores."""
+        memory, cores = (hardware.ram_bytes, hardware.cpus) if hardware else (None, 1)
+        self.dataset = load_dataset(self.spec, self.data_dir, self.work, self.budget.seconds, memory, cores)
         self.ensemble = Ensemble(self.outputs, self.dataset, self.outputs.write_prior(self.dataset))
         if self.dataset.sampled:
             self.update(sampled=self.dataset.sampled)
@@ -247,10 +249,11 @@ def write_given_sample(data_dir: Path, out_dir: Path) -> None:
 
 def run_competition(name: str, data_dir: Path, budget: Budget, out_dir: Path, hardware: Hardware | None = None,
                     on_plan=lambda plan: None, on_status=lambda report, running: None,
-                    engines: list[str] | None = None, gpus: str | None = None) -> RunReport:
+                    engines: list[str] | None = None, gpus: str | None = None, memory: int | None = None) -> RunReport:
     """The whole run. Raises RunnerError only when not even the sample submission can be read; otherwise returns
     a report whose `error` explains what stopped training (a valid submission exists either way). `gpus` limits
-    the run to those cards (`runner run --gpus`; else CUDA_VISIBLE_DEVICES; else every card)."""
+    the run to those cards (`runner run --gpus`; else CUDA_VISIBLE_DEVICES; else every card), `memory` to those
+    bytes (`runner run --memory`; else the machine's within its cgroup's limit)."""
     write_given_sample(Path(data_dir), Path(out_dir))
     spec = load_spec(name, Path(data_dir))
     for line in spec.evidence:  # an inferred spec: one line per choice and what led to it
@@ -262,11 +265,12 @@ def run_competition(name: str, data_dir: Path, budget: Budget, out_dir: Path, ha
         rules_only = spec.task == "unsupported" and bool(spec.baseline)
         if rules_only:
             outputs.write_rule_baseline(Path(data_dir), supervisor.work)
-        probed, hardware = hardware is None, hardware or probe_hardware(Path(out_dir), gpus=gpus)  # --gpus checked
+        probed = hardware is None
+        hardware = hardware or probe_hardware(Path(out_dir), gpus=gpus, memory=memory)  # --gpus checked
         outputs.update(hardware=hardware.to_json())
         if rules_only:
             return outputs.report
-        supervisor.load_data()
+        supervisor.load_data(hardware)
         if why := nothing_to_learn(supervisor.dataset):
             log.warning(why)
             outputs.update(status="baseline", error=None, stop_reason=why)

@@ -1,7 +1,12 @@
 import json
 import time
 
-from runner.hardware import GiB, Gpu, Hardware, available_cpus, cgroup_cpu_quota, probe_hardware
+import psutil
+import pytest
+
+from runner.budget import parse_size
+from runner.hardware import (GiB, Gpu, Hardware, available_cpus, available_memory, cgroup_cpu_quota,
+                             cgroup_memory_limit, probe_hardware)
 
 
 def test_cgroup_v2_quota(tmp_path):
@@ -26,6 +31,31 @@ def test_cgroup_v1_quota(tmp_path):
 def test_quota_caps_the_affinity_count(tmp_path):
     (tmp_path / "cpu.max").write_text("100000 100000\n")
     assert available_cpus(tmp_path) == 1
+
+
+def test_a_containers_memory_limit_bounds_what_the_run_plans_for(tmp_path):
+    """psutil reports the host's memory inside a container; the cgroup's limit (v2, else v1; a v1 'no limit' is a
+    huge number) and what the run was told (`--memory`) bound it."""
+    assert cgroup_memory_limit(tmp_path) is None and available_memory(cgroup_root=tmp_path) == \
+        psutil.virtual_memory().total
+    (tmp_path / "memory").mkdir()
+    (tmp_path / "memory" / "memory.limit_in_bytes").write_text("9223372036854771712\n")
+    assert cgroup_memory_limit(tmp_path) is None
+    (tmp_path / "memory" / "memory.limit_in_bytes").write_text(f"{3 * GiB}\n")
+    assert cgroup_memory_limit(tmp_path) == 3 * GiB
+    (tmp_path / "memory.max").write_text("max\n")  # v2 first: unlimited there
+    assert cgroup_memory_limit(tmp_path) is None
+    (tmp_path / "memory.max").write_text(f"{2 * GiB}\n")
+    assert available_memory(cgroup_root=tmp_path) == 2 * GiB and available_memory(GiB, tmp_path) == GiB
+    assert probe_hardware(tmp_path, busy_seconds=0, memory=GiB // 2).ram_bytes == GiB // 2
+
+
+def test_sizes_are_read_in_binary_units_and_nonsense_is_refused():
+    assert parse_size("8G") == parse_size("8GiB") == 8 * GiB and parse_size("512m") == 512 * 2**20
+    assert parse_size("1.5G") == int(1.5 * GiB) and parse_size("4096") == 4096
+    for bad in ("", "G", "-1G", "0", "8Q", "lots"):
+        with pytest.raises(ValueError, match="not a size"):
+            parse_size(bad)
 
 
 def test_hardware_round_trips_through_json():

@@ -144,6 +144,21 @@ def test_a_large_training_table_is_sampled_evenly_to_what_the_budget_affords(tmp
     assert {"pickup_datetime_year", "pickup_datetime_hour"} <= set(dataset.views["table"][0].columns)
 
 
+def test_a_table_larger_than_the_runs_memory_is_read_only_as_far_as_that_memory_parses(tmp_path):
+    """A run told it has N bytes (`runner run --memory`, a container's limit) reads what a share of them parses,
+    not what the machine could: said as a cut of the training rows, with why."""
+    root = write_demo("new-york-city-taxi-fare-prediction", tmp_path, train_rows=20_000)
+    public = root / "prepared" / "public"
+    size = (public / "labels.csv").stat().st_size
+    memory = int(size * data_module.MEMORY_PER_FILE_BYTE / data_module.MEMORY_SHARE / 2)  # half the file fits
+    spec = load_spec("nyc-taxi")
+    assert not load_dataset(spec, public, tmp_path / "whole").sampled  # this machine holds it all
+    dataset = load_dataset(spec, public, tmp_path / "work", memory=memory)
+    (cut,) = dataset.sampled
+    assert cut.how == "the file's first rows" and "of the run's memory" in cut.why and cut.of > 19_000
+    assert 0.4 < cut.kept / cut.of < 0.6 and len(dataset.y) == cut.kept
+
+
 def test_a_run_on_a_sampled_table_says_so_in_its_plan_report_and_run_page(tmp_path, monkeypatch):
     """What the run trains on only a part of goes from the dataset to plan.json (typed, and its first reason), to
     report.json and to the top of the run page, once."""
