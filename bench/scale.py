@@ -16,6 +16,7 @@ How each stage grows: the slope of log(seconds) on log(size) over the shares run
 sampled or a fixed cost dominates; above 1.25: worse than the data, said in the row).
 
     python scale.py [--only ID ...] [--scales real/8 real/4 real/2 real] [--budget 600] [--full] [--root DIR]
+    python scale.py --table    # the results as docs/performance.md's table
 
 Writes bench/results/scale.json; the rows run replace those of the same competition, share and mode, the others
 are kept. Data is generated under --root (the system's temporary folder by default) and removed after each
@@ -141,6 +142,7 @@ def run(competition: str, public: Path, out: Path, budget: int, full: bool) -> d
     watch.stop()
     stderr = process.stderr.read()[-2000:] if process.stderr else ""
     return dict(exit_code=process.returncode, wall=round(wall, 1), stopped_at=stopped_at and round(stopped_at, 1),
+                stop_seconds=stopped_at and round(wall - stopped_at, 1),  # SIGTERM to exit: a stop must be prompt
                 peak_pss_gib=round(watch.peak_pss / 2**30, 2), peak_cache_gib=round(watch.peak_disk / 2**30, 3),
                 stderr_tail=None if process.returncode == 0 or (stopped_at and not full) else stderr)
 
@@ -159,7 +161,7 @@ def stages(report: dict) -> dict:
         first_fold=round(first["end"] - first["start"], 2) if first else None,
         first_fold_member=first["member"] if first else None,
         first_fold_ended_at=round(first["end"], 2) if first else None,
-        training_done=timings.get("training_done"))
+        training_done=timings.get("training_done"), marks=timings)
 
 
 def sampled(report: dict) -> list:
@@ -229,6 +231,26 @@ def kept(fresh: list[dict]) -> list[dict]:
     return sorted(rows, key=lambda r: (order.index(r["competition"]), r["share"], r["mode"]))
 
 
+def table(path: Path = RESULTS / "scale.json") -> str:
+    """The results as the markdown table docs/performance.md keeps."""
+    data = json.loads(path.read_text())
+    lines = ["| competition | share | data GiB | read s | prepare s | plan s | first fold s (member) | tree PSS GiB | "
+             "cache GiB | sampled | run |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in data["rows"]:
+        st = r["stages"]
+        prepare = " + ".join(f"{v:.0f}" for v in st["prepare"].values()) or "-"
+        fold = f"{st['first_fold']:.0f} ({st['first_fold_member']})" if st["first_fold"] is not None else "-"
+        cut = "; ".join(f"{s['kept']:,} of {s['of']:,} {s['what'].split()[-1]}" if isinstance(s, dict) else "yes"
+                        for s in r["sampled"]) or "-"
+        run = (f"exit {r['exit_code']}, {r['wall']:.0f} s, {r['score']} vs sample {r['sample_score']}"
+               f"{'' if r.get('goal_met') else ' (goal missed)'}" if r["mode"] == "full" else
+               r["status"] if r["status"] != "interrupted" else "stopped after its first fold")
+        lines.append(f"| {r['competition']} | {r['scale']} | {r['data_gib']:.2f} | {st['read'] if st['read'] is not None else '-'} | "
+                     f"{prepare} | {st['plan'] if st['plan'] is not None else '-'} | {fold} | {r['peak_pss_gib']:.1f} | "
+                     f"{r['peak_cache_gib']:.2f} | {cut} | {run} |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", nargs="*", default=None)
@@ -237,7 +259,11 @@ def main() -> None:
     parser.add_argument("--full", action="store_true", help="at the real size, run to the end and grade")
     parser.add_argument("--root", default=None)
     parser.add_argument("--keep", action="store_true", help="keep the generated data")
+    parser.add_argument("--table", action="store_true", help="print the results as a markdown table, run nothing")
     args = parser.parse_args()
+    if args.table:
+        print(table())
+        return
     competitions = [resolve(c) for c in args.only] if args.only else list(REPLICAS)
     root = Path(args.root or tempfile.mkdtemp(prefix="scale-"))
     fresh: list[dict] = []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 from pathlib import Path
 
@@ -10,11 +11,17 @@ from runner.baselines import make_baseline
 from runner.budget import Budget
 from runner.data import Dataset, read_sample, value_columns
 from runner.errors import InvalidSubmissionError
+from runner.latest import LatestWrites
 from runner.report import RunReport
 from runner.spec import CompetitionSpec
-from runner.submission import Predictions, build_submission, prior_predictions, publish, sample_baseline
+from runner.submission import (Predictions, build_submission, prior_predictions, sample_baseline, validate_submission,
+                               write_read_back)
 
 log = logging.getLogger("runner")
+
+# a submission of more cells (rows x columns) than this is written in the background: formatting millions of rows
+# takes seconds (5.8M pixel rows: 7 s), which would hold the supervisor at every fold's re-blend
+BACKGROUND_CELLS = 1_000_000
 
 
 class RunOutputs:
@@ -26,6 +33,7 @@ class RunOutputs:
         found: list[str] = []
         self.sample = read_sample(spec, Path(data_dir), found)
         self.columns = value_columns(spec, self.sample)
+        self.writes = LatestWrites() if self.sample.size > BACKGROUND_CELLS else None
         self.report = RunReport(spec.id, "running", spec.metric, spec.lower_is_better, budget.seconds, 0.0,
                                 str(self.submission), "none", spec=spec.to_json(), warnings=tuple(found))
 
@@ -55,14 +63,28 @@ class RunOutputs:
         """The submission from `predictions` (InvalidSubmissionError leaves the last valid one in place); with
         `baseline`, also the run's baseline.csv."""
         frame = build_submission(self.sample, self.spec, self.columns, predictions)
-        publish(frame, self.sample, self.spec, self.columns, self.submission)
+        self._publish(frame, self.submission)
         if baseline:
-            publish(frame, self.sample, self.spec, self.columns, self.out / "baseline.csv")
+            self._publish(frame, self.out / "baseline.csv")
+
+    def _publish(self, frame, path: Path) -> None:
+        """Validate now (InvalidSubmissionError to the caller), then write, read back and check it before it
+        replaces the last: here, or in the background for a large submission (`flush` waits for it)."""
+        validate_submission(frame, self.sample, self.spec, self.columns)
+        write = functools.partial(write_read_back, frame, self.sample, self.spec, self.columns, path)
+        if self.writes:
+            self.writes.put(path, write)
+        else:
+            write()
+
+    def flush(self) -> None:
+        """Every submission published is on disk (the run's end)."""
+        if self.writes:
+            self.writes.flush()
 
     def write_sample_baseline(self) -> None:
         try:
-            publish(sample_baseline(self.sample, self.spec, self.columns), self.sample, self.spec, self.columns,
-                    self.submission)
+            self._publish(sample_baseline(self.sample, self.spec, self.columns), self.submission)
         except InvalidSubmissionError as exc:  # labels no sample gives: the class prior will be the first
             log.warning("the sample alone makes no valid submission (%s): the first is the class prior", exc)
             return
@@ -73,8 +95,8 @@ class RunOutputs:
         made = make_baseline(self.spec, data_dir, self.sample, self.columns, work)
         frame = self.sample.copy()
         frame[self.columns] = made.values[self.columns].to_numpy()
-        publish(frame, self.sample, self.spec, self.columns, self.submission)
-        publish(frame, self.sample, self.spec, self.columns, self.out / "baseline.csv")
+        self._publish(frame, self.submission)
+        self._publish(frame, self.out / "baseline.csv")
         log.info("baseline: %s", made.note)
         self.update(status="baseline", error=None, submission_source=f"baseline: {made.note}",
                     stop_reason=f"no engine trains a {self.spec.id} ({self.spec.note or 'unsupported task'}): "

@@ -23,7 +23,7 @@ from runner.atomic import replacing
 from runner.bags import MemberState, member_rows, note_record
 from runner.budget import Budget
 from runner.controller import Controller
-from runner.csvfiles import find_sample, read_csv_file
+from runner.csvfiles import compression, find_sample, read_csv_file
 from runner.data import Dataset, load_dataset, nothing_to_learn
 from runner.engines import get_engine
 from runner.ensemble import Ensemble
@@ -47,6 +47,8 @@ from runner.units import Unit
 from runner.untrusted import inside
 
 log = logging.getLogger("runner")
+
+SAMPLE_HEAD_ROWS = 100  # rows of the sample read to tell it is a table before it is copied as the first submission
 
 
 class Supervisor:
@@ -231,6 +233,11 @@ class Supervisor:
         self.on_status(self.report, running)
 
 
+def _first_line(path: Path) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.readline()
+
+
 def write_given_sample(data_dir: Path, out_dir: Path) -> None:
     """The sample submission as the competition gives it becomes the first submission, before any other file is
     read, so neither inferring the competition nor its train file can leave the run without one; the checked
@@ -239,12 +246,22 @@ def write_given_sample(data_dir: Path, out_dir: Path) -> None:
     if (out_dir / "submission.csv").exists():  # an earlier run's: this run's checked baseline replaces it
         return
     try:
-        sample = read_csv_file(inside(data_dir, path), literal=True) if path else None  # as given
+        real = inside(data_dir, path) if path else None
+        # its head first: a plain comma-separated file is copied as it is (millions of rows in a second, where
+        # parsing and writing them takes several); any other is parsed and written as CSV
+        sample = read_csv_file(real, nrows=SAMPLE_HEAD_ROWS, literal=True) if real else None
+        plain = real is not None and compression(real) is None and b"," in _first_line(real)
+        if sample is not None and not plain:
+            sample = read_csv_file(real, literal=True)
     except (InputError, OSError, ValueError, zipfile.BadZipFile):
         return
     if sample is not None and len(sample) and sample.shape[1] > 1:
         out_dir.mkdir(parents=True, exist_ok=True)
-        write_atomic(sample, out_dir / "submission.csv")
+        if plain:
+            with replacing(out_dir / "submission.csv") as tmp:
+                shutil.copyfile(real, tmp)
+        else:
+            write_atomic(sample, out_dir / "submission.csv")
 
 
 def run_competition(name: str, data_dir: Path, budget: Budget, out_dir: Path, hardware: Hardware | None = None,
@@ -293,6 +310,7 @@ def run_competition(name: str, data_dir: Path, budget: Budget, out_dir: Path, ha
                        members=supervisor.member_rows(), **supervisor.unit_rows())
         raise
     finally:
+        outputs.flush()  # the last submission published is on disk before the run returns
         shutil.rmtree(supervisor.work, ignore_errors=True)  # image cache, extracted zips: checkpoints stay
     return outputs.report
 

@@ -135,21 +135,28 @@ def _check_labels(labels: pd.Series, template: pd.Series) -> None:
         raise InvalidSubmissionError(f"column {labels.name!r}: the sample has numbers, this has {labels.iloc[0]!r}")
 
 
-def write_atomic(frame: pd.DataFrame, path: Path) -> None:
-    """Write a CSV beside `path`, then rename it into place."""
+def write_atomic(frame: pd.DataFrame, path: Path, check=lambda written: None) -> None:
+    """Write a CSV beside `path`, `check` it there (raising leaves `path` as it was), then rename it into place."""
     with replacing(path) as tmp:
         with open(tmp, "w", newline="") as handle:
             frame.to_csv(handle, index=False)
             handle.flush()
             os.fsync(handle.fileno())
+        check(tmp)
 
 
 def publish(submission: pd.DataFrame, sample: pd.DataFrame, spec: CompetitionSpec, columns: list[str],
             path: Path) -> None:
-    """Validate, write atomically, and re-validate what a reader of the file will see."""
+    """Validate, write, and validate what a reader of the file will see before it replaces the last one."""
     validate_submission(submission, sample, spec, columns)
-    write_atomic(submission, path)
-    validate_submission(pd.read_csv(path, **LITERAL), sample, spec, columns)  # a token "None" is no gap
+    write_read_back(submission, sample, spec, columns, path)
+
+
+def write_read_back(submission: pd.DataFrame, sample: pd.DataFrame, spec: CompetitionSpec, columns: list[str],
+                    path: Path) -> None:
+    """Write a validated submission; the file is read back and validated before it replaces the last one."""
+    write_atomic(submission, path, lambda written: validate_submission(pd.read_csv(written, **LITERAL), sample,
+                                                                       spec, columns))  # a token "None" is no gap
 
 
 def sample_baseline(sample: pd.DataFrame, spec: CompetitionSpec, columns: list[str]) -> pd.DataFrame:

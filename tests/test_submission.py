@@ -116,3 +116,60 @@ def test_an_invalid_submission_never_replaces_the_last_valid_one(tmp_path):
         publish(broken, sample, DOG, ["a", "b", "c"], path)
     assert path.read_text() == before
     assert [p.name for p in tmp_path.iterdir()] == ["submission.csv"]  # no temporary file left behind
+
+
+def test_a_file_that_reads_back_wrong_never_replaces_the_last_valid_one(tmp_path):
+    """The written file is read back and checked before the rename: a check that fails leaves the old file."""
+    from runner.submission import write_atomic
+
+    path = tmp_path / "submission.csv"
+    write_atomic(pd.DataFrame({"id": [1], "y": [0.5]}), path)
+    with pytest.raises(InvalidSubmissionError):
+        write_atomic(pd.DataFrame({"id": [1], "y": [0.9]}), path,
+                     lambda written: (_ for _ in ()).throw(InvalidSubmissionError(f"{written} is wrong")))
+    assert pd.read_csv(path)["y"].tolist() == [0.5] and [p.name for p in tmp_path.iterdir()] == ["submission.csv"]
+
+
+def test_background_writes_keep_only_the_newest_version_and_flush_waits_for_it(tmp_path, caplog):
+    import threading
+
+    from runner.latest import LatestWrites
+
+    started, release, written = threading.Event(), threading.Event(), []
+
+    def slow(version):
+        def write():
+            started.set()
+            release.wait(5)
+            written.append(version)
+        return write
+
+    writes = LatestWrites()
+    writes.put(tmp_path / "a", slow(1))
+    assert started.wait(5)  # version 1 is being written: 2 and 3 wait, and 3 replaces 2
+    writes.put(tmp_path / "a", lambda: written.append(2))
+    writes.put(tmp_path / "a", lambda: written.append(3))
+    writes.put(tmp_path / "b", lambda: 1 / 0)  # a failing write is said, and the others go on
+    assert not writes.flush(timeout=0.2)
+    release.set()
+    assert writes.flush(timeout=5) and written == [1, 3]
+    assert any("b: not written" in r.message for r in caplog.records)
+
+
+def test_a_large_submission_is_written_in_the_background_and_on_disk_when_the_run_flushes(spaceship, tmp_path,
+                                                                                          monkeypatch):
+    from runner import outputs as outputs_module
+    from runner.budget import Budget
+    from runner.outputs import RunOutputs
+
+    monkeypatch.setattr(outputs_module, "BACKGROUND_CELLS", 0)  # the spaceship's sample counts as large
+    out = RunOutputs(SPACESHIP, spaceship / "prepared" / "public", tmp_path, Budget.start(60))
+    assert out.writes is not None
+    n = len(out.sample)
+    for share in (0.1, 0.2, 0.7):
+        out.publish(Predictions(np.column_stack([1 - np.full(n, share), np.full(n, share)]), (False, True), "t"))
+    with pytest.raises(InvalidSubmissionError):  # still checked at once, before anything is put
+        out.publish(Predictions(np.full((n - 1, 2), 0.5), (False, True), "short"))
+    out.flush()
+    written = pd.read_csv(tmp_path / "submission.csv")
+    assert len(written) == n and written["Transported"].all()  # the newest (0.7), not the earlier ones (under 0.5)
