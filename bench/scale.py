@@ -189,6 +189,9 @@ def measure(competition: str, scale: str, root: Path, budget: int, full: bool) -
                load=[round(x, 1) for x in os.getloadavg()])
     row.update(run(competition, public, out, budget, full))
     report = json.loads((out / "report.json").read_text()) if (out / "report.json").is_file() else {}
+    planned = (report.get("plan") or {}).get("members", ())
+    row["planned"] = {m["name"]: dict(fold_seconds=m["fold_seconds"], threads=m["threads"], folds=m["folds"],
+                                      prepare_seconds=m.get("prepare_seconds", 0.0)) for m in planned}
     row.update(status=report.get("status"), stages=stages(report), sampled=sampled(report),
                error=report.get("error"), killed=len(report.get("killed", ())))
     if full:

@@ -824,12 +824,19 @@ def _date_parts(frame: pd.DataFrame, column: str, when: pd.Series) -> pd.DataFra
 
 
 def _codes(frame: pd.DataFrame, column: str, width: int) -> pd.DataFrame:
-    """A fixed-width code such as 'ABBCAD' becomes one categorical feature per position plus its letter count."""
-    text = frame[column].astype(str)
-    for i in range(width):
-        frame[f"{column}_{i}"] = text.str[i].map(ord).astype("float64")
-    frame[f"{column}_unique"] = text.map(lambda s: len(set(s))).astype("float64")
-    return frame.drop(columns=column)
+    """A fixed-width code such as 'ABBCAD' becomes one categorical feature per position (its letter's code point)
+    plus its count of distinct letters; a missing code is missing in each. Vectorised: millions of rows in a
+    second, where a Python call per letter took tens."""
+    present = frame[column].notna().to_numpy()
+    letters = frame.loc[present, column].astype(str).to_numpy().astype(f"<U{width}").view(np.uint32)
+    letters = letters.reshape(-1, width).astype("float64")
+    spread = np.full((len(frame), width + 1), np.nan)
+    spread[present, :width] = letters
+    ordered = np.sort(letters, axis=1)
+    spread[present, width] = 1 + (np.diff(ordered, axis=1) != 0).sum(axis=1)
+    names = [f"{column}_{i}" for i in range(width)] + [f"{column}_unique"]
+    added = pd.DataFrame(spread, columns=names, index=frame.index)
+    return pd.concat([frame.drop(columns=column), added], axis=1)
 
 
 def tabular_features(spec: CompetitionSpec, train: pd.DataFrame, test: pd.DataFrame):
@@ -842,10 +849,10 @@ def tabular_features(spec: CompetitionSpec, train: pd.DataFrame, test: pd.DataFr
     both = _split(both, spec)
     for column in list(both.columns):
         values = both[column]
+        if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
+            continue  # numbers as they are (before any check turns millions of them into strings)
         if pd.api.types.is_bool_dtype(values) or set(values.dropna().astype(str).unique()) <= {"True", "False"}:
             both[column] = values.astype("string").map({"True": 1.0, "False": 0.0}).astype("float64")
-        elif pd.api.types.is_numeric_dtype(values):
-            continue
         else:
             text = values.dropna().astype(str)
             unique = text.nunique()

@@ -319,3 +319,22 @@ def test_the_leaf_replica_names_its_species_as_the_real_competition_does(replica
     assert {"Acer_Capillipes", "Quercus_Rubra", "Zelkova_Serrata", "Tilia_Tomentosa"} <= set(species)
     train = pd.read_csv(public / "train.csv")
     assert set(train["species"]) <= set(species)
+
+
+def test_fixed_width_codes_spread_per_position_and_numbers_stay_numbers():
+    """tabular-playground may-2022's f_27 ('ABBCAD...'): a code point per position and the count of distinct
+    letters (a missing code missing in each); booleans as 0/1 whether typed or written; numbers untouched."""
+    from runner.data import tabular_features
+
+    spec = load_spec("tabular-playground-series-may-2022")
+    codes = [f"{a}{b}{c}" for a in "ABCDEFG" for b in "AB" for c in "ABC"]  # unique: a code, not a category
+    train = pd.DataFrame({"id": range(len(codes)), "target": 0, "f_27": codes,
+                          "flag": ["True", "False"] * (len(codes) // 2), "f_00": np.linspace(0, 1, len(codes))})
+    test = pd.DataFrame({"id": [100, 101], "f_27": ["AAA", None], "flag": ["True", None], "f_00": [0.5, np.inf]})
+    x, x_test = tabular_features(spec, train, test)
+    assert [c for c in x.columns if c.startswith("f_27")] == ["f_27_0", "f_27_1", "f_27_2", "f_27_unique"]
+    assert x.loc[0, ["f_27_0", "f_27_1", "f_27_2", "f_27_unique"]].tolist() == [65, 65, 65, 1]
+    assert x.loc[codes.index("CBA"), ["f_27_0", "f_27_1", "f_27_2", "f_27_unique"]].tolist() == [67, 66, 65, 3]
+    assert x_test.loc[1, ["f_27_0", "f_27_unique"]].isna().all() and x_test.loc[0, "f_27_unique"] == 1
+    assert x["flag"].tolist()[:2] == [1.0, 0.0] and np.isnan(x_test.loc[1, "flag"])
+    assert x["f_00"].equals(train["f_00"]) and np.isnan(x_test.loc[1, "f_00"])
