@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from runner.sampling import Sampled
+from runner.sampling import SAMPLING_SEED, Sampled
 
 ENCODING = "utf-8-sig"  # UTF-8, a byte-order mark dropped from the first column's name
 FALLBACK_ENCODING = "latin-1"  # decodes any byte: a wrong guess gives odd letters, never a lost row
@@ -85,7 +85,8 @@ def _options(path: Path, notes: list[str]) -> tuple[str, dict]:
     return encoding, dict(sep=delimiter, compression=method, on_bad_lines="warn")
 
 
-def read_csv_sample(path: Path, rows: int, seconds: float, warnings: list[str], seed: int = 0) -> pd.DataFrame:
+def read_csv_sample(path: Path, rows: int, seconds: float, warnings: list[str],
+                    seed: int = SAMPLING_SEED) -> pd.DataFrame:
     """About `rows` rows drawn evenly from a large file, read in chunks of CHUNK_ROWS; reading stops after
     `seconds` (the rows after are never seen). What was kept, of how much, is the frame's `attrs["sampled"]`
     (runner.sampling) and said in `warnings`."""

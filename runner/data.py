@@ -23,7 +23,7 @@ from PIL import Image
 from runner.csvfiles import compression, find_sample, read_csv_file, read_csv_sample
 from runner.errors import InputError
 from runner.image_budget import affordable_train, decode_seconds
-from runner.sampling import Sampled
+from runner.sampling import SAMPLING_SEED, Sampled
 from runner.sounds import MELS
 from runner.spec import CompetitionSpec
 from runner.spoken import SOURCES, token_table
@@ -652,7 +652,7 @@ def _pixel_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, sample
     pixels = np.mean([_area(p) for p in paths[:SIDE_SAMPLE]] or [0]) * len(paths)  # from headers: no decoding
     most = min(MAX_PIXEL_ROWS, sampled_rows(budget_seconds, None)) if budget_seconds else MAX_PIXEL_ROWS
     share = min(1.0, most / max(1.0, pixels))  # each page keeps this share of its pixels, before any is stacked
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(SAMPLING_SEED)
     features, targets, groups, located, pages, sides, areas = [], [], [], [], [], [], []
     for path in paths:
         clean_path = data_dir / spec.target_image_dir / path.name
@@ -718,7 +718,7 @@ def _page_rows(pages: list[tuple[str, str]], group: np.ndarray, located: list[tu
 def _sentences_within(train: pd.DataFrame, most: int) -> pd.DataFrame:
     """Whole sentences, drawn at random, up to `most` tokens (a token's neighbours are its features)."""
     sizes = train.groupby("sentence_id", sort=False).size()
-    order = sizes.sample(frac=1.0, random_state=0)
+    order = sizes.sample(frac=1.0, random_state=SAMPLING_SEED)
     kept = order.index[np.cumsum(order.to_numpy()) <= most]
     return train[train["sentence_id"].isin(kept)]
 

@@ -11,13 +11,12 @@ from typing import Callable
 
 import numpy as np
 
-from runner.sampling import Sampled
+from runner.sampling import SAMPLING_SEED, Sampled
 
 DECODE_SHARE = 0.15  # of the budget the first decode of the images may take on every core: the rest trains
 PROBES = 8  # training images decoded and timed: enough for a median, milliseconds for small images
 PROBE_SIDE = 256  # the side they are decoded at: about a mid-ladder model's cache
 LEAST_TRAIN = 1_000  # training images kept at least however slow a decode: fewer would learn nothing useful
-SEED = 0
 
 
 def decode_seconds(paths: list[Path | None], decode: Callable[[Path, int], object]) -> float:
@@ -44,7 +43,7 @@ def affordable_train(trainable: np.ndarray, n_test: int, seconds_each: float, bu
     if len(rows) <= most:
         return trainable, None
     kept = np.zeros_like(trainable)
-    kept[np.random.default_rng(SEED).choice(rows, most, replace=False)] = True
+    kept[np.random.default_rng(SAMPLING_SEED).choice(rows, most, replace=False)] = True
     whole = (len(rows) + n_test) * seconds_each / max(1, cores)
     return kept, Sampled(what="training images", kept=most, of=len(rows), how="drawn at random", source=source,
                          why=f"decoding every image takes ~{whole:.0f} s on {cores} core(s) ({seconds_each * 1000:.0f}"

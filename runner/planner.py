@@ -23,6 +23,7 @@ from runner.engines.base import TARGET_MEMORY_FRACTION
 from runner.hardware import GiB, Hardware
 from runner.portfolio import DataShape, Member, Plan, PlanContext
 from runner.spec import CompetitionSpec
+from runner.unit_memory import dataset_bytes, with_memory
 
 if TYPE_CHECKING:
     from runner.data import Dataset
@@ -54,7 +55,7 @@ def data_shape(dataset) -> DataShape:
     return DataShape(len(dataset.y), dataset.n_test, table[0].shape[1] if table else 0,
                      len(dataset.classes or ()), targets, dataset.inputs, int(lengths.sum()), dataset.image_side,
                      int(np.percentile(lengths, LONG_TEXT_PERCENTILE)) if len(lengths) else 0, dataset.source_pixels,
-                     dataset.decode_seconds)
+                     dataset.decode_seconds, dataset_bytes(dataset))
 
 
 def applicable(spec: CompetitionSpec, data: DataShape, names: list[str] | None = None) -> list[str]:
@@ -168,9 +169,10 @@ def make_plan(spec: CompetitionSpec, hardware: Hardware, window_seconds: float, 
                    + "; the lead first (after members that cost next to nothing and ask to go first), then by "
                      "expected gain per core-second; when all have run, bags of the "
                      "member with the largest blend weight follow while they fit and still improve CV")
-    return Plan(members=tuple(members), folds=folds, cpus=hardware.cpus, gpus=len(hardware.gpus),
+    plan = Plan(members=tuple(members), folds=folds, cpus=hardware.cpus, gpus=len(hardware.gpus),
                 devices=_devices(hardware), window_seconds=round(window_seconds, 1), seed=seed, reasons=tuple(reasons),
                 lane_cores={"gpu": hardware.cpus - reserve, "cpu": cpu_cores})
+    return with_memory(plan, hardware.ram_bytes, data.data_bytes) if data.data_bytes else plan
 
 
 def lane_of(engine: str, hardware: Hardware) -> str:

@@ -43,6 +43,7 @@ class DataShape:
     text_long_chars: int = 0  # the 95th percentile of a text's characters (0: no texts): what a max length covers
     train_pixels: int = 0  # image to image: every pixel of the training pages (0: another task)
     decode_seconds: float = 0.0  # one core's seconds to decode one image, measured on a few (0: not measured)
+    data_bytes: int = 0  # the dataset's size in memory, every view's train and test inputs (0: not known)
 
 
 class Member(BaseModel):
@@ -105,6 +106,8 @@ class Plan(Saved, BaseModel):
     seed: int = 0
     reasons: tuple[str, ...] = ()
     sampled: tuple[Sampled, ...] = ()  # what the members learn from only a part of (the dataset's), and why
+    unit_bytes: int = 0  # memory one unit (a fold, a prepare step) is expected to hold (0: not bounded)
+    memory_bytes: int = 0  # memory the run's units may hold together (0: not bounded)
 
     def member(self, name: str) -> Member:
         return next(m for m in self.members if m.name == name)

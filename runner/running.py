@@ -17,7 +17,7 @@ from runner import processes, stacks
 from runner.budget import Budget
 from runner.engines.base import EPOCH_LOG
 from runner.folds import FoldResult, FoldTask
-from runner.portfolio import Member
+from runner.portfolio import Member, Plan
 from runner.saved import Saved
 from runner.units import Unit
 
@@ -88,6 +88,12 @@ class Slots:
 
     def cores_held(self) -> int:
         return sum(r.task.threads for r in self.running)
+
+    def memory_for_one_more(self, plan: Plan) -> bool:
+        """Whether the run's memory holds one more unit beside those running (runner.unit_memory); a unit alone
+        always starts, however large: nothing else can be made smaller for it."""
+        held = len(self.running) * plan.unit_bytes
+        return not plan.memory_bytes or not self.running or held + plan.unit_bytes <= plan.memory_bytes
 
     def free_gpu(self, member: Member, gpus: int) -> int | None:
         """A GPU with room for one more fold of this member (its share: 1 / per_gpu), the least loaded first."""

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+# the seed every draw of a part of the data starts from: fixed, so a run is repeatable, and not 0, the seed the
+# replicas' generators draw their labels from (the same stream once picked a table's rows by their label)
+SAMPLING_SEED = 20_211_201
+
 
 class Sampled(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")

@@ -163,7 +163,7 @@ class Scheduler:
             gpu = self.free_gpu(unit.member)
             if gpu is None or unit not in self.queue or not self._fits_in_time(unit, now):
                 continue
-            if self.free_cores() < unit.threads:
+            if self.free_cores() < unit.threads or not self.slots.memory_for_one_more(self.plan):
                 waiting = True
                 continue
             self._start(unit, now, gpu, unit.threads, f"gpu {gpu}")
@@ -177,7 +177,7 @@ class Scheduler:
             # prepare takes what is free; a fold planned for more cores than the run now has (other processes took
             # some) runs on those it has rather than waiting for cores that may never come back
             threads = min(unit.threads, free if unit.fold == PREPARE else self.plan.cpus)
-            if threads < 1 or free < threads:
+            if threads < 1 or free < threads or not self.slots.memory_for_one_more(self.plan):
                 return  # in plan order: later members wait for this one
             if self._fits_in_time(unit, now):
                 self._start(unit, now, None, threads, self.slots.cpu_lane(threads, self.plan.cpus))

@@ -14,11 +14,12 @@ ARCHITECTURE = ROOT / "docs" / "architecture.md"
 # the pipeline's layers, earliest first: a module may import its own layer and earlier ones
 LAYERS = (
     ("shared", {"runner", "runner.errors", "runner.atomic", "runner.budget", "runner.csvfiles", "runner.untrusted",
-                "runner.metrics", "runner.monitor", "runner.weights", "runner.heap", "runner.saved", "runner.stacks"}),
+                "runner.metrics", "runner.monitor", "runner.weights", "runner.heap", "runner.saved", "runner.stacks",
+                "runner.sampling", "runner.latest"}),
     ("spec", {"runner.spec", "runner.mlebench"}),
-    ("data", {"runner.data", "runner.sounds", "runner.spoken", "runner.normalization"}),
+    ("data", {"runner.data", "runner.sounds", "runner.spoken", "runner.normalization", "runner.image_budget"}),
     ("hardware", {"runner.hardware", "runner.devices", "runner.profiles"}),
-    ("plan vocabulary", {"runner.portfolio", "runner.engines", "runner.engines.base"}),
+    ("plan vocabulary", {"runner.portfolio", "runner.engines", "runner.engines.base", "runner.unit_memory"}),
     ("engines", {"runner.engines.*"}),
     ("plan", {"runner.planner"}),
     ("units", {"runner.folds", "runner.fork_server", "runner.fork_server_setup", "runner.processes",

@@ -144,6 +144,22 @@ def test_a_large_training_table_is_sampled_evenly_to_what_the_budget_affords(tmp
     assert {"pickup_datetime_year", "pickup_datetime_hour"} <= set(dataset.views["table"][0].columns)
 
 
+def test_rows_drawn_from_a_table_keep_its_labels_shares(tmp_path, monkeypatch):
+    """The draw is independent of how the rows were made: the replicas draw their labels from seed 0, and a sampler
+    on the same stream once kept only the rows of one class (every kept row of tabular-playground dec-2021 was a
+    1, and the run submitted its prior)."""
+    root = write_demo("tabular-playground-series-dec-2021", tmp_path, scale=40)  # 48k rows
+    public = root / "prepared" / "public"
+    monkeypatch.setattr(data_module, "LARGE_TABLE_BYTES", 1_000_000)
+    monkeypatch.setattr(data_module, "MIN_SAMPLED_ROWS", 5_000)
+    monkeypatch.setattr(data_module, "ROWS_PER_BUDGET_SECOND", 500)
+    dataset = load_dataset(load_spec("tabular-playground-series-dec-2021"), public, tmp_path / "work", 20)
+    whole = pd.read_csv(public / "train.csv")["Cover_Type"].value_counts(normalize=True)
+    kept = pd.Series(np.asarray(dataset.classes)[dataset.y]).value_counts(normalize=True)
+    assert 8_000 < len(dataset.y) < 12_000 and dataset.sampled
+    assert (kept.reindex(whole.index, fill_value=0) - whole).abs().max() < 0.03, (kept, whole)
+
+
 def test_a_table_larger_than_the_runs_memory_is_read_only_as_far_as_that_memory_parses(tmp_path):
     """A run told it has N bytes (`runner run --memory`, a container's limit) reads what a share of them parses,
     not what the machine could: said as a cut of the training rows, with why."""

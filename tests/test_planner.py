@@ -737,3 +737,22 @@ def test_pretrained_weights_keep_their_size_and_the_plan_says_it_upscales():
 def test_the_cache_keeps_its_margin_below_the_images_own_size():
     assert cache_side(96) == cache_side(96, 400) == 110  # the eval-crop margin where the images have it
     assert cache_side(96, 100) == 100
+
+
+def test_one_thread_folds_on_many_cores_run_as_many_at_once_as_the_memory_holds():
+    """kNN folds take a core each: on a 32-core lease of 8 GiB, 200k rows (0.05 GiB, held three times by each fold
+    with its process) fit 9 at once, not 32, and the plan says so; on 128 GiB the cores bound them."""
+    from runner.unit_memory import DATASET_COPIES, UNIT_BASE_BYTES, UNITS_SHARE
+
+    data = DataShape(200_000, 25_000, 30, 2, data_bytes=int(0.05 * GiB))
+    said = {}
+    for ram in (8 * GiB, 128 * GiB):
+        hardware = Hardware(gpus=(), cpus=32, ram_bytes=ram, shm_bytes=GiB, disk_free_bytes=100 * GiB)
+        plan = make_plan(load_spec("tabular-playground-series-may-2022"), hardware, 600, data, engines=["knn"])
+        assert plan.member("knn").threads == 1
+        each = UNIT_BASE_BYTES + DATASET_COPIES * data.data_bytes
+        assert plan.unit_bytes == each and plan.memory_bytes == int(UNITS_SHARE * ram - data.data_bytes)
+        said[ram] = [r for r in plan.reasons if r.startswith("memory:")]
+    assert not said[128 * GiB] and len(said[8 * GiB]) == 1
+    assert "at most 9 at once, where the cores would run 32" in said[8 * GiB][0]
+    assert "0.05 GiB of data" in said[8 * GiB][0]

@@ -126,6 +126,22 @@ def test_a_gpu_member_and_a_cpu_member_run_side_by_side(scheduled):
     assert not overlap(*gpu_units)  # one fold per GPU: the second waited for the first
 
 
+def test_units_held_never_exceed_what_the_runs_memory_holds(scheduled):
+    """Four one-core folds on four cores, but memory for two: never more than two at once, and a plan whose unit
+    needs more than all of it still runs its units, one at a time."""
+    GiB = 2**30
+    plan = Plan(members=(toy("trees", "cpu", sleep=0.6, folds=4),), folds=4, cpus=4, unit_bytes=3 * GiB,
+                memory_bytes=7 * GiB)
+    for memory, most in ((7 * GiB, 2), (GiB, 1)):
+        scheduler = scheduled(plan.model_copy(update=dict(memory_bytes=memory)))
+        scheduler.run()
+        records = [r for r in scheduler.records if r.status == "completed"]
+        assert len(records) == 4
+        at_once = max(sum(1 for r in records if r.start <= moment < r.end)
+                      for moment in (r.start + 0.01 for r in records))
+        assert at_once == most, (memory, at_once)
+
+
 def test_threads_held_never_exceed_the_cores(scheduled):
     plan = Plan(members=(toy("wide", "cpu", threads=2, sleep=0.6, folds=3), toy("narrow", "cpu", sleep=0.6, folds=4),
                          toy("wide2", "cpu", threads=2, sleep=0.6, folds=2)), folds=3, cpus=2)
