@@ -192,6 +192,10 @@ def measure(competition: str, scale: str, root: Path, budget: int, full: bool) -
     planned = (report.get("plan") or {}).get("members", ())
     row["planned"] = {m["name"]: dict(fold_seconds=m["fold_seconds"], threads=m["threads"], folds=m["folds"],
                                       prepare_seconds=m.get("prepare_seconds", 0.0)) for m in planned}
+    predict: dict[str, float] = {}  # each member's slowest test prediction in a fold
+    for f in (f for f in report.get("folds", ()) if f["fold"] != PREPARE):
+        predict[f["member"]] = max(predict.get(f["member"], 0.0), f.get("predict_seconds", 0.0))
+    row["predict_seconds"] = predict
     row.update(status=report.get("status"), stages=stages(report), sampled=sampled(report),
                error=report.get("error"), killed=len(report.get("killed", ())))
     if full:

@@ -45,6 +45,10 @@ class DataShape:
     decode_seconds: float = 0.0  # one core's seconds to decode one image, measured on a few (0: not measured)
     data_bytes: int = 0  # the dataset's size in memory, every view's train and test inputs (0: not known)
 
+    def decode_each(self, per_core_second: float) -> float:
+        """One core's seconds to decode one image: measured where the data has it, else an engine's usual rate."""
+        return self.decode_seconds or 1 / per_core_second
+
 
 class Member(BaseModel):
     """One model of the portfolio, trained as `folds` cross-validation folds."""

@@ -76,7 +76,7 @@ class Features(OneShotEngine):
         images = data.n_train + data.n_test
         rate = GPU_IMAGES_PER_SECOND * (GPU_SIDE / side) ** 2 if gpu else \
             CPU_IMAGES_PER_CORE_SECOND * (CPU_SIDE / side) ** 2 * context.cores
-        prepare = LOAD_SECONDS + images / rate + images / (DECODES_PER_CORE_SECOND * context.cores)
+        prepare = LOAD_SECONDS + images / rate + images * data.decode_each(DECODES_PER_CORE_SECOND) / context.cores
         rows = data.n_train * (context.folds - 1) / context.folds
         outputs = max(1, data.classes if context.spec.is_classification else data.targets)
         linear = rows * width * outputs / CELLS_PER_SECOND

@@ -95,7 +95,8 @@ class Pixels(HeadsOnATable):
         cells = rows * columns * max(1, data.classes if context.spec.is_classification else data.targets)
         if cells > MAX_CELLS:
             return []
-        prepare = STARTUP_SECONDS + (data.n_train + data.n_test) / (DECODES_PER_CORE_SECOND * context.cores)
+        images = data.n_train + data.n_test
+        prepare = STARTUP_SECONDS + images * data.decode_each(DECODES_PER_CORE_SECOND) / context.cores
         heads = [("", PixelSettings(side=side), cells / CELLS_PER_SECOND, self.prior_gain, self.describe(context))]
         trees = boosted_seconds(rows, columns, data.classes)
         if context.spec.is_classification and trees <= MAX_BOOSTED_SECONDS:

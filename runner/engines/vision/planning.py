@@ -229,8 +229,7 @@ def _options(hardware: Hardware, costs: ImageCosts, models: tuple) -> list[_Opti
 def _prepare_seconds(context: PlanContext) -> float:
     """The first decode of every image on the lane's cores: at the measured cost of one where the data has it."""
     images = context.data.n_train + context.data.n_test
-    each = context.data.decode_seconds or 1 / DECODE_PER_CORE_SECOND
-    return round(images * each / max(1, context.cores), 1)
+    return round(images * context.data.decode_each(DECODE_PER_CORE_SECOND) / max(1, context.cores), 1)
 
 
 def _member(context: PlanContext, settings: ImageSettings, folds: int, per_gpu: int, threads: int,
