@@ -419,3 +419,48 @@ def test_a_booster_stops_once_its_loss_falls_only_by_float_dust():
 
     assert rounds_until_stop(MIN_IMPROVEMENT / (2 * PATIENCE)) == PATIENCE + 1
     assert rounds_until_stop(MIN_IMPROVEMENT / 10) == 5000  # past MIN_IMPROVEMENT every 11 rounds: boosting goes on
+
+
+def test_a_booster_keeps_time_to_predict_every_row_as_its_model_grows():
+    """Predicting grows with the rounds: with a probe that takes longer the more rounds there are, the clock stops
+    while what is left of the deadline still holds predicting every validation and test row; with no rows to
+    predict it boosts to the deadline's two-round margin."""
+    import time
+
+    from runner.engines.boosting import PROBE_ROWS, RoundClock
+
+    def run(predict_rows: int) -> tuple[int, float, RoundClock]:
+        clock = RoundClock(time.monotonic() + 1.5, patience=10_000, predict_rows=predict_rows)
+        for iteration in range(100_000):
+            time.sleep(0.005)  # a round
+            # a probe: PROBE_ROWS rows through every round's trees at 2 us a row and round
+            if clock.tick(iteration, -iteration, False, probe=lambda: time.sleep(2e-6 * PROBE_ROWS * clock.rounds)):
+                return iteration + 1, time.monotonic(), clock
+        raise AssertionError("never stopped")
+
+    rounds, stopped, clock = run(predict_rows=20_000)  # predicting: 0.04 s a round
+    assert stopped + 2e-6 * 20_000 * rounds <= clock.deadline + 0.05  # its prediction ends on time
+    assert clock.row_round_seconds == pytest.approx(2e-6, rel=0.5)
+    free, _, _ = run(predict_rows=0)
+    assert rounds < free / 3, (rounds, free)
+
+
+def test_a_lightgbm_fold_whose_prediction_is_heavy_still_ends_by_its_deadline(tmp_path):
+    """Seven classes, 40k rows to predict: the fold stops boosting early enough to predict them all within a second
+    of its deadline (a unit is killed 5 s past it)."""
+    import time
+
+    from runner.engines import get_engine
+    from runner.engines.base import FoldData
+
+    rng = np.random.default_rng(0)
+    x = pd.DataFrame(rng.normal(size=(60_000, 20)), columns=[f"f{i}" for i in range(20)])
+    y = (x["f0"] * 3 + x["f1"] + rng.normal(size=len(x))).pipe(lambda v: pd.cut(v, 7, labels=False)).to_numpy()
+    data = FoldData(load_spec("tabular-playground-series-dec-2021"), list(range(1, 8)), x[:20_000], y[:20_000],
+                    x[20_000:40_000], y[20_000:40_000], x[40_000:])
+    engine = get_engine("lightgbm")
+    settings = engine.Settings(threads=1, learning_rate=0.02, patience=10_000, max_rounds=100_000)
+    started = time.monotonic()
+    result = engine.train_fold(settings, data, tmp_path, deadline=started + 6)
+    assert time.monotonic() - started < 7 and result.test_pred.shape == (20_000, 7)  # 12 s without the reserve
+    assert result.predict_seconds > 0.05 and result.epochs >= 20

@@ -102,9 +102,11 @@ class CatBoost(BoostingEngine):
                       callbacks=[_Hook(on_round)])
             return model, clock
 
-        def predict(model, x, kind):
-            return two_columns(model.predict(x) if kind == "regression" else model.predict_proba(x)[:, 1]
-                               if kind == "binary" else model.predict_proba(x), kind)
+        def predict(model, x, kind):  # on the fold's own threads, as LightGBM's (CatBoost's default: every core)
+            threads = settings.threads
+            return two_columns(model.predict(x, thread_count=threads) if kind == "regression" else
+                               model.predict_proba(x, thread_count=threads)[:, 1] if kind == "binary" else
+                               model.predict_proba(x, thread_count=threads), kind)
 
         def save(models) -> Path:
             for j, model in enumerate(models):  # one per regression target

@@ -10,7 +10,7 @@ import numpy as np
 from runner.atomic import replacing
 from runner.engines.base import FoldData
 from runner.engines.boosting import (BoostingEngine, BoostSettings, RoundClock, RoundCost, fit_targets,
-                                     measure_splits, objective, sample_rows, two_columns)
+                                     measure_splits, objective, probe_rows, sample_rows, two_columns)
 
 PRIOR_GAIN = 0.05  # as a complement of another engine's model; it leads on tables anyway (highest prior there)
 # a round's time grows with the leaves a tree can have, measured here: 7 to 127 leaves took 0.16 to 1.9 ms a round
@@ -48,14 +48,15 @@ class _Deadline:
 
     order = 30
 
-    def __init__(self, clock: RoundClock):
-        self.clock, self.best = clock, None
+    def __init__(self, clock: RoundClock, sample=None, threads: int = 1):
+        self.clock, self.best, self.sample, self.threads = clock, None, sample, threads  # sample: what probes predict
 
     def __call__(self, env) -> None:
         import lightgbm as lgb
 
         _, _, value, higher_better = env.evaluation_result_list[0][:4]
-        stop = self.clock.tick(env.iteration, value, higher_better)
+        probe = None if self.sample is None else (lambda: env.model.predict(self.sample, num_threads=self.threads))
+        stop = self.clock.tick(env.iteration, value, higher_better, probe)
         if self.clock.best_round == env.iteration:
             self.best = env.evaluation_result_list
         if stop:
@@ -118,14 +119,18 @@ class LightGbm(BoostingEngine):
         def fit(kind, y_train, y_val, stop_at):
             train_set = lgb.Dataset(data.x_train, y_train, categorical_feature="auto", free_raw_data=False)
             val_set = lgb.Dataset(data.x_val, y_val, reference=train_set)
-            clock = RoundClock(stop_at, settings.patience)
+            clock = RoundClock(stop_at, settings.patience, len(data.x_val) + len(data.x_test))
             booster = lgb.train(params(settings, kind, classes, len(y_train)), train_set,
                                 num_boost_round=settings.max_rounds, valid_sets=[val_set],
-                                callbacks=[_Deadline(clock)])
+                                callbacks=[_Deadline(clock, probe_rows(data.x_val), settings.threads)])
             return booster, clock
 
         def predict(booster, x, kind):
-            return two_columns(booster.predict(x, num_iteration=booster.best_iteration or None), kind)
+            # the fold's own threads: LightGBM predicts on every core by default, and OpenMP threads beyond the
+            # cores the fold holds spin at their barriers for peers other folds keep busy (a 640k-row prediction
+            # beside other folds outlasted its deadline)
+            return two_columns(booster.predict(x, num_iteration=booster.best_iteration or None,
+                                               num_threads=settings.threads), kind)
 
         def save(boosters) -> Path:
             checkpoint = out_dir / "model.txt"

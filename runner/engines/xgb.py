@@ -8,7 +8,8 @@ from pathlib import Path
 
 from runner.atomic import replacing
 from runner.engines.base import FoldData
-from runner.engines.boosting import BoostingEngine, BoostSettings, RoundClock, fit_targets, objective, two_columns
+from runner.engines.boosting import (BoostingEngine, BoostSettings, RoundClock, fit_targets, objective, probe_rows,
+                                     two_columns)
 
 PRIOR_GAIN = 0.015  # added to LightGBM it cut CV error by 0-3% (bench/gbm_choice.py)
 # a round's time grows with the nodes a tree can have, and stops growing once leaves are too small to split:
@@ -44,7 +45,7 @@ def _callback(on_round):
 
     class Hook(xgb.callback.TrainingCallback):
         def after_iteration(self, model, epoch, evals_log) -> bool:  # True stops training
-            return on_round(epoch, evals_log)
+            return on_round(epoch, evals_log, model)
 
     return Hook()
 
@@ -80,7 +81,7 @@ class XGBoost(BoostingEngine):
 
         def train_one(threads: int, stamp) -> None:
             xgb.train({**config, "nthread": threads}, matrix, num_boost_round=200,
-                      callbacks=[_callback(lambda epoch, log: stamp())])
+                      callbacks=[_callback(lambda epoch, log, model: stamp())])
 
         return train_one
 
@@ -92,11 +93,13 @@ class XGBoost(BoostingEngine):
         data = dataclasses.replace(data, x_val=_matrix(frames.x_val), x_test=_matrix(frames.x_test))
 
         def fit(kind, y_train, y_val, stop_at):
-            clock = RoundClock(stop_at, settings.patience)
+            clock = RoundClock(stop_at, settings.patience, len(frames.x_val) + len(frames.x_test))
             train_set, val_set = _matrix(frames.x_train, y_train), _matrix(frames.x_val, y_val)
+            sample = _matrix(probe_rows(frames.x_val))  # what the clock's probes predict
 
-            def on_round(epoch, log) -> bool:
-                return clock.tick(epoch, next(iter(log["val"].values()))[-1], higher_better=False)
+            def on_round(epoch, log, model) -> bool:
+                return clock.tick(epoch, next(iter(log["val"].values()))[-1], higher_better=False,
+                                  probe=lambda: model.predict(sample))
 
             booster = xgb.train(params(settings, kind, classes), train_set, num_boost_round=settings.max_rounds,
                                 evals=[(val_set, "val")], callbacks=[_callback(on_round)], verbose_eval=False)
