@@ -11,7 +11,7 @@ DEMO_DIR := runs/demo
 TEST_WORKERS ?= 2
 DEMO_BUDGET ?=  # empty: each demo competition's own budget (dog-breed 3m, spaceship 1m)
 
-.PHONY: install demo test bench gpu-check gpu-wheels gpu-check-offline up down clean
+.PHONY: install demo test bench bench-scale gpu-check gpu-wheels gpu-check-offline up down clean
 
 install: $(STAMP)
 
@@ -54,6 +54,13 @@ bench: $(BENCH_STAMP)
 	cd bench && PYTHONPATH=..:. ../$(PY) finetune.py
 	cd bench && PYTHONPATH=..:. ../$(PY) modalities.py
 	cd bench && PYTHONPATH=..:. ../$(PY) missing_values.py
+
+# every Lite replica at 1/8, 1/4, 1/2 and its real size: each stage's seconds, the run's memory and caches, whole
+# 10-minute runs at the real size graded (bench/scale.py; hours on a small machine: SCALE_ARGS picks, e.g.
+# SCALE_ARGS="--only spaceship-titanic --scales real --full")
+SCALE_ARGS ?= --full
+bench-scale: $(BENCH_STAMP)
+	cd bench && PYTHONPATH=..:. ../$(PY) scale.py $(SCALE_ARGS)
 
 # on an NVIDIA GPU, the CUDA paths for real (memory probe, shared folds, NVML, bf16/compile, OOM back-off, planned
 # vs failure throughput, whole runs) into bench/results/gpu.json; without one it says so and exits 0. GROUP=NAME
