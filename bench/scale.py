@@ -185,6 +185,7 @@ def measure(competition: str, scale: str, root: Path, budget: int, full: bool) -
     public = data / "prepared" / "public"
     out = root / f"{competition}-run"
     row = dict(competition=competition, scale=scale, share=share_of(scale), mode="full" if full else "stages",
+               commit=commit(),
                budget=budget, generate_seconds=round(generated, 1), data_gib=round(disk_bytes(public) / 2**30, 3),
                load=[round(x, 1) for x in os.getloadavg()])
     row.update(run(competition, public, out, budget, full))
@@ -241,18 +242,18 @@ def kept(fresh: list[dict]) -> list[dict]:
 def table(path: Path = RESULTS / "scale.json") -> str:
     """The results as the markdown table docs/performance.md keeps."""
     data = json.loads(path.read_text())
-    lines = ["| competition | share | data GiB | read s | prepare s | plan s | first fold s (member) | tree PSS GiB | "
-             "cache GiB | sampled | run |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| competition | share | commit | data GiB | read s | prepare s | plan s | first fold s (member) | "
+             "tree PSS GiB | cache GiB | sampled | run |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in data["rows"]:
         st = r["stages"]
         prepare = " + ".join(f"{v:.0f}" for v in st["prepare"].values()) or "-"
         fold = f"{st['first_fold']:.0f} ({st['first_fold_member']})" if st["first_fold"] is not None else "-"
-        cut = "; ".join(f"{s['kept']:,} of {s['of']:,} {s['what'].split()[-1]}" if isinstance(s, dict) else "yes"
+        cut = "; ".join(f"{s['kept']:,} of {s['of']:,} {s['what'].split()[1]}" if isinstance(s, dict) else "yes"
                         for s in r["sampled"]) or "-"
         run = (f"exit {r['exit_code']}, {r['wall']:.0f} s, {r['score']} vs sample {r['sample_score']}"
                f"{'' if r.get('goal_met') else ' (goal missed)'}" if r["mode"] == "full" else
                r["status"] if r["status"] != "interrupted" else "stopped after its first fold")
-        lines.append(f"| {r['competition']} | {r['scale']} | {r['data_gib']:.2f} | {st['read'] if st['read'] is not None else '-'} | "
+        lines.append(f"| {r['competition']} | {r['scale']} | {r.get('commit', '?')} | {r['data_gib']:.2f} | {st['read'] if st['read'] is not None else '-'} | "
                      f"{prepare} | {st['plan'] if st['plan'] is not None else '-'} | {fold} | {r['peak_pss_gib']:.1f} | "
                      f"{r['peak_cache_gib']:.2f} | {cut} | {run} |")
     return "\n".join(lines)
