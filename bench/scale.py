@@ -42,11 +42,13 @@ import psutil
 
 from _common import RESULTS, save
 from quality import commit
+from runner.csvfiles import find_sample, read_csv_file
 from runner.demo import REPLICAS, resolve
 from runner.folds import PREPARE
 from runner.grade import grade
 from runner.metrics import better
 from runner.spec import load_spec
+from runner.submission import write_atomic
 
 SHARES = ("real/8", "real/4", "real/2", "real")
 BUDGET = 600  # the sweep's budget per competition: 10 minutes
@@ -173,9 +175,13 @@ def sampled(report: dict) -> list:
 
 
 def graded(competition: str, root: Path, out: Path) -> dict:
+    """The run's submission and the competition's sample, each graded by MLE-bench's rules (a sample shipped
+    zipped, as text normalization's, is graded as the CSV inside)."""
     spec, private = load_spec(competition), root / "prepared" / "private"
     score = grade(out / "submission.csv", spec, private)
-    sample = grade(root / "prepared" / "public" / spec.sample_submission, spec, private)
+    given = find_sample(root / "prepared" / "public", spec.sample_submission)
+    write_atomic(read_csv_file(given, literal=True), out / "sample.csv")
+    sample = grade(out / "sample.csv", spec, private)
     beats = None if score.score is None or sample.score is None else better(spec.metric, score.score, sample.score)
     return dict(score=score.score, score_error=score.error, sample_score=sample.score, beats_sample=beats)
 
