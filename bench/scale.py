@@ -47,6 +47,7 @@ from runner.demo import REPLICAS, resolve
 from runner.folds import PREPARE
 from runner.grade import grade
 from runner.metrics import better
+from runner.monitor import tree_memory
 from runner.spec import load_spec
 from runner.submission import write_atomic
 
@@ -60,21 +61,6 @@ LINEAR, WORSE = 1.0, 1.25  # growth exponents: as the data, and beyond what nois
 
 def share_of(scale: str) -> float:
     return 1.0 if scale == "real" else 1.0 / float(scale.split("/")[1])
-
-
-def tree_pss(root: psutil.Process) -> int:
-    """The memory of a process and all its descendants, each by its proportional set size (RSS where unreadable)."""
-    total = 0
-    try:
-        processes = [root, *root.children(recursive=True)]
-    except psutil.Error:
-        return 0
-    for process in processes:
-        try:
-            total += getattr(process.memory_full_info(), "pss", 0) or process.memory_info().rss
-        except psutil.Error:
-            continue
-    return total
 
 
 def disk_bytes(folder: Path) -> int:
@@ -100,7 +86,7 @@ class Watch:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self.peak_pss = max(self.peak_pss, tree_pss(self.process))
+            self.peak_pss = max(self.peak_pss, tree_memory(self.process))
             self.peak_disk = max(self.peak_disk, disk_bytes(self.work)) if self.work.is_dir() else self.peak_disk
             self._stop.wait(SAMPLE_EVERY)
 

@@ -13,13 +13,17 @@ import psutil
 RECENT = 3600  # samples kept in memory: an hour at one a second
 
 
-def _tree_rss() -> int:
-    """Memory of this process and all its children (the fold processes and their loader workers), each counted by
-    its proportional set size: pages forked loader workers share with their fold count once, not once per worker
-    as resident sizes would (RSS where PSS cannot be read)."""
-    root = psutil.Process()
+def tree_memory(root: psutil.Process | None = None) -> int:
+    """Memory of a process (this one by default) and all its children (the fold processes and their loader
+    workers), each counted by its proportional set size: pages forked loader workers share with their fold count
+    once, not once per worker as resident sizes would (RSS where PSS cannot be read)."""
+    root = root or psutil.Process()
+    try:
+        tree = [root, *root.children(recursive=True)]
+    except psutil.Error:  # the root has ended
+        return 0
     total = 0
-    for process in [root, *root.children(recursive=True)]:
+    for process in tree:
         try:
             total += getattr(process.memory_full_info(), "pss", 0) or process.memory_info().rss
         except (psutil.NoSuchProcess, psutil.ZombieProcess):
@@ -88,7 +92,7 @@ class Monitor:
             with open(self.path, "w") as handle:  # this run's samples only
                 while not self._stop.is_set():
                     line = dict(t=round(time.monotonic() - self.started, 2), cpu=psutil.cpu_percent(),
-                                rss=_tree_rss(), gpus=gpus.sample())
+                                rss=tree_memory(), gpus=gpus.sample())
                     self.samples.append(line)
                     handle.write(json.dumps(line) + "\n")
                     handle.flush()
