@@ -177,7 +177,7 @@ def measure(competition: str, scale: str, root: Path, budget: int, full: bool) -
     public = data / "prepared" / "public"
     out = root / f"{competition}-run"
     row = dict(competition=competition, scale=scale, share=share_of(scale), mode="full" if full else "stages",
-               commit=commit(),
+               commit=commit(), cores=len(os.sched_getaffinity(0)),  # a lane pinned by taskset has fewer
                budget=budget, generate_seconds=round(generated, 1), data_gib=round(disk_bytes(public) / 2**30, 3),
                load=[round(x, 1) for x in os.getloadavg()])
     row.update(run(competition, public, out, budget, full))
@@ -242,7 +242,7 @@ def table(path: Path = RESULTS / "scale.json") -> str:
         fold = f"{st['first_fold']:.0f} ({st['first_fold_member']})" if st["first_fold"] is not None else "-"
         cut = "; ".join(f"{s['kept']:,} of {s['of']:,} {s['what'].split()[1]}" if isinstance(s, dict) else "yes"
                         for s in r["sampled"]) or "-"
-        run = (f"exit {r['exit_code']}, {r['wall']:.0f} s, {r['score']} vs sample {r['sample_score']}"
+        run = (f"exit {r['exit_code']}, {r['wall']:.0f} s on {r['cores']} cores, {r['score']} vs sample {r['sample_score']}"
                f"{'' if r.get('goal_met') else ' (goal missed)'}" if r["mode"] == "full" else
                r["status"] if r["status"] != "interrupted" else "stopped after its first fold")
         lines.append(f"| {r['competition']} | {r['scale']} | {r.get('commit', '?')} | {r['data_gib']:.2f} | {st['read'] if st['read'] is not None else '-'} | "
