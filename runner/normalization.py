@@ -24,7 +24,9 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter, defaultdict
+from typing import Callable
 
+import numpy as np
 import pandas as pd
 
 DIGITS = re.compile(r"^\d{1,7}$")
@@ -115,22 +117,42 @@ class Numbers:
         return f"{head} {tail}" if tail else None
 
 
-def _learn_letters(pairs: pd.DataFrame) -> dict[str, str]:
+class Shapes:
+    """The training pairs (before, after), each distinct written token tried on a pattern once: a token recurs
+    tens of times in millions, and a pattern tried per row (or pandas' string array walked a row at a time) was
+    most of a normaliser's minutes at the real size."""
+
+    def __init__(self, pairs: pd.DataFrame):
+        self.before, self.after = (pairs[c].to_numpy(dtype=object) for c in ("before", "after"))
+        self.codes, self.unique = pd.factorize(self.before)
+
+    def rows(self, shaped: Callable[[str], object]) -> np.ndarray:
+        """The rows whose written token is `shaped` (a pattern's match, or any test of a string), in train's order."""
+        hit = np.fromiter((bool(shaped(t)) for t in self.unique), bool, len(self.unique))
+        return np.flatnonzero(hit[self.codes])
+
+    def matching(self, shaped: Callable[[str], object]) -> zip:
+        """(before, after) of the rows whose written token is `shaped`, in train's order."""
+        rows = self.rows(shaped)
+        return zip(self.before[rows], self.after[rows])
+
+
+def _learn_letters(shapes: Shapes) -> dict[str, str]:
     """Each letter's spoken word, from tokens of capitals that train speaks as one word a letter."""
     votes: dict[str, Counter] = defaultdict(Counter)
-    for before, after in pairs.itertuples(index=False):
+    for before, after in shapes.matching(lambda t: CAPITALS.match(t) and t.isupper()):
         words = after.split()
-        if CAPITALS.match(before) and before.isupper() and len(words) == len(before):
+        if len(words) == len(before):
             for letter, word in zip(before, words):
                 votes[letter][word] += 1
     return {letter: counted.most_common(1)[0][0] for letter, counted in votes.items()}
 
 
-def _learn_last_words(pairs: pd.DataFrame, numbers: Numbers) -> tuple[dict[str, str], set[str]]:
+def _learn_last_words(shapes: Shapes, numbers: Numbers) -> tuple[dict[str, str], set[str]]:
     """How an ordinal changes its number's last word ("two" -> "second"), and the suffixes ordinals carry."""
     changes: dict[str, Counter] = defaultdict(Counter)
     suffixes = set()
-    for before, after in pairs.itertuples(index=False):
+    for before, after in shapes.matching(ORDINAL.match):
         if (match := ORDINAL.match(before)) and (said := numbers.say(int(match.group(1)))):
             words, spoken = said.split(), after.split()
             if len(words) == len(spoken) and words[:-1] == spoken[:-1]:
@@ -151,11 +173,11 @@ def _money(token: str) -> tuple[str, int] | None:
     return (match.group(1), int(match.group(2))) if match.group(1) else (match.group(4), int(match.group(3)))
 
 
-def _learn_currencies(pairs: pd.DataFrame, numbers: Numbers) -> dict[tuple, str]:
+def _learn_currencies(shapes: Shapes, numbers: Numbers) -> dict[tuple, str]:
     """A currency's spoken word after the amount's words, by (currency, _money_key) and by (currency, one or
     not): "$" -> "dollar" / "dollars", "руб." -> "рубль" / "рубля" / "рублей"."""
     votes: dict[tuple, Counter] = defaultdict(Counter)
-    for before, after in pairs.itertuples(index=False):
+    for before, after in shapes.matching(MONEY.match):
         if (found := _money(before)) and (said := numbers.say(found[1])) and after.startswith(said + " "):
             word = after[len(said) + 1:]
             key = _money_key(found[1])
@@ -208,9 +230,9 @@ def _winner(votes: Counter):
 class Dates:
     """Day-month(-year) dates, each part learned from the dates train speaks (see the module's docstring)."""
 
-    def __init__(self, pairs: pd.DataFrame, numbers: Numbers, ordinal_changes: dict[str, str]):
+    def __init__(self, shapes: Shapes, numbers: Numbers, ordinal_changes: dict[str, str]):
         self.numbers, samples, self.months = numbers, [], set()
-        for before, after in pairs.itertuples(index=False):
+        for before, after in shapes.matching(DATE.match):
             if (match := DATE.match(before)) and (day := numbers.say(int(match.group(1)))):
                 words, month = after.split(), match.group(2).casefold()
                 if month in words[1:]:  # the month as written, in train's case: the only month rule learned
@@ -308,15 +330,17 @@ class Normalizer:
         context = self._context(train)
         ambiguous = set(self.forms.index[self.forms["second"].notna()])  # spoken more than one way
         self.context = _most_frequent(context[context["before"].isin(ambiguous)], ["previous", "before", "next"])
-        digits = pairs[pairs["before"].str.match(DIGITS) & ~pairs["after"].str.contains(r"\d")]
+        shapes = Shapes(pairs)
+        digits = pairs.iloc[shapes.rows(DIGITS.match)]
+        digits = digits[~digits["after"].str.contains(r"\d")]
         # 4-digit tokens that may be years are left out: "1984" as a year is not the number's words
         self.numbers = Numbers({int(b): a for b, a in _most_frequent(digits, ["before"]).items()
                                 if not YEAR.match(b) or 2000 <= int(b) < 2010})
         self.years = self._years(digits)
-        self.letters = _learn_letters(pairs)
-        self.last_words, self.ordinal_suffixes = _learn_last_words(pairs, self.numbers)
-        self.currencies = _learn_currencies(pairs, self.numbers)
-        self.dates = Dates(pairs, self.numbers, self.last_words)
+        self.letters = _learn_letters(shapes)
+        self.last_words, self.ordinal_suffixes = _learn_last_words(shapes, self.numbers)
+        self.currencies = _learn_currencies(shapes, self.numbers)
+        self.dates = Dates(shapes, self.numbers, self.last_words)
 
     @staticmethod
     def _context(frame: pd.DataFrame) -> pd.DataFrame:
@@ -328,7 +352,7 @@ class Normalizer:
     def _years(self, digits: pd.DataFrame) -> bool:
         """Whether train speaks every 4-digit token of 1000-1999 (and 2010-2099) as its two halves."""
         held = []
-        for before, after in digits.itertuples(index=False):
+        for before, after in zip(*(digits[c].to_numpy(dtype=object) for c in ("before", "after"))):
             match = YEAR.match(before)
             if match and not 2000 <= int(before) < 2010 and int(match.group(2)) >= 10:
                 high, low = (self.numbers.say(int(g)) for g in match.groups())

@@ -61,15 +61,18 @@ def candidates(normalizer: Normalizer, tokens: pd.DataFrame) -> pd.DataFrame:
 
 
 def _shape(written: pd.Series, prefix: str) -> dict[str, np.ndarray]:
-    text = written.astype(str)
+    # each distinct token measured once (a token recurs tens of times in millions), then spread to its rows
+    codes, unique = pd.factorize(written.astype(str).to_numpy(dtype=object))
+    text = pd.Series(unique, dtype=object)
     length = text.str.len().to_numpy()
     digits = text.str.count(r"\d").to_numpy()
     letters = text.str.count(r"[^\W\d_]").to_numpy()
-    return {f"{prefix}length": length, f"{prefix}digits": digits, f"{prefix}letters": letters,
-            f"{prefix}upper": text.str.count(r"[^\W\d_]").where(text.str.isupper(), 0).to_numpy(),
-            f"{prefix}other": length - digits - letters - text.str.count(" ").to_numpy(),
-            f"{prefix}spaces": text.str.count(" ").to_numpy(), f"{prefix}title": text.str.istitle().to_numpy(),
-            f"{prefix}edge": (text == EDGE).to_numpy()}
+    spaces = text.str.count(" ").to_numpy()
+    shape = {"length": length, "digits": digits, "letters": letters,
+             "upper": np.where(text.str.isupper().to_numpy(dtype=bool), letters, 0),
+             "other": length - digits - letters - spaces, "spaces": spaces,
+             "title": text.str.istitle().to_numpy(dtype=bool), "edge": (text == EDGE).to_numpy()}
+    return {prefix + name: values[codes] for name, values in shape.items()}
 
 
 def features(normalizer: Normalizer, tokens: pd.DataFrame, said: pd.DataFrame) -> pd.DataFrame:
