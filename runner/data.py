@@ -124,7 +124,10 @@ def decode_square(path: Path | None, side: int) -> np.ndarray | None:
 
 
 def rows_of(inputs, keep: np.ndarray):
-    """The rows of a view's inputs (a table, an array or a list) where `keep` is true, in their order."""
+    """The rows of a view's inputs (a table, an array, a sparse matrix or a list) where `keep` is true, in their
+    order."""
+    if hasattr(inputs, "tocsr"):  # a sparse matrix: TF-IDF's vectors
+        return inputs.tocsr()[np.flatnonzero(keep)]
     if hasattr(inputs, "iloc"):
         return inputs.loc[keep].reset_index(drop=True)
     if isinstance(inputs, np.ndarray):

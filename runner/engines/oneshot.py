@@ -66,12 +66,12 @@ def fold_seconds(cost: FitCost | None, context: PlanContext, power: float = 1.0)
     return STARTUP_SECONDS + cost.seconds * _scale(cost, context) ** power
 
 
-def fit_seconds(cost: FitCost | None, context: PlanContext) -> float:
-    """Expected seconds of a fold's fit alone, what the fold reports as its step: the timed fit scaled linearly
-    to a fold's rows (0: not timed apart)."""
+def fit_seconds(cost: FitCost | None, context: PlanContext, power: float = 1.0) -> float:
+    """Expected seconds of a fold's fit alone, what the fold reports as its step: the timed fit scaled to a
+    fold's rows as `fold_seconds` scales it (0: not timed apart)."""
     if cost is None or cost.fit_seconds is None:
         return 0.0
-    return cost.fit_seconds * _scale(cost, context)
+    return cost.fit_seconds * _scale(cost, context) ** power
 
 
 def _scale(cost: FitCost, context: PlanContext) -> float:
