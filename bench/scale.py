@@ -9,7 +9,8 @@ on this machine, in one process per run:
   to planned, the measuring included) and the first fold (its unit's seconds, and when it ended); the peak memory of
   the run's whole process tree (PSS, sampled each second from outside it) and the most disk its work folder (the
   caches: decoded images, spectrograms, the fold hand-off) held; what the run said it sampled;
-- with `--full`, the run at the real size goes on to its end instead: exit code, wall, the submission graded by
+- with `--full`, the run at the largest share asked (the real size, unless the replica cannot be made at it in the
+  time there is: said in its row's share) goes on to its end instead: exit code, wall, the submission graded by
   MLE-bench's rules against the sample submission's grade. Goal: exit 0, wall <= budget, better than the sample,
   tree peak <= 16 GiB.
 How each stage grows: the slope of log(seconds) on log(size) over the shares run (1: linear; below: the run
@@ -256,7 +257,7 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", default=None)
     parser.add_argument("--scales", nargs="*", default=list(SHARES))
     parser.add_argument("--budget", type=int, default=BUDGET)
-    parser.add_argument("--full", action="store_true", help="at the real size, run to the end and grade")
+    parser.add_argument("--full", action="store_true", help="at the largest share asked, run to the end and grade")
     parser.add_argument("--root", default=None)
     parser.add_argument("--keep", action="store_true", help="keep the generated data")
     parser.add_argument("--table", action="store_true", help="print the results as a markdown table, run nothing")
@@ -267,9 +268,10 @@ def main() -> None:
     competitions = [resolve(c) for c in args.only] if args.only else list(REPLICAS)
     root = Path(args.root or tempfile.mkdtemp(prefix="scale-"))
     fresh: list[dict] = []
+    largest = max(args.scales, key=share_of)
     for competition in competitions:
         for scale in sorted(args.scales, key=share_of):
-            full = args.full and scale == "real"
+            full = args.full and scale == largest
             try:
                 fresh.append(measure(competition, scale, root, args.budget, full))
             except subprocess.CalledProcessError as exc:  # the replica could not be written: said, and on
