@@ -603,7 +603,8 @@ WINDOW = 5  # a pixel's neighbourhood: its 5 x 5 window of noisy intensities
 BACKGROUND = 7  # the paper's own tone near a pixel: the lightest and the median of its 7 x 7 window
 MAX_TOKEN_ROWS = 2_000_000  # training tokens the engines learn from at most: ~300 MB of features
 # training tokens the candidates' normalisers learn from, per second of budget: five normalisers (four cross-fitted,
-# one of all train) learn ~1M tokens in 26 s here, so loading stays within about a quarter of the budget
+# one of all train) learn 6M tokens and the engines' 1.2M rows are made in 47 s on one core here (Russian at its
+# real size, 600 s), so loading stays under a tenth of the budget
 TAUGHT_PER_BUDGET_SECOND = 10_000
 MAX_PIXEL_ROWS = 2_000_000  # training pixels kept at most (a random share of them): ~250 MB of features
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import pytest
 from scipy import sparse
 
 from conftest import write_spooky
@@ -49,3 +50,12 @@ def test_few_texts_are_vectorised_in_each_fold_and_many_once():
     assert not few.settings.vectorised_once and few.prepare_seconds == 0  # a unit of its own costs more
     assert get_engine("tfidf").prepare_key(few.settings) is None
     assert many.settings.vectorised_once and many.prepare_seconds > 30 and "vectorised once" in many.reasons[0]
+
+
+def test_a_ridges_fold_is_planned_to_grow_faster_than_its_rows_whatever_a_small_sample_showed():
+    jigsaw = load_spec("jigsaw")
+    data = DataShape(160_000, 153_000, targets=6, inputs=frozenset({"text"}), text_chars=40_000_000)
+    timed = TfidfCost(rows=2000, seconds=0.1, fit_seconds=0.09, chars=200_000, vectorise_seconds=0.3, power=1.1)
+    tfidf = make_plan(jigsaw, profile("cpu"), 3600, data, {"tfidf": timed}).member("tfidf")
+    assert tfidf.fold_seconds > 0.1 * 64 ** 1.5  # 128k rows a fold, 64x the sample: n^1.5, not the sample's n^1.1
+    assert tfidf.prepare_seconds == pytest.approx(0.5 + 40_000_000 / (200_000 / 0.3), rel=0.01)  # the timed rate

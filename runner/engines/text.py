@@ -24,6 +24,10 @@ PRIOR_GAIN = 0.05  # the highest prior among text engines: it leads on text
 # alike (1.1M characters of jigsaw's replica: 1.5 s each way): the guess where the budget left nothing to time
 CHARS_PER_SECOND = 700_000
 MAX_POWER = 2.0  # a head's time grows at most with the square of its rows (a noisy timing is not believed past it)
+# a ridge's conjugate gradients need more iterations as rows add to its largest eigenvalue and alpha stays put:
+# ~n^1.5 at least past the sample (jigsaw at the real size: 1.43 timed on 1,000 and 2,000 rows, ~1.7 from 2,000 to
+# a fold's 128k)
+RIDGE_POWER = 1.5
 VECTOR_DTYPE = np.float32  # half the matrix every fold loads; the heads fit as well on it
 # texts that vectorise in less than this are left to each fold: a prepare unit of its own costs about a second
 # to start on a busy machine, and a 12 s budget's window has no second to spare
@@ -126,6 +130,7 @@ class Tfidf(OneShotEngine):
         rate = context.costs.chars_per_second if isinstance(context.costs, TfidfCost) else CHARS_PER_SECOND
         vectorise = chars / rate
         power = context.costs.power if isinstance(context.costs, TfidfCost) else self.cost_power
+        power = power if context.spec.is_classification else max(power, RIDGE_POWER)
         seconds, fit = fold_seconds(context.costs, context, power), fit_seconds(context.costs, context, power)
         how = "timed" if isinstance(context.costs, TfidfCost) else "a guess: not timed"
         if vectorise < VECTORISE_ONCE_SECONDS:  # each fold reads its few texts itself
