@@ -218,6 +218,11 @@ def growth(rows: list[dict]) -> dict[str, dict]:
                     "prepare": lambda r: sum(r["stages"]["prepare"].values()) or None,
                     "peak_pss": lambda r: r["peak_pss_gib"], "cache": lambda r: r["peak_cache_gib"] or None}
         slopes = {name: _slope([(r["share"], f(r)) for r in mine]) for name, f in measures.items()}
+        # a first fold is one member's: where a larger share's first fold was another member's (the CNN, not the
+        # pixel table), only the shares whose first fold was the largest share's member are compared
+        member = mine[-1]["stages"]["first_fold_member"]
+        slopes["first_fold"] = _slope([(r["share"], r["stages"]["first_fold"]) for r in mine
+                                       if r["stages"]["first_fold_member"] == member])
         worse = sorted(k for k, v in slopes.items() if v is not None and v > WORSE)
         out[competition] = dict(exponents=slopes, worse_than_linear=worse)
     return out
