@@ -248,7 +248,8 @@ def table(path: Path = RESULTS / "scale.json") -> str:
         fold = f"{st['first_fold']:.0f} ({st['first_fold_member']})" if st["first_fold"] is not None else "-"
         cut = "; ".join(f"{s['kept']:,} of {s['of']:,} {s['what'].split()[1]}" if isinstance(s, dict) else "yes"
                         for s in r["sampled"]) or "-"
-        run = (f"exit {r['exit_code']}, {r['wall']:.0f} s on {r['cores']} cores, {r['score']} vs sample {r['sample_score']}"
+        cores = f"{r['cores']} core" + ("s" if r["cores"] > 1 else "")
+        run = (f"exit {r['exit_code']}, {r['wall']:.0f} s on {cores}, {r['score']} vs sample {r['sample_score']}"
                f"{'' if r.get('goal_met') else ' (goal missed)'}" if r["mode"] == "full" else
                r["status"] if r["status"] != "interrupted" else "stopped after its first fold")
         lines.append(f"| {r['competition']} | {r['scale']} | {r.get('commit', '?')} | {r['data_gib']:.2f} | {st['read'] if st['read'] is not None else '-'} | "
