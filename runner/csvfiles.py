@@ -26,6 +26,7 @@ SNIFF_BYTES = 64 * 1024  # the file's head: enough lines to tell its encoding an
 CHUNK_ROWS = 500_000  # rows parsed at a time from a table too large to read whole (a few hundred MB of memory)
 MAGIC = ((b"\x1f\x8b", "gzip"), (b"PK\x03\x04", "zip"), (b"BZh", "bz2"), (b"\xfd7zXZ\x00", "xz"))
 OPENERS = {"gzip": gzip.open, "bz2": bz2.open, "xz": lzma.open}
+STREAM_RATIO = 4  # bytes of CSV per byte of a bz2 or xz stream, which stores no size: text compresses ~3-6x
 # what competitions name their sample submission, most common first (MLE-bench keeps Kaggle's names)
 SAMPLE_NAMES = ("sample_submission.csv", "sampleSubmission.csv", "sample_submission_null.csv",
                 "sample_submission.csv.zip", "sampleSubmission.csv.zip", "sample_submission.csv.gz")
@@ -50,6 +51,28 @@ def head(path: Path, method: str | None) -> bytes:
                 return handle.read(SNIFF_BYTES)
     with OPENERS.get(method, open)(path, "rb") as handle:
         return handle.read(SNIFF_BYTES)
+
+
+def content_bytes(path: Path) -> int:
+    """The CSV's size once decompressed: a zip member's recorded size, a gzip's (its trailer holds the size modulo
+    4 GiB: taken as the least such size not below the file's), else the file's size times STREAM_RATIO; a plain
+    file's own size."""
+    size, method = path.stat().st_size, compression(path)
+    if method == "zip":
+        with zipfile.ZipFile(path) as archive:
+            return max((m.file_size for m in archive.infolist() if not m.is_dir()), default=0)
+    if method == "gzip":
+        with open(path, "rb") as handle:
+            handle.seek(-4, 2)
+            stored = int.from_bytes(handle.read(4), "little")
+        return stored + -(-max(0, size - stored) // 2**32) * 2**32
+    return size * STREAM_RATIO if method else size
+
+
+def estimated_rows(path: Path) -> int:
+    """About how many rows a CSV holds (compressed or not): its content's size over the bytes per row of its head."""
+    raw = head(path, compression(path))
+    return int(content_bytes(path) // max(1, len(raw) // max(1, raw.count(b"\n"))))
 
 
 def encoding_of(raw: bytes) -> str:
@@ -91,9 +114,7 @@ def read_csv_sample(path: Path, rows: int, seconds: float, warnings: list[str],
     `seconds` (the rows after are never seen). What was kept, of how much, is the frame's `attrs["sampled"]`
     (runner.sampling) and said in `warnings`."""
     encoding, options = _options(path, warnings)
-    raw = head(path, options["compression"])
-    per_row = max(1, len(raw) // max(1, raw.count(b"\n")))
-    expected = max(rows, path.stat().st_size // per_row * (1 if options["compression"] is None else 4))
+    expected = max(rows, estimated_rows(path))
     share, rng, parts, seen = min(1.0, rows / expected), np.random.default_rng(seed), [], 0
     started, stopped = time.monotonic(), None
     with pd.read_csv(path, encoding=encoding, chunksize=CHUNK_ROWS, **options) as chunks:

@@ -20,7 +20,8 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
-from runner.csvfiles import compression, find_sample, read_csv_file, read_csv_sample
+from runner.csvfiles import (compression, content_bytes, estimated_rows, find_sample, read_csv_file,
+                             read_csv_sample)
 from runner.errors import InputError
 from runner.image_budget import affordable_train, decode_seconds
 from runner.sampling import SAMPLING_SEED, Sampled
@@ -149,9 +150,9 @@ def read_csv(path: Path, what: str, root: Path | None = None, warnings: list[str
     only as far as it can; with a budget, a large one is sampled evenly instead, to the rows that budget affords
     (`sampled_rows`)."""
     real = _located(path, what, root)
-    rows = affordable_rows(real, memory)
-    sampled = budget_seconds is not None and (rows is not None or real.stat().st_size > LARGE_TABLE_BYTES)
-    try:
+    try:  # a broken archive fails already when its content's size is read
+        rows = affordable_rows(real, memory)
+        sampled = budget_seconds is not None and (rows is not None or content_bytes(real) > LARGE_TABLE_BYTES)
         if sampled:
             frame = read_csv_sample(real, sampled_rows(budget_seconds, rows), READ_SHARE * budget_seconds,
                                     warnings if warnings is not None else [])
@@ -163,7 +164,7 @@ def read_csv(path: Path, what: str, root: Path | None = None, warnings: list[str
         raise InputError(f"{path}: {what} has no rows")
     if rows is not None and not sampled:
         frame.attrs["sampled"] = Sampled(what="rows", kept=len(frame), of=estimated_rows(real), source=str(path),
-                                         how="the file's first rows", why=f"{real.stat().st_size / 2**30:.1f} GiB is "
+                                         how="the file's first rows", why=f"{content_bytes(real) / 2**30:.1f} GiB is "
                                          f"more than {MEMORY_SHARE:.0%} of the run's memory can parse")
         if warnings is not None:
             warnings.append(frame.attrs["sampled"].say())
@@ -227,22 +228,10 @@ def affordable_rows(path: Path, memory: int | None = None) -> int | None:
     import psutil
 
     room = MEMORY_SHARE * (memory or psutil.virtual_memory().total) / MEMORY_PER_FILE_BYTE
-    size = path.stat().st_size
+    size = content_bytes(path)  # what parsing sees: a zipped CSV parses as its content, not its archive
     if size <= room:
         return None
-    return int(room // _bytes_per_row(path))
-
-
-def _bytes_per_row(path: Path) -> int:
-    """A CSV's bytes per row, from its first MiB."""
-    with open(path, "rb") as handle:
-        head = handle.read(2**20)
-    return max(1, len(head) // max(1, head.count(b"\n")))
-
-
-def estimated_rows(path: Path) -> int:
-    """About how many rows a CSV holds, from its size and its first MiB."""
-    return int(path.stat().st_size // _bytes_per_row(path))
+    return int(estimated_rows(path) * room / size)
 
 
 def read_sample(spec: CompetitionSpec, data_dir: Path, warnings: list[str] | None = None) -> pd.DataFrame:
@@ -463,7 +452,7 @@ def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_s
     if spec.target_image_dir:
         return _pixel_dataset(spec, data_dir, work_dir, sample, columns, budget_seconds)
     if spec.task == "text_normalization":
-        return _token_dataset(spec, data_dir, sample, columns, budget_seconds)
+        return _token_dataset(spec, data_dir, sample, columns, budget_seconds, memory)
     warnings: list[str] = []
     if spec.label_pattern:
         train_path = data_dir / spec.image_dir
@@ -728,12 +717,13 @@ def _sentences_within(train: pd.DataFrame, most: int) -> pd.DataFrame:
 
 
 def _token_dataset(spec: CompetitionSpec, data_dir: Path, sample: pd.DataFrame, columns: list[str],
-                   budget_seconds: float | None) -> Dataset:
+                   budget_seconds: float | None, memory: int | None) -> Dataset:
     """A row per token: its features, the class of the first candidate that says it right (runner.spoken). Every
     training token teaches the candidates; the rows the engines learn are whole sentences, as many tokens as the
-    budget trains."""
+    budget trains. A training file larger than `memory` bytes (the run's) parses is read as far as they do."""
     warnings: list[str] = []
-    train = read_csv(data_dir / spec.train_file, "train file", data_dir, warnings, literal=True)
+    train = read_csv(data_dir / spec.train_file, "train file", data_dir, warnings, literal=True, memory=memory)
+    cut = train.attrs.get("sampled")  # the file's first rows: said in `warnings` already
     test_path = data_dir / spec.test_file
     test = read_csv(test_path, "test file", data_dir, warnings, literal=True)
     for frame, path, needed in ((train, data_dir / spec.train_file, ("sentence_id", "before", columns[0])),
@@ -747,15 +737,16 @@ def _token_dataset(spec: CompetitionSpec, data_dir: Path, sample: pd.DataFrame, 
     tokens, where = _test_tokens(test, sample, spec.id_column, columns[0], test_path, warnings)
     most = min(MAX_TOKEN_ROWS, sampled_rows(budget_seconds, None)) if budget_seconds else MAX_TOKEN_ROWS
     rows, sampled, source = train.rename(columns={columns[0]: "after"}), [], str(data_dir / spec.train_file)
+    whole = cut.of if cut else len(train)
     if budget_seconds and len(rows) > TAUGHT_PER_BUDGET_SECOND * budget_seconds:
         rows = _sentences_within(rows, int(TAUGHT_PER_BUDGET_SECOND * budget_seconds))
         sampled.append(Sampled(what="training tokens the candidates' normalisers learn from", kept=len(rows),
-                               of=len(train), how="whole sentences at random", source=source,
+                               of=whole, how="whole sentences at random", source=source,
                                why=f"what {budget_seconds:.0f} s affords"))
     table = token_table(rows, tokens, learned_from=_sentences_within(rows, most))
     learned = len(table.y) + table.unanswerable
-    if learned < len(train):
-        sampled.append(Sampled(what="training tokens the engines learn from", kept=learned, of=len(train),
+    if learned < whole:
+        sampled.append(Sampled(what="training tokens the engines learn from", kept=learned, of=whole,
                                how="whole sentences at random", source=source,
                                why=f"what the budget trains, at most {MAX_TOKEN_ROWS:,}"))
     warnings.extend(s.say() for s in sampled)
@@ -763,7 +754,7 @@ def _token_dataset(spec: CompetitionSpec, data_dir: Path, sample: pd.DataFrame, 
                     f"no candidate says right are left out: the CV is the accuracy on the others")
     test_rows = table.x_test.iloc[where].reset_index(drop=True)  # the sample's order
     return Dataset(spec, columns, list(SOURCES), table.y, {"table": (table.x, test_rows)}, warnings,
-                   groups=table.groups, choices=table.choices[where], sampled=tuple(sampled))
+                   groups=table.groups, choices=table.choices[where], sampled=tuple(s for s in (cut, *sampled) if s))
 
 
 def _test_tokens(test: pd.DataFrame, sample: pd.DataFrame, id_column: str, value: str, path: Path,

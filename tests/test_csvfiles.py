@@ -1,12 +1,13 @@
 """CSV files as competitions ship them (runner.csvfiles): encodings, delimiters, compression, blank lines and bad
 rows read with a warning each, and the sample submission found under its other names."""
+import bz2
 import gzip
 import zipfile
 
 import pandas as pd
 import pytest
 
-from runner.csvfiles import SNIFF_BYTES, find_sample, read_csv_file
+from runner.csvfiles import SNIFF_BYTES, STREAM_RATIO, content_bytes, estimated_rows, find_sample, read_csv_file
 
 TABLE = "id,name,value\n1,alpha,0.5\n2,beta,1.5\n3,gamma,2.5\n"
 
@@ -56,6 +57,21 @@ def test_compressed_files_are_read_whatever_their_name(tmp_path):
     for name in ("gz.csv", "t.csv.zip"):
         frame, warnings = read(tmp_path / name)
         assert len(frame) == 3 and warnings == []
+
+
+def test_a_compressed_files_rows_are_counted_from_its_content_not_its_archive(tmp_path):
+    """What parsing needs is the CSV inside: a zip's and a gzip's recorded sizes (exact), a bz2's guessed."""
+    text = "id,name,value\n" + "".join(f"{i},name{i % 7},{i % 13}\n" for i in range(50_000))
+    (tmp_path / "t.csv").write_text(text)
+    with zipfile.ZipFile(tmp_path / "t.zip", "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("t.csv", text)
+    (tmp_path / "t.gz").write_bytes(gzip.compress(text.encode()))
+    (tmp_path / "t.bz2").write_bytes(bz2.compress(text.encode()))
+    for name in ("t.csv", "t.zip", "t.gz"):
+        assert content_bytes(tmp_path / name) == len(text), name
+        assert 45_000 < estimated_rows(tmp_path / name) < 55_000, name
+    assert (tmp_path / "t.zip").stat().st_size * 3 < len(text)  # the archive's size would say a third of the rows
+    assert content_bytes(tmp_path / "t.bz2") == (tmp_path / "t.bz2").stat().st_size * STREAM_RATIO
 
 
 def test_blank_lines_are_skipped_and_a_bad_row_is_named_by_its_line(tmp_path):

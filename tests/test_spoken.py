@@ -10,6 +10,7 @@ import pytest
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GroupKFold
 
+import runner.data as data_module
 from runner.data import load_dataset
 from runner.demo import write_demo
 from runner.errors import InputError
@@ -165,6 +166,20 @@ def test_a_short_budget_teaches_the_candidates_from_whole_sentences_it_affords(e
     taught, learns = dataset.sampled  # both cuts said, each as a share of every training token
     assert taught.kept <= 1500 < taught.of == learns.of == len(train) and taught.how == "whole sentences at random"
     assert learns.kept == learned[0] and "normalisers learn from" in taught.what and taught.say() in dataset.warnings
+
+
+def test_a_zipped_training_file_larger_than_the_runs_memory_parses_is_read_as_far_as_it_does(english, tmp_path):
+    """The competition ships its tokens zipped: what parsing needs is the CSV inside (several times the archive),
+    so a run told it has N bytes reads the share of the tokens they parse, said as the file's first rows of all."""
+    public, train, _ = english
+    content = zipfile.ZipFile(public / "en_train.csv.zip").infolist()[0].file_size
+    assert content > 2 * (public / "en_train.csv.zip").stat().st_size  # the archive alone would look small
+    memory = int(content * data_module.MEMORY_PER_FILE_BYTE / data_module.MEMORY_SHARE / 2)  # half the CSV fits
+    dataset = load_dataset(load_spec(EN), public, tmp_path / "work", memory=memory)
+    cut = dataset.sampled[0]
+    assert cut.how == "the file's first rows" and "of the run's memory" in cut.why and cut.say() in dataset.warnings
+    assert 0.8 * len(train) < cut.of < 1.2 * len(train) and 0.4 < cut.kept / len(train) < 0.6
+    assert len(dataset.y) <= cut.kept and dataset.n_test == len(english[2])
 
 
 @pytest.mark.parametrize("engine", ["lightgbm", "catboost", "xgboost", "linear", "knn"])
