@@ -23,6 +23,7 @@ ENCODING = "utf-8-sig"  # UTF-8, a byte-order mark dropped from the first column
 FALLBACK_ENCODING = "latin-1"  # decodes any byte: a wrong guess gives odd letters, never a lost row
 DELIMITERS = ",;\t|"
 SNIFF_BYTES = 64 * 1024  # the file's head: enough lines to tell its encoding and delimiter
+ROWS_HEAD_BYTES = 2**20  # the head whose rows' length sizes the whole file: a short one misses longer rows later
 CHUNK_ROWS = 500_000  # rows parsed at a time from a table too large to read whole (a few hundred MB of memory)
 MAGIC = ((b"\x1f\x8b", "gzip"), (b"PK\x03\x04", "zip"), (b"BZh", "bz2"), (b"\xfd7zXZ\x00", "xz"))
 OPENERS = {"gzip": gzip.open, "bz2": bz2.open, "xz": lzma.open}
@@ -40,17 +41,17 @@ def compression(path: Path) -> str | None:
     return next((method for magic, method in MAGIC if start.startswith(magic)), None)
 
 
-def head(path: Path, method: str | None) -> bytes:
-    """The first SNIFF_BYTES of the file's content, decompressed."""
+def head(path: Path, method: str | None, size: int = SNIFF_BYTES) -> bytes:
+    """The first `size` bytes of the file's content, decompressed."""
     if method == "zip":
         with zipfile.ZipFile(path) as archive:
             members = [m for m in archive.infolist() if not m.is_dir()]
             if not members:
                 return b""
             with archive.open(members[0]) as handle:
-                return handle.read(SNIFF_BYTES)
+                return handle.read(size)
     with OPENERS.get(method, open)(path, "rb") as handle:
-        return handle.read(SNIFF_BYTES)
+        return handle.read(size)
 
 
 def content_bytes(path: Path) -> int:
@@ -71,8 +72,8 @@ def content_bytes(path: Path) -> int:
 
 def estimated_rows(path: Path) -> int:
     """About how many rows a CSV holds (compressed or not): its content's size over the bytes per row of its head."""
-    raw = head(path, compression(path))
-    return int(content_bytes(path) // max(1, len(raw) // max(1, raw.count(b"\n"))))
+    raw = head(path, compression(path), ROWS_HEAD_BYTES)
+    return int(content_bytes(path) / max(1.0, len(raw) / max(1, raw.count(b"\n"))))
 
 
 def encoding_of(raw: bytes) -> str:
