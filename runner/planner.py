@@ -21,6 +21,7 @@ from runner.budget import Budget
 from runner.engines import engine_names, get_engine, pretrained_models
 from runner.engines.base import TARGET_MEMORY_FRACTION
 from runner.hardware import GiB, Hardware
+from runner.monitor import tree_memory
 from runner.portfolio import DataShape, Member, Plan, PlanContext
 from runner.spec import CompetitionSpec
 from runner.unit_memory import dataset_bytes, with_memory
@@ -112,10 +113,11 @@ def _others_on_gpus(hardware: Hardware) -> list[str]:
 
 def make_plan(spec: CompetitionSpec, hardware: Hardware, window_seconds: float, data: DataShape,
               costs: dict | None = None, pretrained: frozenset = frozenset(), seed: int = 0,
-              engines: list[str] | None = None) -> Plan:
+              engines: list[str] | None = None, held_bytes: int = 0) -> Plan:
     """The plan for one run; `window_seconds` is the training time left (the budget up to its cut, less what has
     already been spent); `costs` holds each engine's measurements by name; `pretrained` names the image models
-    with local weights; `engines` limits the portfolio to these names."""
+    with local weights; `engines` limits the portfolio to these names; `held_bytes` what the supervisor holds
+    (measured where the plan is for this process; 0: its copy of the data)."""
     costs = costs or {}
     names = applicable(spec, data, engines)
     if not names:
@@ -172,7 +174,7 @@ def make_plan(spec: CompetitionSpec, hardware: Hardware, window_seconds: float, 
     plan = Plan(members=tuple(members), folds=folds, cpus=hardware.cpus, gpus=len(hardware.gpus),
                 devices=_devices(hardware), window_seconds=round(window_seconds, 1), seed=seed, reasons=tuple(reasons),
                 lane_cores={"gpu": hardware.cpus - reserve, "cpu": cpu_cores})
-    return with_memory(plan, hardware.ram_bytes, data.data_bytes) if data.data_bytes else plan
+    return with_memory(plan, hardware.ram_bytes, data.data_bytes, held_bytes) if data.data_bytes else plan
 
 
 def lane_of(engine: str, hardware: Hardware) -> str:
@@ -216,5 +218,6 @@ def plan_for(spec: CompetitionSpec, dataset: Dataset, hardware: Hardware, budget
     write_json(Path(out) / "costs.json", {n: to_jsonable_python(c, fallback=lambda o: o.to_json())
                                          for n, c in costs.items()})
     pretrained = pretrained_models() if pretrained is None else pretrained
+    held = tree_memory() if here else 0  # this process and its fork server, the data read: what units cannot have
     return make_plan(spec, hardware, budget.training_left(), data_shape(dataset), costs, pretrained,
-                     engines=engines), costs
+                     engines=engines, held_bytes=held), costs

@@ -35,15 +35,18 @@ def unit_bytes(data_bytes: int) -> int:
     return int(UNIT_BASE_BYTES + DATASET_COPIES * data_bytes)
 
 
-def with_memory(plan: Plan, ram_bytes: int, data_bytes: int) -> Plan:
+def with_memory(plan: Plan, ram_bytes: int, data_bytes: int, held_bytes: int = 0) -> Plan:
     """The plan with what one unit is expected to hold and what its units may hold together (the run's memory
-    less the supervisor's copy of the data); a reason where memory, not cores, bounds how many run at once."""
-    each, room = unit_bytes(data_bytes), int(UNITS_SHARE * ram_bytes - data_bytes)
+    less the supervisor: its copy of the data, or what it was measured to hold, `held_bytes`, where that is more:
+    its libraries and the files as read; in a run told 3 GiB it held 1.1 GiB, six times its data); a reason where
+    memory, not cores, bounds how many run at once."""
+    each, room = unit_bytes(data_bytes), int(UNITS_SHARE * ram_bytes - max(data_bytes, held_bytes))
     at_once = max(1, room // each)
     cores = max([plan.cpus // max(1, m.threads) for m in plan.members if m.slot == "cpu"] or [0])
     reasons = plan.reasons
     if at_once < cores:
         reasons += (f"memory: a unit holds ~{each / GiB:.1f} GiB ({data_bytes / GiB:.2f} GiB of data, "
                     f"{DATASET_COPIES} copies, and the process), the run's units {max(0, room) / GiB:.1f} GiB of its "
-                    f"{ram_bytes / GiB:.0f} GiB: at most {at_once} at once, where the cores would run {cores}",)
+                    f"{ram_bytes / GiB:.0f} GiB (the supervisor holds {max(data_bytes, held_bytes) / GiB:.1f}): at "
+                    f"most {at_once} at once, where the cores would run {cores}",)
     return plan.model_copy(update=dict(unit_bytes=each, memory_bytes=max(room, each), reasons=reasons))

@@ -759,6 +759,22 @@ def test_one_thread_folds_on_many_cores_run_as_many_at_once_as_the_memory_holds(
     assert "0.05 GiB of data" in said[8 * GiB][0]
 
 
+def test_a_supervisor_holding_more_than_its_data_leaves_its_units_the_rest():
+    """A run told 3 GiB whose supervisor held 1.1 GiB (its libraries and the files as read, six times its 0.18 GiB
+    of data) ran two units beside it and peaked at 3.1 GiB: the units get what the supervisor measured leaves."""
+    from runner.unit_memory import UNITS_SHARE
+
+    data = DataShape(200_000, 25_000, 30, 2, data_bytes=int(0.18 * GiB))
+    hardware = Hardware(gpus=(), cpus=2, ram_bytes=3 * GiB, shm_bytes=GiB, disk_free_bytes=100 * GiB)
+    spec = load_spec("tabular-playground-series-may-2022")
+    light = make_plan(spec, hardware, 600, data, engines=["knn"])
+    held = make_plan(spec, hardware, 600, data, engines=["knn"], held_bytes=int(1.1 * GiB))
+    assert light.memory_bytes // light.unit_bytes == 2 and not [r for r in light.reasons if r.startswith("memory:")]
+    assert held.memory_bytes == int(UNITS_SHARE * 3 * GiB - 1.1 * GiB) and held.memory_bytes // held.unit_bytes == 1
+    (said,) = [r for r in held.reasons if r.startswith("memory:")]
+    assert "the supervisor holds 1.1" in said and "at most 1 at once, where the cores would run 2" in said
+
+
 def test_lightgbm_rounds_are_timed_on_tables_whose_rows_it_is_soon_sure_of():
     """Leaf-classification's shape (891 rows, 99 well-separated classes): the worst-case trees the timing grows
     once asked LightGBM for leaves of rows with no hessian left, which fails its own check (LightGBM issue 4739)
