@@ -731,6 +731,8 @@ def _token_dataset(spec: CompetitionSpec, data_dir: Path, sample: pd.DataFrame, 
         if missing := [c for c in needed if c not in frame.columns]:
             raise InputError(f"{path}: missing column(s) {missing}")
     train[["before", columns[0]]] = train[["before", columns[0]]].fillna("")  # an empty field: an empty token
+    if cut and train["sentence_id"].nunique() > 1:  # the file's last sentence read may have lost its end
+        train = train[train["sentence_id"] != train["sentence_id"].iloc[-1]]
     if "token_id" in train.columns:  # sentence order: a token's neighbours are its context
         train = train.sort_values(["sentence_id", "token_id"], kind="stable").reset_index(drop=True)
     test["before"] = test["before"].fillna("")

@@ -180,6 +180,8 @@ def test_a_zipped_training_file_larger_than_the_runs_memory_parses_is_read_as_fa
     assert cut.how == "the file's first rows" and "of the run's memory" in cut.why and cut.say() in dataset.warnings
     assert 0.8 * len(train) < cut.of < 1.2 * len(train) and 0.4 < cut.kept / len(train) < 0.6
     assert len(dataset.y) <= cut.kept and dataset.n_test == len(english[2])
+    last = train["sentence_id"].iloc[cut.kept - 1]  # the file's last sentence read, perhaps without its end
+    assert last not in set(dataset.groups) and set(dataset.groups) <= set(train["sentence_id"].iloc[:cut.kept])
 
 
 @pytest.mark.parametrize("engine", ["lightgbm", "catboost", "xgboost", "linear", "knn"])
