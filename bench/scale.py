@@ -228,6 +228,25 @@ def growth(rows: list[dict]) -> dict[str, dict]:
     return out
 
 
+def committed_at(commit: str) -> int:
+    """When a row's commit was made (0: not in this clone's history, such as a +dirty run's)."""
+    done = subprocess.run(["git", "log", "-1", "--format=%ct", commit.split("+")[0]], cwd=Path(__file__).parent,
+                          capture_output=True, text=True)
+    return int(done.stdout.strip() or 0) if done.returncode == 0 else 0
+
+
+def compared(rows: list[dict]) -> list[dict]:
+    """The rows growth compares: for each competition and share, the newest (by its commit) of the stages rows and
+    the real size's whole runs, one that reached its first fold before one that did not."""
+    newest: dict[tuple, dict] = {}
+    for r in (r for r in rows if r["mode"] == "stages" or r["scale"] == "real"):
+        rank = (r["stages"]["first_fold"] is not None, committed_at(r["commit"]))
+        key = (r["competition"], r["scale"])
+        if key not in newest or rank > newest[key][0]:
+            newest[key] = (rank, r)
+    return [r for _, r in newest.values()]
+
+
 def kept(fresh: list[dict]) -> list[dict]:
     path = RESULTS / "scale.json"
     old = json.loads(path.read_text())["rows"] if path.is_file() else []
@@ -283,8 +302,7 @@ def main() -> None:
             except subprocess.CalledProcessError as exc:  # the replica could not be written: said, and on
                 print(f"{competition} {scale}: generation failed: {exc.stderr[-500:]}", flush=True)
             rows = kept(fresh)
-            save("scale", rows, commit=commit(), growth=growth([r for r in rows if r["mode"] == "stages"
-                                                                  or r["scale"] == "real"]))
+            save("scale", rows, commit=commit(), growth=growth(compared(rows)))
         if not args.keep:
             shutil.rmtree(root / competition, ignore_errors=True)
             shutil.rmtree(root / f"{competition}-run", ignore_errors=True)

@@ -151,8 +151,9 @@ def read_csv(path: Path, what: str, root: Path | None = None, warnings: list[str
     (`sampled_rows`)."""
     real = _located(path, what, root)
     try:  # a broken archive fails already when its content's size is read
-        rows = affordable_rows(real, memory)
-        sampled = budget_seconds is not None and (rows is not None or content_bytes(real) > LARGE_TABLE_BYTES)
+        size = content_bytes(real)  # what parsing sees: a zipped CSV parses as its content, not its archive
+        rows = affordable_rows(real, size, memory)
+        sampled = budget_seconds is not None and (rows is not None or size > LARGE_TABLE_BYTES)
         if sampled:
             frame = read_csv_sample(real, sampled_rows(budget_seconds, rows), READ_SHARE * budget_seconds,
                                     warnings if warnings is not None else [])
@@ -164,7 +165,7 @@ def read_csv(path: Path, what: str, root: Path | None = None, warnings: list[str
         raise InputError(f"{path}: {what} has no rows")
     if rows is not None and not sampled:
         frame.attrs["sampled"] = Sampled(what="rows", kept=len(frame), of=estimated_rows(real), source=str(path),
-                                         how="the file's first rows", why=f"{content_bytes(real) / 2**30:.1f} GiB is "
+                                         how="the file's first rows", why=f"{size / 2**30:.1f} GiB is "
                                          f"more than {MEMORY_SHARE:.0%} of the run's memory can parse")
         if warnings is not None:
             warnings.append(frame.attrs["sampled"].say())
@@ -222,13 +223,12 @@ def files_with_labels(spec: CompetitionSpec, data_dir: Path, work_dir: Path) -> 
     return pd.DataFrame(rows, columns=[spec.id_column, spec.targets[0]])
 
 
-def affordable_rows(path: Path, memory: int | None = None) -> int | None:
-    """How many rows of a CSV fit in MEMORY_SHARE of `memory` bytes (the run's; else this machine's), measured on
-    its first MiB (None: all of it)."""
+def affordable_rows(path: Path, size: int, memory: int | None = None) -> int | None:
+    """How many rows of a CSV whose content is `size` bytes fit in MEMORY_SHARE of `memory` bytes (the run's; else
+    this machine's), its rows' length measured on its first MiB (None: all of it)."""
     import psutil
 
     room = MEMORY_SHARE * (memory or psutil.virtual_memory().total) / MEMORY_PER_FILE_BYTE
-    size = content_bytes(path)  # what parsing sees: a zipped CSV parses as its content, not its archive
     if size <= room:
         return None
     return int(estimated_rows(path) * room / size)
