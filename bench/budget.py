@@ -27,8 +27,8 @@ from pathlib import Path
 from _common import save
 from quality import TABLES, TEXTS, prepare, write_spec
 from runner.demo import write_demo
-from runner.grade import grade
-from runner.spec import load_spec
+from runner.competition.grade import grade
+from runner.competition.catalog import load_spec
 
 CUT = 0.85
 ON_TIME = 0.05  # training ends within this of the cut

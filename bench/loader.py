@@ -41,7 +41,7 @@ from runner.demo import write_demo
 from runner.engines.base import FoldData
 from runner.engines.vision.settings import ImageSettings
 from runner.engines.vision.images import build_cache, cache_side
-from runner.spec import load_spec
+from runner.competition.catalog import load_spec
 
 SIZE = 224  # the resolution the per-core figures are quoted at
 PER_CORE_IMAGES = 2048  # images timed per way (the plain way runs ~1,100 img/s per core here)

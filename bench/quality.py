@@ -8,7 +8,7 @@ independent evaluation). In one run, on one split, on this machine:
 - LightGBM defaults: `LGBMClassifier()` / `LGBMRegressor()` on the same features (log1p target for RMSLE);
 - for texts, TF-IDF (word unigrams and bigrams) into a default logistic regression.
 Wall time is what each took from start to predictions, including FLAML's final refit. For every other
-contestant a row also keeps the runner's edge over it (`runner.grade.edge`: the score difference, positive when the
+contestant a row also keeps the runner's edge over it (`runner.competition.grade.edge`: the score difference, positive when the
 runner is better, with a 90% interval over paired resamples of the test rows), and `behind_beyond_noise` names
 those ahead of the runner by more than the test rows can explain.
 
@@ -36,9 +36,9 @@ import pandas as pd
 import yaml
 
 from _common import save
-from runner.grade import edge, grade
-from runner.metrics import LOWER_IS_BETTER, better
-from runner.spec import CompetitionSpec
+from runner.competition.grade import edge, grade
+from runner.common.metrics import LOWER_IS_BETTER, better
+from runner.competition.spec import CompetitionSpec
 
 TEST_SHARE = 0.2
 SEED = 0

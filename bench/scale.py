@@ -43,14 +43,14 @@ import psutil
 
 from _common import RESULTS, save
 from quality import commit
-from runner.csvfiles import find_sample, read_csv_file
+from runner.common.csvfiles import find_sample, read_csv_file
 from runner.demo import REPLICAS, resolve
-from runner.folds import PREPARE
-from runner.grade import grade
-from runner.metrics import better
-from runner.monitor import tree_memory
-from runner.spec import load_spec
-from runner.submission import write_atomic
+from runner.units.tasks import PREPARE
+from runner.competition.grade import grade
+from runner.common.metrics import better
+from runner.machine.monitor import tree_memory
+from runner.competition.catalog import load_spec
+from runner.results.submission import write_atomic
 
 SHARES = ("real/8", "real/4", "real/2", "real")
 BUDGET = 600  # the sweep's budget per competition: 10 minutes

@@ -7,7 +7,7 @@ precision, memory format and loader the planner picks from measurements on this 
 runner's decoded-image cache. A second planned row shows the image size the planner picks for a 30-minute
 dog-breed budget on this machine, and a third the planned same-size configuration with torch.compile (which the
 planner leaves off on CPU). Each configuration runs in a fresh process: the planned ones with the heap tunables
-the runner starts its fold units with (`runner.heap.HEAP_TUNABLES`), the failure one with glibc's defaults, as
+the runner starts its fold units with (`runner.common.heap.HEAP_TUNABLES`), the failure one with glibc's defaults, as
 a plain script gets; one row each shows the other heap, so the gain of each part stands apart.
 
 At the same model and size the only lever left on a CPU is the arithmetic itself, so the benchmark also measures
@@ -41,14 +41,14 @@ from runner.engines.vision.loading import loaders
 from runner.engines.vision.training import Trainer
 from runner.engines.base import FoldData
 from runner.engines.vision.planning import image_member
-from runner.hardware import probe_hardware
+from runner.machine.hardware import probe_hardware
 from runner.engines.vision.images import build_cache, cache_side
 from runner.engines.vision.costs import Candidate, ImageCosts
 from runner.engines.vision.estimates import forward_flops
 from runner.engines.vision.measure import measure
-from runner.heap import tunables
-from runner.portfolio import DataShape, PlanContext
-from runner.spec import load_spec
+from runner.common.heap import tunables
+from runner.planning.portfolio import DataShape, PlanContext
+from runner.competition.catalog import load_spec
 
 IMAGES_PER_RUN = 384
 GOAL = 3.0  # planned / failure at the same model and size

@@ -17,18 +17,19 @@ from prefect.artifacts import create_link_artifact, create_markdown_artifact, cr
 from prefect.concurrency.sync import concurrency
 from prefect.runtime import flow_run
 
-from runner.atomic import write_json
-from runner.budget import parse_duration
-from runner.errors import RunnerError
-from runner.grade import grade
-from runner.launch import Launch, launch_competition
-from runner.leases import Lease, leased
-from runner.mlebench import competition_dirs
-from runner.monitor import read_samples
+from runner.common.atomic import write_json
+from runner.common.budget import parse_duration
+from runner.common.errors import RunnerError
+from runner.competition.grade import grade
+from runner.deploy.launch import Launch
+from runner.deploy.backends import launch_competition
+from runner.deploy.leases import Lease, leased
+from runner.competition.mlebench import competition_dirs
+from runner.machine.monitor import read_samples
 from runner.plot import fold_timeline
-from runner.report import RunReport
-from runner.sampling import Sampled
-from runner.spec import load_spec
+from runner.results.report import RunReport
+from runner.common.sampling import Sampled
+from runner.competition.catalog import load_spec
 
 
 @task

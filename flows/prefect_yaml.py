@@ -6,8 +6,8 @@ from pathlib import Path
 
 import yaml
 
-from runner.leases import CPU_QUEUE, GPU_QUEUE
-from runner.spec import known_specs
+from runner.deploy.leases import CPU_QUEUE, GPU_QUEUE
+from runner.competition.catalog import known_specs
 
 SWEEP_QUEUE = "sweep"  # flows that only wait on others: served by a worker holding no lease
 # tasks whose runs want a GPU (a CNN, a sentence encoder, a spectrogram CNN): the gpu queue

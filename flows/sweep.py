@@ -16,8 +16,8 @@ from prefect.client.orchestration import get_client
 from prefect.deployments import run_deployment
 
 from flows.compete import RESULT_KEY, compete, result_row
-from runner.mlebench import deployment_name, read_split, write_grading_jsonl
-from runner.spec import find_spec
+from runner.competition.mlebench import deployment_name, read_split, write_grading_jsonl
+from runner.competition.catalog import find_spec
 
 
 @task

@@ -2,21 +2,19 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import logging
 import os
 import signal
 import sys
-import threading
 from pathlib import Path
 
-from runner.budget import Budget, interrupt, parse_duration, parse_size, process_start
-from runner.errors import Interrupted, RunnerError
+from runner.common.budget import Budget, interrupt, parse_duration, parse_size, process_start
+from runner.common.errors import Interrupted, RunnerError
+from runner.watchdog import end_units, watchdog
 
 log = logging.getLogger("runner")
 
-WATCHDOG_MARGIN = 0.5  # seconds before the budget's end at which a run that is still going is stopped
 # a named machine's weights cache is not this one's: its plan shows what the machine does once they are pulled
 PULLED_REASON = ("weights: planned for a named machine as if every model `runner weights list` names were pulled "
                  "there (`--weights here`: with this machine's cache)")
@@ -35,67 +33,16 @@ def _engines(text: str | None) -> list[str] | None:
     return names
 
 
-def _own_stacks(log_path: Path | None) -> None:
-    """The supervisor's own threads into its run.log (and stderr): where a run that overran its budget was."""
-    import faulthandler
-
-    print("runner: the supervisor's threads as the watchdog stopped it:", file=sys.stderr, flush=True)
-    faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
-    if log_path is not None:
-        with contextlib.suppress(OSError), open(log_path, "a") as log:
-            log.write("runner: the supervisor's threads as the watchdog stopped it:\n")
-            log.flush()
-            faulthandler.dump_traceback(file=log, all_threads=True)
-
-
-def watchdog(budget: Budget, report_path: Path | None = None) -> threading.Timer:
-    """Whatever stage the run is in, it ends before its budget does: WATCHDOG_MARGIN before, the supervisor's own
-    stacks go to its log, every process it started is killed and it exits (124), leaving the last valid
-    submission (every write is a rename) and a report that says it was stopped."""
-
-    def end() -> None:
-        print(f"runner: the budget ends in {WATCHDOG_MARGIN} s and the run has not: stopped, the last valid "
-              "submission is kept", file=sys.stderr, flush=True)
-        import psutil
-
-        _own_stacks(report_path.with_name("run.log") if report_path else None)
-        if processes := sys.modules.get("runner.processes"):  # units of a dead fork server are no children now
-            for child in processes.live():
-                with contextlib.suppress(Exception):
-                    processes.kill(child)
-
-        with contextlib.suppress(Exception):  # the report as it stands, its status final (it may not exist yet)
-            from runner.report import RunReport
-
-            report = RunReport.load(report_path)
-            RunReport.from_json({**report.to_json(), "status": "stopped", "wall_seconds": round(budget.elapsed(), 2),
-                                 "stop_reason": f"the run's watchdog stopped it {WATCHDOG_MARGIN} s before the end "
-                                                f"of the budget; the last valid submission "
-                                                f"({report.submission_source}) is kept"}).save(report_path)
-
-        for child in psutil.Process().children(recursive=True):
-            with contextlib.suppress(psutil.Error, ProcessLookupError, PermissionError):
-                if os.getpgid(child.pid) == child.pid:  # a unit in its own session: its loaders too
-                    os.killpg(child.pid, signal.SIGKILL)
-                child.kill()
-        os._exit(124)
-
-    timer = threading.Timer(max(0.0, budget.left() - WATCHDOG_MARGIN), end)
-    timer.daemon = True
-    timer.start()
-    return timer
-
-
 def _interrupt(signal_number: int, _frame) -> None:
     interrupt(signal_number)
 
 
 def _run(args) -> int:
     from runner.console import console, plan_table, run_progress, setup_logging, summary_table
-    from runner.run import run_competition
+    from runner.supervisor import run_competition
 
     signal.signal(signal.SIGTERM, _interrupt)  # Docker and Prefect ask with SIGTERM first: end cleanly
-    from runner.stacks import register
+    from runner.common.stacks import register
 
     register()  # `kill -USR1 PID` prints where the supervisor's threads are, as every unit's does into its log
     os.environ["HF_HUB_OFFLINE"] = "1"  # a run reads pretrained weights from the local cache only
@@ -116,8 +63,8 @@ def _run(args) -> int:
 
 
 def _grade(args) -> int:
-    from runner.grade import compare, grade
-    from runner.spec import load_spec
+    from runner.competition.grade import compare, grade
+    from runner.competition.catalog import load_spec
 
     spec = load_spec(args.competition)
     report = grade(Path(args.submission), spec, Path(args.answers), Path(args.leaderboard) if args.leaderboard
@@ -137,12 +84,12 @@ def _plan(args) -> int:
     import tempfile
 
     from runner.console import console, plan_table
-    from runner.data import load_dataset
+    from runner.data.loading import load_dataset
     from runner.engines import pretrained_models, weight_models
-    from runner.hardware import probe_hardware
-    from runner.profiles import profile
-    from runner.planner import plan_for
-    from runner.spec import load_spec
+    from runner.machine.hardware import probe_hardware
+    from runner.machine.profiles import profile
+    from runner.planning.planner import plan_for
+    from runner.competition.catalog import load_spec
 
     spec = load_spec(args.competition, Path(args.data))
     budget = Budget(parse_duration(args.budget), process_start())
@@ -189,7 +136,7 @@ def _demo(args) -> int:
 
 
 def _specs(args) -> int:
-    from runner.spec import known_specs
+    from runner.competition.catalog import known_specs
 
     specs = list(known_specs().values())
     widths = [max(len(getattr(s, field)) for s in specs) for field in ("id", "task", "metric")]
@@ -201,7 +148,7 @@ def _specs(args) -> int:
 
 def _weights(args) -> int:
     """pull: download into the HF cache; import: file a local checkpoint there; list: what the ladder has."""
-    from runner import weights
+    from runner.common import weights
     from runner.console import console, weights_table
     from runner.engines import weight_models
 
@@ -225,7 +172,7 @@ def _weights(args) -> int:
 
 def _leases(args) -> int:
     """This node cut into leases for `make up`'s workers: a line each (name, queue, environment) with --shell."""
-    from runner.leases import cpuset_text, this_node
+    from runner.deploy.leases import cpuset_text, this_node
 
     leases = this_node(args.cpu_leases, args.gpus_per_lease)
     for lease in leases:
@@ -312,13 +259,6 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def _end_units() -> None:
-    """Every unit a run started ended, and the fork server with them, before this process exits: multiprocessing's
-    exit join waits on each child it started, and a unit that never answers would hold the exit forever."""
-    if processes := sys.modules.get("runner.processes"):
-        processes.shutdown()
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
@@ -334,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 128 + exc.signal_number
     finally:
-        _end_units()
+        end_units()
 
 
 if __name__ == "__main__":

@@ -12,9 +12,9 @@ from rich.logging import RichHandler
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from runner.budget import Budget
-from runner.portfolio import Plan
-from runner.report import RunReport
+from runner.common.budget import Budget
+from runner.planning.portfolio import Plan
+from runner.results.report import RunReport
 
 # not a terminal (CI, a log file): wide enough that paths and tables are not folded
 console = Console(stderr=True, width=None if sys.stderr.isatty() else 120)

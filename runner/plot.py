@@ -9,8 +9,8 @@ import matplotlib
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 
-from runner.atomic import replacing  # noqa: E402
-from runner.report import RunReport  # noqa: E402
+from runner.common.atomic import replacing  # noqa: E402
+from runner.results.report import RunReport  # noqa: E402
 
 MAX_LEGEND = 12  # members named in the legend; the rest share a grey
 

@@ -9,19 +9,20 @@ import soundfile
 import torch
 
 from conftest import CORES
-from runner import metrics
-from runner.data import load_dataset
+from runner.common import metrics
+from runner.data.loading import load_dataset
 from runner.demo import write_demo
 from runner.demo._sounds import chirp, write_aiff, write_wav
 from runner.engines import get_engine
 from runner.engines.sound import SoundSettings, band_table
-from runner.fold_worker import as_predictions, fold_data
-from runner.folds import assign_folds
-from runner.planner import make_plan
-from runner.portfolio import DataShape
-from runner.profiles import profile
-from runner.sounds import Framing, decode, framing, log_mel, mel_filters, spectrograms
-from runner.spec import infer_spec, load_spec
+from runner.units.worker import as_predictions, fold_data
+from runner.units.tasks import assign_folds
+from runner.planning.planner import make_plan
+from runner.planning.portfolio import DataShape
+from runner.machine.profiles import profile
+from runner.data.sounds import Framing, decode, framing, log_mel, mel_filters, spectrograms
+from runner.competition.inference import infer_spec
+from runner.competition.catalog import load_spec
 
 WHALE = "the-icml-2013-whale-challenge-right-whale-redux"
 
@@ -203,8 +204,8 @@ def test_birds_recordings_are_items_with_a_label_column_per_species_and_the_segm
 
 
 def test_predictions_per_recording_fill_the_samples_row_per_recording_and_species(birds):
-    from runner.errors import InvalidSubmissionError
-    from runner.submission import Predictions, build_submission
+    from runner.common.errors import InvalidSubmissionError
+    from runner.results.submission import Predictions, build_submission
 
     spec = load_spec(BIRDS)
     sample = pd.read_csv(birds / "sample_submission.csv")
@@ -233,7 +234,7 @@ def test_auc_over_several_labels_is_pooled_over_every_row_and_label_in_both_form
 def test_a_labels_file_line_that_is_no_list_of_numbers_is_named(birds, tmp_path):
     import shutil
 
-    from runner.errors import InputError
+    from runner.common.errors import InputError
 
     copy = tmp_path / "public"
     shutil.copytree(birds, copy)

@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 
 from conftest import run_cli
-from runner.spec import load_spec
-from runner.submission import validate_submission
-from runner.data import value_columns
+from runner.competition.catalog import load_spec
+from runner.results.submission import validate_submission
+from runner.data.targets import value_columns
 
 pytestmark = pytest.mark.slow  # whole runs through processes, containers or Prefect: the fast subset leaves them out
 
@@ -182,7 +182,7 @@ def test_unknown_competition_with_data_is_inferred_and_trained(public, tmp_path)
 
 
 def test_the_sample_as_given_is_the_first_submission_but_never_replaces_an_earlier_runs(public, tmp_path):
-    from runner.run import write_given_sample
+    from runner.results.submission import write_given_sample
 
     out = tmp_path / "out"
     write_given_sample(public, out)  # before anything else is read: a fresh folder gets the sample as it is
@@ -232,7 +232,7 @@ def test_a_corpus_of_damaged_inputs_each_says_what_and_keeps_a_valid_submission(
 
 
 def test_infinite_feature_values_reach_the_engines_as_missing(public, tmp_path):
-    from runner.data import load_dataset
+    from runner.data.loading import load_dataset
 
     _infinite_features(public)
     train, test = load_dataset(SPACESHIP, public, tmp_path).views["table"]

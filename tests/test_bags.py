@@ -1,10 +1,11 @@
-"""Extra members while they pay: which member is extended, how, and when a lane stops (runner.bags)."""
+"""Extra members while they pay: which member is extended, how, and when a lane stops (runner.control.extra_members)."""
 import pytest
 
-from runner.bags import STALE, WIDE_EVERY, MemberState, cost_ratio, extra_member, incumbent, note_record, why_stop
+from runner.control.extra_members import STALE, WIDE_EVERY, cost_ratio, extra_member, incumbent, note_record, why_stop
+from runner.results.member_state import MemberState
 from runner.engines import get_engine
-from runner.folds import FoldResult
-from runner.portfolio import Member
+from runner.units.tasks import FoldResult
+from runner.planning.portfolio import Member
 
 
 def member(name, engine="lightgbm", slot="cpu", fold_seconds=2.0, max_fold=10.0, settings=None, **extra):

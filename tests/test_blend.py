@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from runner import metrics
-from runner.blend import MemberPredictions, choose_blend, pool_gain
+from runner.common import metrics
+from runner.results.blend import MemberPredictions, choose_blend, pool_gain
 
 RNG = np.random.default_rng(0)
 N = 3000
@@ -136,9 +136,9 @@ def test_a_blend_whose_cv_is_worse_than_the_prior_is_not_submitted(spaceship, tm
     submission, and the report says why; a blend that beats the prior replaces it."""
     import pandas as pd
 
-    from runner.budget import Budget
-    from runner.run import Supervisor
-    from runner.spec import load_spec
+    from runner.common.budget import Budget
+    from runner.supervisor import Supervisor
+    from runner.competition.catalog import load_spec
 
     spec = load_spec("spaceship").__class__.from_json({**load_spec("spaceship").to_json(), "metric": "log_loss"})
     supervisor = Supervisor(spec, spaceship / "prepared" / "public", tmp_path, Budget.start(60))

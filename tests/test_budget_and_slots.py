@@ -4,12 +4,12 @@ import time
 import numpy as np
 import pytest
 
-from runner.budget import Budget, parse_duration
-from runner.errors import RunnerError
-from runner.folds import FoldResult, assign_folds
-from runner.heap import HEAP_TUNABLES
-from runner.processes import kill
-from runner.deadlines import fold_deadline, least_seconds
+from runner.common.budget import Budget, parse_duration
+from runner.common.errors import RunnerError
+from runner.units.tasks import FoldResult, assign_folds
+from runner.common.heap import HEAP_TUNABLES
+from runner.units.processes import kill
+from runner.units.deadlines import fold_deadline, least_seconds
 
 
 @pytest.mark.parametrize("text, seconds", [("2h", 7200), ("30m", 1800), ("1h30m", 5400), ("90s", 90), ("45", 45),
@@ -81,7 +81,7 @@ def test_units_fork_from_a_server_started_with_the_runners_heap_tunables(monkeyp
     import os
     from multiprocessing import forkserver
 
-    from runner import processes
+    from runner.units import processes
 
     monkeypatch.delenv("GLIBC_TUNABLES", raising=False)
     processes.warm_up(())

@@ -10,19 +10,20 @@ import pandas as pd
 import pytest
 from sklearn.base import BaseEstimator
 
-from runner.control import (REPROBE_SECONDS, STALL_EPOCHS, STALL_GRACE_SECONDS, TIMED_EPOCH, Change, close_enough,
-                            combine, monitor_rules, needs_replan, stalled)
+from runner.control.rules import (
+    REPROBE_SECONDS, STALL_EPOCHS, STALL_GRACE_SECONDS, TIMED_EPOCH, Change, close_enough, combine, monitor_rules,
+    needs_replan, stalled)
 from runner.engines import get_engine
 from runner.engines.base import FoldData
 from runner.engines.boosting import RoundCost
 from runner.engines.oneshot import WARM_ROWS, train_one_shot
 from runner.engines.vision.settings import ImageSettings
-from runner.hardware import GiB
+from runner.machine.hardware import GiB
 from runner.engines.vision.costs import Candidate, ImageCosts, Throughput
-from runner.planner import make_plan, replan_context
-from runner.portfolio import DataShape, Member
-from runner.profiles import profile
-from runner.spec import load_spec
+from runner.planning.planner import make_plan, replan_context
+from runner.planning.portfolio import DataShape, Member
+from runner.machine.profiles import profile
+from runner.competition.catalog import load_spec
 
 GPU = ImageSettings(model="convnext_small", image_size=224, device="cuda", batch_size=64, num_workers=4,
                     gpu_memory_fraction=0.8, per_gpu=1)
@@ -156,12 +157,12 @@ def test_a_boosters_first_fold_resizes_its_rounds(factor, more_rounds):
 def supervisor_with_plan(dog_breed, tmp_path):
     """A supervisor on the dog-breed demo planned for the 4-CPU profile from hand-made costs, the CNN alone, its
     controller's scheduler queued but not started."""
-    from runner.bags import MemberState
-    from runner.budget import Budget
-    from runner.controller import Controller
-    from runner.planner import data_shape
-    from runner.run import Supervisor
-    from runner.slots import Scheduler
+    from runner.results.member_state import MemberState
+    from runner.common.budget import Budget
+    from runner.control.controller import Controller
+    from runner.planning.planner import data_shape
+    from runner.supervisor import Supervisor
+    from runner.units.scheduler import Scheduler
 
     budget = Budget.start(1800)
     supervisor = Supervisor(DOG, dog_breed / "prepared" / "public", tmp_path, budget)
@@ -198,7 +199,7 @@ def test_a_cnn_fold_that_trained_nothing_by_its_deadline_skips_the_folds_behind_
     """On one core a CNN's folds, each given its share of a short window, can end without an epoch: the later ones
     would too, so they are skipped and the members queued behind them get the core. A fold that failed otherwise
     (a crash) skips nothing."""
-    from runner.folds import FoldResult
+    from runner.units.tasks import FoldResult
 
     supervisor = supervisor_with_plan(dog_breed, tmp_path)
     queued = lambda: [u.fold for u in supervisor.controller.scheduler.queue  # noqa: E731
@@ -267,10 +268,10 @@ def test_the_run_grows_back_into_cores_the_other_processes_gave_back(dog_breed, 
     """Cores taken after the plan are sampled again every REPROBE_SECONDS while they are taken: once they are free,
     what starts next plans for them again (the samples themselves are given: the rule under test is what the
     run does with them)."""
-    import runner.controller
+    import runner.control.controller
 
     samples = iter([2, 0])
-    monkeypatch.setattr(runner.controller, "busy_elsewhere", lambda: next(samples))
+    monkeypatch.setattr(runner.control.controller, "busy_elsewhere", lambda: next(samples))
     supervisor = supervisor_with_plan(dog_breed, tmp_path)
     supervisor.controller.probed = True
     planned = dict(supervisor.controller.plan.lane_cores)
@@ -297,7 +298,7 @@ def test_a_process_trees_cpu_time_keeps_what_its_ended_children_used():
 
     import psutil
 
-    from runner.hardware import _tree_cpu_seconds
+    from runner.machine.hardware import _tree_cpu_seconds
 
     before = _tree_cpu_seconds(psutil.Process())
     subprocess.run([sys.executable, "-c", "import time\nt = time.process_time()\n"
@@ -326,7 +327,7 @@ def test_a_fold_with_no_epoch_long_after_the_plan_expected_one_is_held_against_t
     unit = next(u for u in supervisor.controller.scheduler.queue if u.fold >= 0)  # a fold, not the image cache's unit
     task = SimpleNamespace(member=member, gpu=None, out_dir=str(tmp_path / "fold"))  # no epochs.jsonl there
     log = tmp_path / "fold.log"
-    code = "from runner.stacks import register; import time\nregister()\ndef wait_for_epoch():\n    time.sleep(60)\n" \
+    code = "from runner.common.stacks import register; import time\nregister()\ndef wait_for_epoch():\n    time.sleep(60)\n" \
            "print('ready', flush=True)\nwait_for_epoch()"
     with open(log, "a") as handle:
         fold = subprocess.Popen([sys.executable, "-c", code], stdout=handle, stderr=subprocess.STDOUT)

@@ -1,4 +1,4 @@
-"""CSV files as competitions ship them (runner.csvfiles): encodings, delimiters, compression, blank lines and bad
+"""CSV files as competitions ship them (runner.common.csvfiles): encodings, delimiters, compression, blank lines and bad
 rows read with a warning each, and the sample submission found under its other names."""
 import bz2
 import gzip
@@ -7,7 +7,7 @@ import zipfile
 import pandas as pd
 import pytest
 
-from runner.csvfiles import SNIFF_BYTES, STREAM_RATIO, content_bytes, estimated_rows, find_sample, read_csv_file
+from runner.common.csvfiles import SNIFF_BYTES, STREAM_RATIO, content_bytes, estimated_rows, find_sample, read_csv_file
 
 TABLE = "id,name,value\n1,alpha,0.5\n2,beta,1.5\n3,gamma,2.5\n"
 

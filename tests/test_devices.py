@@ -7,16 +7,16 @@ import pandas as pd
 import pytest
 
 from conftest import run_cli
-from runner import processes
-from runner.devices import Card, DeviceError, parse, select, visible
+from runner.units import processes
+from runner.machine.devices import Card, DeviceError, parse, select, visible
 from runner.engines import get_engine
 from runner.engines.base import TARGET_MEMORY_FRACTION
-from runner.hardware import GiB, Gpu, Hardware, cuda_fails, spec_sheet_tflops, usable
-from runner.planner import make_plan
-from runner.portfolio import DataShape
-from runner.profiles import profile
-from runner.slots import card
-from runner.spec import load_spec
+from runner.machine.hardware import GiB, Gpu, Hardware, cuda_fails, spec_sheet_tflops, usable
+from runner.planning.planner import make_plan
+from runner.planning.portfolio import DataShape
+from runner.machine.profiles import profile
+from runner.units.scheduler import card
+from runner.competition.catalog import load_spec
 from test_planner import gpu_costs
 
 A, B, C = "GPU-1a2b3c4d-0000-0000-0000-000000000000", "GPU-5e6f7a8b-0000-0000-0000-000000000000", \

@@ -7,10 +7,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from runner.errors import RunnerError
-from runner.launch import (LABEL, Launch, container_config, docker_client, leftover_containers, parse_cores,
-                           run_docker)
-from runner.leases import CPU_QUEUE, Lease, leased
+from runner.common.errors import RunnerError
+from runner.deploy.containers import LABEL, container_config, docker_client, leftover_containers, run_docker
+from runner.deploy.launch import Launch, parse_cores
+from runner.deploy.leases import CPU_QUEUE, Lease, leased
 
 pytestmark = pytest.mark.slow  # whole runs through processes, containers or Prefect: the fast subset leaves them out
 

@@ -6,13 +6,13 @@ import time
 import pytest
 
 from conftest import run_cli, write_nomad, write_spooky
-from runner.grade import grade
-from runner.spec import load_spec
+from runner.competition.grade import grade
+from runner.competition.catalog import load_spec
 
 pytestmark = pytest.mark.slow  # whole runs through processes, containers or Prefect: the fast subset leaves them out
 
 # seconds: a run fills whatever window it gets, so each budget is the least its assertions need
-SPACESHIP_BUDGET = 45  # five folds are planned only for a training window of 30 s or more (runner.planner)
+SPACESHIP_BUDGET = 45  # five folds are planned only for a training window of 30 s or more (runner.planning.planner)
 
 
 def run_and_grade(competition, root, out, budget_seconds):

@@ -7,15 +7,15 @@ import numpy as np
 import pytest
 
 from conftest import CORES
-from runner import metrics
+from runner.common import metrics
 from runner.engines import get_engine
 from runner.engines.finetune.models import LADDER, SMALLEST, model_folder
 from runner.engines.finetune.planning import MIN_EPOCHS, text_member
 from runner.engines.finetune.tokens import bucketed, padded
-from runner.planner import make_plan
-from runner.portfolio import DataShape, PlanContext
-from runner.profiles import profile
-from runner.spec import load_spec
+from runner.planning.planner import make_plan
+from runner.planning.portfolio import DataShape, PlanContext
+from runner.machine.profiles import profile
+from runner.competition.catalog import load_spec
 
 JIGSAW = load_spec("jigsaw-toxic-comment-classification-challenge")
 SPOOKY = load_spec("spooky")
@@ -141,7 +141,7 @@ def test_a_checkpoint_stored_in_bf16_is_fine_tuned_on_fp32_weights(tmp_path):
 
 
 def test_a_text_model_pulled_into_an_hf_cache_is_found_there(tmp_path, monkeypatch):
-    from runner import weights
+    from runner.common import weights
 
     snapshot = tmp_path / "models--microsoft--deberta-v3-small" / "snapshots" / "abc"
     snapshot.mkdir(parents=True)
@@ -156,8 +156,8 @@ def test_a_text_model_pulled_into_an_hf_cache_is_found_there(tmp_path, monkeypat
 
 
 def test_pulling_a_text_model_without_a_hub_says_so(tmp_path, monkeypatch):
-    from runner import weights
-    from runner.errors import RunnerError
+    from runner.common import weights
+    from runner.common.errors import RunnerError
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(RunnerError, match="microsoft/deberta-v3-base.*cannot be reached"):
@@ -166,7 +166,7 @@ def test_pulling_a_text_model_without_a_hub_says_so(tmp_path, monkeypatch):
 
 def sentiment_dataset():
     """Short reviews whose class is in their words: 96 training rows, 24 test rows, two classes."""
-    from runner.data import Dataset
+    from runner.data.dataset import Dataset
 
     good = ["a wonderful, delightful film", "I loved every minute of it", "brilliant acting and a great story",
             "truly excellent and moving", "a joy to watch, superb", "fantastic, I would see it again"]
@@ -184,8 +184,8 @@ def sentiment_dataset():
 @pytest.mark.slow
 def test_a_real_fine_tune_of_the_bundled_model_loads_offline_and_beats_the_prior(tmp_path, monkeypatch):
     from runner.engines.finetune.settings import TextSettings
-    from runner.fold_worker import as_predictions, fold_data
-    from runner.folds import assign_folds
+    from runner.units.worker import as_predictions, fold_data
+    from runner.units.tasks import assign_folds
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # no hub: the weights come from the installed package
     dataset = sentiment_dataset()

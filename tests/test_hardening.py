@@ -11,11 +11,12 @@ import pytest
 from PIL import Image
 
 from conftest import TOY_ENGINE, run_cli
-from runner.errors import InputError, SpecError
-from runner.grade import grade
-from runner.launch import Launch, LaunchResult, collect, container_config
-from runner.spec import load_spec
-from runner.untrusted import copy_out
+from runner.common.errors import InputError, SpecError
+from runner.competition.grade import grade
+from runner.deploy.launch import Launch, LaunchResult, collect
+from runner.deploy.containers import container_config
+from runner.competition.catalog import load_spec
+from runner.common.untrusted import copy_out
 
 
 def spaceship_copy(spaceship, tmp_path) -> Path:
@@ -63,7 +64,7 @@ def test_outputs_that_are_not_regular_files_or_too_large_are_refused(tmp_path):
 
 def test_a_plot_written_over_a_link_replaces_the_link_not_its_target(tmp_path):
     from runner.plot import fold_timeline
-    from runner.report import RunReport
+    from runner.results.report import RunReport
 
     victim = tmp_path / "victim.txt"
     victim.write_text("precious")
@@ -105,7 +106,7 @@ def test_a_train_file_linked_outside_is_refused_and_the_baseline_still_written(s
 
 
 def test_an_image_folder_linked_to_the_root_is_not_walked(tmp_path):
-    from runner.data import _images_of
+    from runner.data.targets import _images_of
 
     public = tmp_path / "public"
     (public / "train").mkdir(parents=True)
@@ -126,7 +127,7 @@ def zip_of(path: Path, members: dict[str, bytes]) -> Path:
 
 
 def test_a_zip_bomb_is_refused_before_anything_is_written(tmp_path):
-    from runner.data import image_folder
+    from runner.data.reading import image_folder
 
     public = tmp_path / "public"
     public.mkdir()
@@ -139,7 +140,7 @@ def test_a_zip_bomb_is_refused_before_anything_is_written(tmp_path):
 
 
 def test_a_zip_extracts_its_images_only(tmp_path):
-    from runner.data import image_folder
+    from runner.data.reading import image_folder
 
     public = tmp_path / "public"
     public.mkdir()
@@ -216,7 +217,7 @@ def test_the_container_config_carries_every_limit(spaceship, tmp_path):
 
 
 def test_children_see_only_an_allow_listed_environment():
-    from runner.processes import child_environment
+    from runner.units.processes import child_environment
 
     seen = child_environment({"PATH": "/bin", "PREFECT_API_KEY": "secret", "AWS_SECRET_ACCESS_KEY": "secret",
                               "RUNNER_ENGINES": "x=y:Z", "LC_ALL": "C", "OMP_NUM_THREADS": "2"})
@@ -225,7 +226,7 @@ def test_children_see_only_an_allow_listed_environment():
 
 def test_splits_are_names_and_out_roots_stay_under_their_root(tmp_path, monkeypatch):
     from flows.compete import confined, escape_markdown
-    from runner.mlebench import read_split
+    from runner.competition.mlebench import read_split
 
     assert "spaceship-titanic" in read_split("demo")
     with pytest.raises(SpecError, match="not found"):
@@ -241,6 +242,6 @@ def test_outputs_keep_the_users_umask(tmp_path):
     import subprocess
     import sys
 
-    code = "from runner.atomic import write_json; write_json(__import__('pathlib').Path('out.json'), {})"
+    code = "from runner.common.atomic import write_json; write_json(__import__('pathlib').Path('out.json'), {})"
     subprocess.run(["sh", "-c", f"umask 027 && {sys.executable} -c \"{code}\""], cwd=tmp_path, check=True)
     assert oct((tmp_path / "out.json").stat().st_mode & 0o777) == oct(0o640)

@@ -4,9 +4,9 @@ import time
 import psutil
 import pytest
 
-from runner.budget import parse_size
-from runner.hardware import (GiB, Gpu, Hardware, available_cpus, available_memory, cgroup_cpu_quota,
-                             cgroup_memory_limit, probe_hardware)
+from runner.common.budget import parse_size
+from runner.machine.hardware import (
+    GiB, Gpu, Hardware, available_cpus, available_memory, cgroup_cpu_quota, cgroup_memory_limit, probe_hardware)
 
 
 def test_cgroup_v2_quota(tmp_path):

@@ -1,14 +1,15 @@
 """Training images drawn to what a first decode of them affords: measured, bounded, said."""
 import numpy as np
 
-from runner import image_budget
-from runner.data import decode_square, load_dataset
+from runner.data import image_draw as image_budget
+from runner.data.dataset import decode_square
+from runner.data.loading import load_dataset
 from runner.demo import write_demo
 from runner.engines.vision.planning import _prepare_seconds
-from runner.hardware import GiB, Hardware
-from runner.image_budget import affordable_train, decode_seconds
-from runner.portfolio import DataShape, PlanContext
-from runner.spec import load_spec
+from runner.machine.hardware import GiB, Hardware
+from runner.data.image_draw import affordable_train, decode_seconds
+from runner.planning.portfolio import DataShape, PlanContext
+from runner.competition.catalog import load_spec
 
 
 def test_decoding_every_image_past_its_share_of_the_budget_draws_the_training_images(monkeypatch):

@@ -8,12 +8,13 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from runner import metrics
-from runner.data import load_dataset, pixel_features
+from runner.common import metrics
+from runner.data.loading import load_dataset
+from runner.data.pages import pixel_features
 from runner.demo import write_demo
-from runner.errors import InputError
-from runner.folds import assign_folds
-from runner.spec import load_spec
+from runner.common.errors import InputError
+from runner.units.tasks import assign_folds
+from runner.competition.catalog import load_spec
 
 DENOISING = "denoising-dirty-documents"
 
@@ -79,7 +80,7 @@ def test_an_unknown_competition_with_noisy_and_clean_page_folders_is_inferred_as
 def test_pages_beyond_what_training_takes_keep_a_share_of_every_pages_pixels(pages, tmp_path, monkeypatch):
     """At most MAX_PIXEL_ROWS (or what the budget trains): sampled page by page before anything is stacked, each
     page keeping its own group; every test pixel is still a row."""
-    from runner import data
+    from runner.data import pages as data
 
     spec = load_spec(DENOISING)
     whole = load_dataset(spec, pages, tmp_path / "whole")
@@ -96,9 +97,9 @@ def test_pages_beyond_what_training_takes_keep_a_share_of_every_pages_pixels(pag
 def test_pixel_ids_without_clean_pages_still_get_the_noisy_pixels_rule(pages, tmp_path):
     """No paired folder to learn from: inference falls back to the noisy-pixels rule, which the run writes and
     which beats the sample's all-white page."""
-    from runner.budget import Budget
-    from runner.grade import grade
-    from runner.run import run_competition
+    from runner.common.budget import Budget
+    from runner.competition.grade import grade
+    from runner.supervisor import run_competition
 
     copy = tmp_path / "public"
     shutil.copytree(pages, copy)

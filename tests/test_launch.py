@@ -2,7 +2,9 @@
 import pandas as pd
 import pytest
 
-from runner.launch import Launch, blocked_folders, run_local
+from runner.deploy.launch import Launch
+from runner.deploy.containers import blocked_folders
+from runner.deploy.local import run_local
 
 pytestmark = pytest.mark.slow  # whole runs through processes, containers or Prefect: the fast subset leaves them out
 

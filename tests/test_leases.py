@@ -5,9 +5,12 @@ import os
 
 import pytest
 
-from runner.errors import RunnerError
-from runner.launch import Launch, container_config, parse_cores, run_local
-from runner.leases import CPU_QUEUE, GPU_QUEUE, Lease, cpuset_text, divide, leased
+from runner.common.errors import RunnerError
+from runner.deploy.launch import Launch
+from runner.deploy.containers import container_config
+from runner.deploy.launch import parse_cores
+from runner.deploy.local import run_local
+from runner.deploy.leases import CPU_QUEUE, GPU_QUEUE, Lease, cpuset_text, divide, leased
 
 GiB = 2**30
 CARDS = tuple(f"GPU-{i:08x}-0000-0000-0000-000000000000" for i in range(8))

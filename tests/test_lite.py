@@ -9,17 +9,19 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from runner import data as data_module
-from runner import metrics
-from runner.baselines import RULES
-from runner.budget import Budget
-from runner.csvfiles import find_sample
-from runner.data import load_dataset, read_records
+from runner.data import reading as data_module
+from runner.common import metrics
+from runner.results.baselines import RULES
+from runner.common.budget import Budget
+from runner.common.csvfiles import find_sample
+from runner.data.loading import load_dataset
+from runner.data.reading import read_records
 from runner.demo import REPLICAS, write_demo
-from runner.grade import grade
-from runner.run import run_competition
-from runner.spec import BASELINES, load_spec
-from runner.submission import Predictions, build_submission
+from runner.competition.grade import grade
+from runner.supervisor import run_competition
+from runner.competition.spec import BASELINES
+from runner.competition.catalog import load_spec
+from runner.results.submission import Predictions, build_submission
 
 LITE = (Path(__file__).resolve().parent.parent / "competitions" / "splits" / "mle-bench-lite.txt").read_text().split()
 SMALL = {"dog-breed-identification": dict(train_per_breed=4, test_per_breed=1)}  # the demo's own size is minutes
@@ -179,9 +181,9 @@ def test_a_run_on_a_sampled_table_says_so_in_its_plan_report_and_run_page(tmp_pa
     """What the run trains on only a part of goes from the dataset to plan.json (typed, and its first reason), to
     report.json and to the top of the run page, once."""
     from flows.compete import run_summary
-    from runner.hardware import Hardware
-    from runner.portfolio import Plan
-    from runner.report import RunReport
+    from runner.machine.hardware import Hardware
+    from runner.planning.portfolio import Plan
+    from runner.results.report import RunReport
 
     root = write_demo("new-york-city-taxi-fare-prediction", tmp_path, train_rows=30_000)
     monkeypatch.setattr(data_module, "LARGE_TABLE_BYTES", 1_000_000)
@@ -340,7 +342,7 @@ def test_the_leaf_replica_names_its_species_as_the_real_competition_does(replica
 def test_fixed_width_codes_spread_per_position_and_numbers_stay_numbers():
     """tabular-playground may-2022's f_27 ('ABBCAD...'): a code point per position and the count of distinct
     letters (a missing code missing in each); booleans as 0/1 whether typed or written; numbers untouched."""
-    from runner.data import tabular_features
+    from runner.data.table_features import tabular_features
 
     spec = load_spec("tabular-playground-series-may-2022")
     codes = [f"{a}{b}{c}" for a in "ABCDEFG" for b in "AB" for c in "ABC"]  # unique: a code, not a category

@@ -2,9 +2,9 @@ import subprocess
 import sys
 import time
 
-from runner.monitor import Monitor, read_samples
+from runner.machine.monitor import Monitor, read_samples
 from runner.plot import fold_timeline
-from runner.report import RunReport
+from runner.results.report import RunReport
 
 
 def test_monitor_samples_the_process_tree(tmp_path):

@@ -8,7 +8,7 @@ import pytest
 from runner.demo import text_norm_en as en
 from runner.demo import text_norm_ru as ru
 from runner.demo import write_demo
-from runner.normalization import Normalizer
+from runner.data.textnorm.rules import Normalizer
 
 RNG = np.random.default_rng(0)
 

@@ -7,16 +7,16 @@ import pytest
 from PIL import Image
 
 from conftest import CORES
-from runner import metrics
-from runner.data import Dataset
+from runner.common import metrics
+from runner.data.dataset import Dataset
 from runner.engines import get_engine
 from runner.engines.pixels import PIXEL_SIDE, PixelSettings, pixel_table, table_side
-from runner.fold_worker import as_predictions, fold_data
-from runner.folds import assign_folds
-from runner.planner import make_plan
-from runner.portfolio import DataShape
-from runner.profiles import profile
-from runner.spec import load_spec
+from runner.units.worker import as_predictions, fold_data
+from runner.units.tasks import assign_folds
+from runner.planning.planner import make_plan
+from runner.planning.portfolio import DataShape
+from runner.machine.profiles import profile
+from runner.competition.catalog import load_spec
 
 DOG = load_spec("dog-breed")
 
@@ -169,7 +169,7 @@ def test_frozen_features_take_the_cached_backbone_the_device_affords_and_a_gpu_f
 def test_the_sentence_encoders_embeddings_feed_a_linear_and_a_neighbours_head(tmp_path):
     """all-MiniLM-L6-v2 (installed offline) embeds a spooky-like set once; both heads learn its authors."""
     from conftest import write_spooky
-    from runner.data import load_dataset
+    from runner.data.loading import load_dataset
     from runner.engines.encoder import EncoderSettings
 
     spec = load_spec("spooky")

@@ -20,13 +20,13 @@ from runner.engines.vision.ladder import (CPU_CANDIDATES, GPU_CANDIDATES, SCRATC
                                           image_candidates, ladder_models)
 from runner.engines.vision.ladder import ladder as sized_ladder
 from runner.engines.vision.settings import MAX_EPOCHS, MEMORY_TOLERANCE, TARGET_MEMORY_FRACTION
-from runner.errors import RunnerError
-from runner.hardware import GiB, Gpu, Hardware
+from runner.common.errors import RunnerError
+from runner.machine.hardware import GiB, Gpu, Hardware
 from runner.engines.vision.costs import Candidate, ImageCosts, Throughput
-from runner.planner import make_plan
-from runner.portfolio import DataShape, Plan
-from runner.profiles import PROFILES, profile
-from runner.spec import load_spec
+from runner.planning.planner import make_plan
+from runner.planning.portfolio import DataShape, Plan
+from runner.machine.profiles import PROFILES, profile
+from runner.competition.catalog import load_spec
 
 DOG = load_spec("dog-breed")
 SPACESHIP = load_spec("spaceship")
@@ -409,7 +409,7 @@ H100_EPOCH = 1.59
 def cnn_alone(hardware, window, costs, models=None, folds=5):
     """The CNN member as its engine plans it for this hardware and window, from `costs`."""
     from runner.engines.vision.planning import image_member
-    from runner.portfolio import PlanContext
+    from runner.planning.portfolio import PlanContext
 
     return image_member(PlanContext(DOG, hardware, window, DEMO_PHOTOS, costs, folds, hardware.cpus, True), models)
 
@@ -470,9 +470,9 @@ def test_a_replan_with_no_time_for_a_replacement_keeps_the_running_member():
     A first epoch 6x the plan's with 20 s left fits no candidate's minimum epochs: the member stays (same model,
     folds and settings, so its running folds go on), at the measured pace, and the scheduler starts a later fold
     only with time for its start-up, an epoch at that pace and its test predictions."""
-    from runner.deadlines import capacity, fold_window
+    from runner.units.deadlines import capacity, fold_window
     from runner.engines.vision.planning import STARTUP_SECONDS
-    from runner.planner import replan_context
+    from runner.planning.planner import replan_context
 
     plan = make_plan(DOG, H100_RUN, 44.3, DEMO_PHOTOS, {"timm": gpu_costs()}, engines=["timm"])
     member = timm(plan)
@@ -571,7 +571,7 @@ def test_measuring_on_this_cpu_gets_a_floor_the_budget_can_spare():
 def test_the_ladders_estimates_are_read_without_torch():
     """The supervisor plans from them when measuring died, and never imports torch."""
     code = ("import sys; from runner.engines.vision.measure import estimated_costs;"
-            "from runner.engines.vision.ladder import image_candidates; from runner.profiles import profile;"
+            "from runner.engines.vision.ladder import image_candidates; from runner.machine.profiles import profile;"
             "c = estimated_costs(image_candidates(profile('h100-80gb'), side=200), 'test');"
             "assert len(c.memory) == len(c.flops) >= 3 and 'torch' not in sys.modules, sorted(sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
@@ -743,7 +743,7 @@ def test_the_cache_keeps_its_margin_below_the_images_own_size():
 def test_one_thread_folds_on_many_cores_run_as_many_at_once_as_the_memory_holds():
     """kNN folds take a core each: on a 32-core lease of 8 GiB, 200k rows (0.05 GiB, held three times by each fold
     with its process) fit 9 at once, not 32, and the plan says so; on 128 GiB the cores bound them."""
-    from runner.unit_memory import DATASET_COPIES, UNIT_BASE_BYTES, UNITS_SHARE
+    from runner.planning.unit_memory import DATASET_COPIES, UNIT_BASE_BYTES, UNITS_SHARE
 
     data = DataShape(200_000, 25_000, 30, 2, data_bytes=int(0.05 * GiB))
     said = {}
@@ -762,7 +762,7 @@ def test_one_thread_folds_on_many_cores_run_as_many_at_once_as_the_memory_holds(
 def test_a_supervisor_holding_more_than_its_data_leaves_its_units_the_rest():
     """A run told 3 GiB whose supervisor held 1.1 GiB (its libraries and the files as read, six times its 0.18 GiB
     of data) ran two units beside it and peaked at 3.1 GiB: the units get what the supervisor measured leaves."""
-    from runner.unit_memory import UNITS_SHARE
+    from runner.planning.unit_memory import UNITS_SHARE
 
     data = DataShape(200_000, 25_000, 30, 2, data_bytes=int(0.18 * GiB))
     hardware = Hardware(gpus=(), cpus=2, ram_bytes=3 * GiB, shm_bytes=GiB, disk_free_bytes=100 * GiB)

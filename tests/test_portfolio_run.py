@@ -6,14 +6,14 @@ import pickle
 import pytest
 
 from conftest import TOY_ENGINE, run_cli
-from runner.bags import MIN_GAIN, STALE
-from runner.budget import Budget
-from runner.data import load_dataset
-from runner.folds import PREPARE, FoldTask
-from runner.grade import grade
-from runner.portfolio import Member, Plan
-from runner.slots import Scheduler
-from runner.spec import load_spec
+from runner.control.extra_members import MIN_GAIN, STALE
+from runner.common.budget import Budget
+from runner.data.loading import load_dataset
+from runner.units.tasks import PREPARE, FoldTask
+from runner.competition.grade import grade
+from runner.planning.portfolio import Member, Plan
+from runner.units.scheduler import Scheduler
+from runner.competition.catalog import load_spec
 from toy_engine import ToySettings
 
 

@@ -11,7 +11,7 @@ import time
 import psutil
 import pytest
 
-from runner import fork_server, processes
+from runner.units import fork_server, processes
 
 
 def sleep_with_a_child(seconds: float) -> None:
@@ -69,7 +69,7 @@ def test_a_fork_server_hung_in_its_imports_is_given_up_on_and_the_unit_started_a
            "process of its own" in child.note
     assert isinstance(child.handle, subprocess.Popen)
     child.handle.wait(60)
-    assert child.handle.args[1:3] == ["-m", "runner.fold_worker"]
+    assert child.handle.args[1:3] == ["-m", "runner.units.worker"]
     said = log.read_text()
     assert child.poll() == 1 and ("task.json" in said or "Error" in said)  # it ran, and failed on the task
 

@@ -9,18 +9,18 @@ import torch
 from PIL import Image
 
 from conftest import CORES
-from runner import metrics
-from runner.data import load_dataset
+from runner.common import metrics
+from runner.data.loading import load_dataset
 from runner.demo import write_demo
 from runner.engines import get_engine
 from runner.engines.restore.network import TILE, UNet, restore_page
 from runner.engines.restore.planning import CPU_SHARE, MIN_EPOCHS, RestoreSettings, restore_member
-from runner.fold_worker import fold_data
-from runner.folds import assign_folds
-from runner.planner import make_plan
-from runner.portfolio import DataShape, PlanContext
-from runner.profiles import profile
-from runner.spec import load_spec
+from runner.units.worker import fold_data
+from runner.units.tasks import assign_folds
+from runner.planning.planner import make_plan
+from runner.planning.portfolio import DataShape, PlanContext
+from runner.machine.profiles import profile
+from runner.competition.catalog import load_spec
 
 DENOISING = "denoising-dirty-documents"
 SPEC = load_spec(DENOISING)

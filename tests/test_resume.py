@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from runner.grade import grade
-from runner.slots import TOO_LATE
-from runner.spec import load_spec
+from runner.competition.grade import grade
+from runner.units.scheduler import TOO_LATE
+from runner.competition.catalog import load_spec
 
 pytestmark = pytest.mark.slow  # whole runs through processes, containers or Prefect: the fast subset leaves them out
 
@@ -58,8 +58,8 @@ def test_a_sigterm_while_the_scheduler_runs_is_raised_between_its_steps_not_insi
     TypeError and the run ended with status 1, not its clean stop; outside the scheduler it is raised at once."""
     import numpy as np
 
-    from runner.budget import interrupt, interrupts_between_steps, raise_if_interrupted
-    from runner.errors import Interrupted
+    from runner.common.budget import interrupt, interrupts_between_steps, raise_if_interrupted
+    from runner.common.errors import Interrupted
 
     np.save(tmp_path / "val.npy", np.arange(10.0))
     before = signal.signal(signal.SIGTERM, lambda number, _frame: interrupt(number))
@@ -111,7 +111,7 @@ def finished_run(spaceship, tmp_path_factory) -> Path:
 
 
 def test_only_folds_of_the_same_member_data_and_code_are_reused(spaceship, finished_run):
-    from runner.resume import code_fingerprint, data_fingerprint, reusable, unit_fingerprint
+    from runner.results.resume import code_fingerprint, data_fingerprint, reusable, unit_fingerprint
 
     out = finished_run
     data = data_fingerprint(spaceship / "prepared" / "public", load_spec("spaceship").to_json())

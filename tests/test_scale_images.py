@@ -9,12 +9,12 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from runner.csvfiles import find_sample
+from runner.common.csvfiles import find_sample
 from runner.demo import _pictures, aptos, cactus, dog_breed, dogs_cats, histopathology, melanoma, write_demo
 from runner.demo._layout import REAL, Real
-from runner.errors import RunnerError
-from runner.grade import grade
-from runner.spec import load_spec
+from runner.common.errors import RunnerError
+from runner.competition.grade import grade
+from runner.competition.catalog import load_spec
 
 MODULES = {"aerial-cactus-identification": cactus, "aptos2019-blindness-detection": aptos,
            "dogs-vs-cats-redux-kernels-edition": dogs_cats, "histopathologic-cancer-detection": histopathology,

@@ -13,12 +13,12 @@ import pytest
 import soundfile
 from PIL import Image
 
-from runner.csvfiles import find_sample
+from runner.common.csvfiles import find_sample
 from runner.demo import birds, denoising, leaf, plant, ranzcr, whale, write_demo
 from runner.demo._layout import REAL, Real
-from runner.errors import RunnerError
-from runner.grade import grade
-from runner.spec import load_spec
+from runner.common.errors import RunnerError
+from runner.competition.grade import grade
+from runner.competition.catalog import load_spec
 
 MODULES = {"plant-pathology-2020-fgvc7": plant, "ranzcr-clip-catheter-line-classification": ranzcr,
            "leaf-classification": leaf, "denoising-dirty-documents": denoising,

@@ -9,13 +9,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from runner.csvfiles import find_sample
+from runner.common.csvfiles import find_sample
 from runner.demo import (insults, jigsaw, nomad, pizza, spaceship, spooky, taxi, text_norm_en, text_norm_ru, tps_dec,
                          tps_may, write_demo)
 from runner.demo._layout import REAL, Real, is_real, parse_scale
-from runner.errors import RunnerError
-from runner.grade import grade
-from runner.spec import load_spec
+from runner.common.errors import RunnerError
+from runner.competition.grade import grade
+from runner.competition.catalog import load_spec
 
 # competition -> (its module, the public files whose rows or tokens are the train and test counts)
 REPLICAS = {

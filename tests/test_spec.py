@@ -3,8 +3,10 @@ import json
 import pandas as pd
 import pytest
 
-from runner.errors import SpecError
-from runner.spec import CompetitionSpec, infer_spec, known_specs, load_spec
+from runner.common.errors import SpecError
+from runner.competition.spec import CompetitionSpec
+from runner.competition.inference import infer_spec
+from runner.competition.catalog import known_specs, load_spec
 
 REQUIRED = ["dog-breed-identification", "aerial-cactus-identification", "plant-pathology-2020-fgvc7",
             "leaf-classification", "spaceship-titanic", "tabular-playground-series-may-2022",

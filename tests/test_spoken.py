@@ -1,4 +1,4 @@
-"""Text normalisation as a learned choice among each token's candidate spoken forms (runner.spoken): the classes,
+"""Text normalisation as a learned choice among each token's candidate spoken forms (runner.data.textnorm.candidates): the classes,
 the cross-fitted candidates, the features that let a model choose by context, the dataset and the submission."""
 import re
 import shutil
@@ -10,13 +10,13 @@ import pytest
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GroupKFold
 
-import runner.data as data_module
-from runner.data import load_dataset
+from runner.data import reading as data_module
+from runner.data.loading import load_dataset
 from runner.demo import write_demo
-from runner.errors import InputError
-from runner.spec import load_spec
-from runner.spoken import SOURCES, TokenTable, candidates, token_table
-from runner.submission import Predictions, build_submission
+from runner.common.errors import InputError
+from runner.competition.catalog import load_spec
+from runner.data.textnorm.candidates import SOURCES, TokenTable, candidates, token_table
+from runner.results.submission import Predictions, build_submission
 
 EN = "text-normalization-challenge-english-language"
 RU = "text-normalization-challenge-russian-language"
@@ -84,7 +84,7 @@ def test_a_blank_candidate_never_says_the_empty_word():
 def test_candidates_name_distinct_strings():
     train = pd.concat([sentence(k, [("12", "twelve"), ("-", "-"), ("x", "x")]) for k in range(5)] +
                       [sentence(9, [("12", "twelve"), ("-", "to"), ("15", "fifteen")])], ignore_index=True)
-    from runner.normalization import Normalizer
+    from runner.data.textnorm.rules import Normalizer
 
     tokens = sentence(0, [("-", ""), ("13", ""), ("y", "")])
     said = candidates(Normalizer(train), tokens)
@@ -229,7 +229,7 @@ def test_a_sample_id_the_test_table_lacks_or_gives_twice_still_gets_one_token(en
 def test_tokens_pandas_would_read_as_missing_stay_words_from_train_to_the_submission(english, tmp_path):
     """"None", "NA", "null" are words of the real data. pandas' defaults read them as gaps: the runner spoke them
     "nan", and its own check of the file it wrote then found "empty values" and refused every submission."""
-    from runner.submission import publish
+    from runner.results.submission import publish
 
     public, train, test = english
     spec = load_spec(EN)
@@ -250,7 +250,7 @@ def test_tokens_pandas_would_read_as_missing_stay_words_from_train_to_the_submis
             archive.writestr(name.removesuffix(".zip"), frame.to_csv(index=False))
     dataset = load_dataset(spec, words, tmp_path / "work")
     assert dataset.choices[:3, 0].tolist() == list(odd)  # spoken as train speaks them: themselves
-    from runner.data import read_sample
+    from runner.data.targets import read_sample
 
     given = read_sample(spec, words)
     frame = build_submission(given, spec, ["after"], Predictions(np.eye(len(SOURCES))[np.zeros(len(test), int)],

@@ -2,10 +2,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from runner.errors import InvalidSubmissionError
-from runner.spec import load_spec
-from runner.submission import (Predictions, build_submission, prior_predictions, publish, sample_baseline,
-                               validate_submission)
+from runner.common.errors import InvalidSubmissionError
+from runner.competition.catalog import load_spec
+from runner.results.submission import (
+    Predictions, build_submission, prior_predictions, publish, sample_baseline, validate_submission)
 
 DOG = load_spec("dog-breed")
 SPACESHIP = load_spec("spaceship")
@@ -120,7 +120,7 @@ def test_an_invalid_submission_never_replaces_the_last_valid_one(tmp_path):
 
 def test_a_file_that_reads_back_wrong_never_replaces_the_last_valid_one(tmp_path):
     """The written file is read back and checked before the rename: a check that fails leaves the old file."""
-    from runner.submission import write_atomic
+    from runner.results.submission import write_atomic
 
     path = tmp_path / "submission.csv"
     write_atomic(pd.DataFrame({"id": [1], "y": [0.5]}), path)
@@ -133,7 +133,7 @@ def test_a_file_that_reads_back_wrong_never_replaces_the_last_valid_one(tmp_path
 def test_background_writes_keep_only_the_newest_version_and_flush_waits_for_it(tmp_path, caplog):
     import threading
 
-    from runner.latest import LatestWrites
+    from runner.common.latest_writes import LatestWrites
 
     started, release, written = threading.Event(), threading.Event(), []
 
@@ -158,9 +158,9 @@ def test_background_writes_keep_only_the_newest_version_and_flush_waits_for_it(t
 
 def test_a_large_submission_is_written_in_the_background_and_on_disk_when_the_run_flushes(spaceship, tmp_path,
                                                                                           monkeypatch):
-    from runner import outputs as outputs_module
-    from runner.budget import Budget
-    from runner.outputs import RunOutputs
+    from runner.results import run_folder as outputs_module
+    from runner.common.budget import Budget
+    from runner.results.run_folder import RunOutputs
 
     monkeypatch.setattr(outputs_module, "BACKGROUND_CELLS", 0)  # the spaceship's sample counts as large
     out = RunOutputs(SPACESHIP, spaceship / "prepared" / "public", tmp_path, Budget.start(60))

@@ -9,15 +9,15 @@ import pytest
 from scipy import sparse
 
 from conftest import write_spooky
-from runner.data import load_dataset
+from runner.data.loading import load_dataset
 from runner.engines import get_engine
 from runner.engines.text import TfidfCost, TfidfSettings
-from runner.fold_worker import fold_data
-from runner.folds import assign_folds
-from runner.planner import make_plan
-from runner.portfolio import DataShape
-from runner.profiles import profile
-from runner.spec import load_spec
+from runner.units.worker import fold_data
+from runner.units.tasks import assign_folds
+from runner.planning.planner import make_plan
+from runner.planning.portfolio import DataShape
+from runner.machine.profiles import profile
+from runner.competition.catalog import load_spec
 
 
 def test_tfidf_vectorises_once_and_its_folds_fit_heads_on_the_sparse_rows(tmp_path):

@@ -16,11 +16,11 @@ import psutil
 import pytest
 
 from conftest import TESTS, TOY_ENGINE
-from runner.budget import Budget
-from runner.grade import grade
-from runner.hardware import GiB, Hardware
-from runner.run import run_competition
-from runner.spec import load_spec
+from runner.common.budget import Budget
+from runner.competition.grade import grade
+from runner.machine.hardware import GiB, Hardware
+from runner.supervisor import run_competition
+from runner.competition.catalog import load_spec
 
 BUDGET = 26  # seconds: folds end before the nemesis, and a unit killed at the last moment leaves the run 2 s
 NEMESIS_AT = 10.0  # seconds into the run (its start-up and first fold take 5, 9 on a core shared with another)
@@ -49,7 +49,7 @@ multiprocessing.util.register_after_fork(_hook, hang_before_setsid)
 
 
 def tree(run: int) -> tuple[psutil.Process | None, list[psutil.Process]]:
-    """The run's fork server and its units (children of the server, or started as `runner.fold_worker`)."""
+    """The run's fork server and its units (children of the server, or started as `runner.units.worker`)."""
     try:
         children = psutil.Process(run).children()
     except psutil.Error:
@@ -61,7 +61,7 @@ def tree(run: int) -> tuple[psutil.Process | None, list[psutil.Process]]:
         except psutil.Error:
             cmdlines[child] = []
     server = next((c for c, line in cmdlines.items() if "multiprocessing.forkserver" in " ".join(line)), None)
-    units = [c for c, line in cmdlines.items() if line[1:3] == ["-m", "runner.fold_worker"]]
+    units = [c for c, line in cmdlines.items() if line[1:3] == ["-m", "runner.units.worker"]]
     if server is not None:
         try:
             units += server.children()

@@ -11,7 +11,7 @@ import torch
 from runner.engines.vision.training import Trainer, confirm_batch
 from runner.engines.base import FoldData
 from runner.engines.vision.settings import ImageSettings
-from runner.spec import load_spec
+from runner.competition.catalog import load_spec
 
 PLAN = ImageSettings(model="resnet18", image_size=32, batch_size=4, precision="fp32", max_epochs=1, patience=1)
 
@@ -222,7 +222,7 @@ def _fold_with_loader_workers(folder: str, out) -> None:
     validation pass."""
     import psutil
 
-    from runner.budget import stop_on_sigterm, stop_requested
+    from runner.common.budget import stop_on_sigterm, stop_requested
     from runner.engines.vision.loading import loaders
 
     os.setsid()
@@ -246,7 +246,7 @@ def test_a_folds_loader_workers_are_its_forked_children_and_outlive_a_request_to
     """A fold is a fork-server child, so multiprocessing's default there is the fork server: each loader worker
     then imported torch afresh (7 s before the first batch on an H200 machine). And asking a fold to stop at its
     next epoch (SIGTERM to its process group) ended its workers, failing the fold on its next batch."""
-    from runner import processes
+    from runner.units import processes
 
     processes.warm_up(())  # the runner's own fork server: a plain one would stay up without the heap tunables
     context = processes.fork_context(())
@@ -300,7 +300,7 @@ def test_a_warm_up_epoch_does_not_set_the_folds_pace():
 def test_the_typical_side_is_read_from_image_headers(tmp_path):
     from PIL import Image
 
-    from runner.data import typical_side
+    from runner.data.dataset import typical_side
 
     paths = []
     for k, size in enumerate([(28, 40), (28, 28), (60, 30), (90, 90)]):

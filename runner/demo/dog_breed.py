@@ -19,7 +19,7 @@ from PIL import Image, ImageDraw, ImageFilter
 from runner.demo._layout import is_real, parse_scale, scaled
 from runner.demo._pictures import Sizes, hex_ids, quota, render
 from runner.demo.breeds import BREEDS
-from runner.errors import RunnerError
+from runner.common.errors import RunnerError
 
 TRAIN_PER_BREED, TEST_PER_BREED = 8, 2  # the replica's own counts: 960 train and 240 test photos
 REAL_TRAIN, REAL_TEST = 9_199, 1_023  # 10,222 labelled photos, 10% of them the test split

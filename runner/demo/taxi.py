@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from runner.demo._layout import describe, parse_scale, scaled
-from runner.fork_server import main_hidden
+from runner.units.fork_server import main_hidden
 
 TRAIN_ROWS, TEST_ROWS = 2000, 200
 REAL_TRAIN = 55_413_942  # Kaggle's 55,423,856 training rides less the 9,914 that MLE-bench holds out as test

@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Callable, ClassVar
 
 import numpy as np
 
-from runner.portfolio import Member, PlanContext, Settings
-from runner.spec import CompetitionSpec
+from runner.planning.portfolio import Member, PlanContext, Settings
+from runner.competition.spec import CompetitionSpec
 
 if TYPE_CHECKING:
-    from runner.data import Dataset
-    from runner.hardware import Hardware
+    from runner.data.dataset import Dataset
+    from runner.machine.hardware import Hardware
 
 MEASURE_CAP = 30.0  # seconds any one engine may spend measuring, whatever the budget
 TARGET_MEMORY_FRACTION = 0.8  # of a GPU's memory a plan aims its folds at: room for the allocator's slack
@@ -96,7 +96,7 @@ class Engine:
     measure_share: ClassVar[float] = 0.0  # of the budget that `measure` may take (capped at MEASURE_CAP seconds)
     accelerated: ClassVar[bool] = False  # on a machine with GPUs its members take GPU slots
     steps: ClassVar[str] = "epochs"  # what a fold's `epochs` counts: epochs, rounds, fits
-    preload: ClassVar[tuple[str, ...]] = ()  # modules the fold fork server imports once (runner.processes)
+    preload: ClassVar[tuple[str, ...]] = ()  # modules the fold fork server imports once (runner.units.processes)
     time_scaled: ClassVar[tuple[str, ...]] = ()  # settings a re-plan may change without making it another model
     search_space: ClassVar[dict[str, tuple]] = {}  # setting -> its values in order; bags step between neighbours
     # a member that costs next to nothing and goes before the lead: a lead that fills its window (the CNN on a
@@ -160,7 +160,7 @@ class Engine:
 
     def pretrained(self) -> frozenset[str]:
         """Those of `weights()` whose weights are in the local cache, found from file names alone."""
-        from runner.weights import find_weights
+        from runner.common.weights import find_weights
 
         return frozenset(m for m in self.weights() if find_weights(m))
 

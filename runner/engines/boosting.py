@@ -15,9 +15,9 @@ from typing import Callable
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from runner.budget import past
+from runner.common.budget import past
 from runner.engines.base import Engine, EngineResult, FoldData
-from runner.portfolio import DataShape, Member, PlanContext, Settings
+from runner.planning.portfolio import DataShape, Member, PlanContext, Settings
 
 MAX_ROUNDS = 5000
 LEARNING_RATE = 0.05

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from runner.atomic import replacing
+from runner.common.atomic import replacing
 from runner.engines.base import FoldData
 from runner.engines.boosting import BoostingEngine, BoostSettings, RoundClock, fit_targets, objective, two_columns
 

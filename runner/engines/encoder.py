@@ -13,7 +13,7 @@ import numpy as np
 
 from runner.engines.oneshot import (BOOSTED_ROUNDS, MAX_BOOSTED_SECONDS, STARTUP_SECONDS, OneShotEngine,
                                     boosted_head, boosted_seconds, cosine_neighbours)
-from runner.portfolio import Member, PlanContext, Settings
+from runner.planning.portfolio import Member, PlanContext, Settings
 
 PRIOR_GAIN = 0.04  # a second view of the text, close to TF-IDF's on its own; their errors differ
 LOAD_SECONDS = 12.0  # importing sentence-transformers and loading the model on this 2-core machine: ~10 s

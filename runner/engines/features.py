@@ -16,7 +16,7 @@ import numpy as np
 from runner.engines.oneshot import (BOOSTED_ROUNDS, MAX_BOOSTED_SECONDS, STARTUP_SECONDS, OneShotEngine,
                                     boosted_head, boosted_seconds, cosine_neighbours, one_shot_member,
                                     standardised_linear)
-from runner.portfolio import Member, PlanContext, Settings
+from runner.planning.portfolio import Member, PlanContext, Settings
 
 log = logging.getLogger(__name__)
 
@@ -129,9 +129,9 @@ def embed(paths: list, settings: FeatureSettings, threads: int) -> tuple[np.ndar
     import timm
     import torch
 
-    from runner.data import decode_square
-    from runner.errors import RunnerError
-    from runner.weights import find_weights, timm_source
+    from runner.data.dataset import decode_square
+    from runner.common.errors import RunnerError
+    from runner.common.weights import find_weights, timm_source
 
     torch.set_num_threads(max(1, threads))
     weights = find_weights(settings.model)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from runner.atomic import replacing
+from runner.common.atomic import replacing
 from runner.engines.base import FoldData
 from runner.engines.boosting import (BoostingEngine, BoostSettings, RoundClock, RoundCost, fit_targets,
                                      measure_splits, objective, probe_rows, sample_rows, two_columns)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from runner.engines.tables import table_preprocessing
 from runner.engines.oneshot import OneShotEngine
-from runner.portfolio import PlanContext, Settings
+from runner.planning.portfolio import PlanContext, Settings
 
 
 class KnnSettings(Settings):

@@ -8,7 +8,7 @@ import numpy as np
 
 from runner.engines.oneshot import OneShotEngine
 from runner.engines.tables import table_preprocessing
-from runner.portfolio import Member, PlanContext, Settings
+from runner.planning.portfolio import Member, PlanContext, Settings
 
 PRIOR_GAIN = 0.01  # trees and an additive model err differently; a small, cheap complement
 MAX_CELLS = 50_000_000  # rows x columns after one-hot and splines: above this the fit is not cheap any more

@@ -15,10 +15,10 @@ from typing import Callable, ClassVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from runner.atomic import replacing
-from runner.data import rows_of
+from runner.common.atomic import replacing
+from runner.data.dataset import rows_of
 from runner.engines.base import DeadlineReached, Engine, EngineResult, FoldData
-from runner.portfolio import Member, PlanContext, Settings
+from runner.planning.portfolio import Member, PlanContext, Settings
 
 BOOSTED_ROUNDS = 100  # LightGBM's default rounds at its default rate
 # rows x columns x trees (one a class) x rounds LightGBM builds per second on one core here, 32 bins and 30% of

@@ -14,9 +14,9 @@ from typing import Literal
 import numpy as np
 from PIL import Image
 
-from runner.data import MAX_PIXELS
+from runner.data.dataset import MAX_PIXELS
 from runner.engines.oneshot import BOOSTED_ROUNDS, MAX_BOOSTED_SECONDS, STARTUP_SECONDS, HeadsOnATable, boosted_seconds
-from runner.portfolio import Member, PlanContext, Settings
+from runner.planning.portfolio import Member, PlanContext, Settings
 
 log = logging.getLogger(__name__)
 

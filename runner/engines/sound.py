@@ -1,4 +1,4 @@
-"""Sound as a table: every clip's log-mel spectrogram (decoded once, `runner.sounds`) summarised into statistics a
+"""Sound as a table: every clip's log-mel spectrogram (decoded once, `runner.data.sounds`) summarised into statistics a
 CPU model can fit: per mel band its level, spread, percentiles and how fast it changes; the loudest band's track
 over time (its slope tells an up-sweep from a down-sweep); and a coarse grid of the spectrogram itself. Two heads
 share the table: standardised logistic regression (classes) or ridge (values), and LightGBM. The cheap audio
@@ -13,13 +13,13 @@ from typing import Literal
 import numpy as np
 
 from runner.engines.oneshot import BOOSTED_ROUNDS, MAX_BOOSTED_SECONDS, STARTUP_SECONDS, HeadsOnATable, boosted_seconds
-from runner.portfolio import Member, PlanContext, Settings
+from runner.planning.portfolio import Member, PlanContext, Settings
 
 GRID = (16, 8)  # mel bands x time steps of the coarse grid: where in time and pitch the energy is, 128 columns
 LOUD_SHARE = 0.25  # the loudest quarter of a clip's frames carries its calls; the rest is background
 PERCENTILES = (10, 50, 90)
 BAND_STATS = 4 + len(PERCENTILES)  # mean, std, max, mean |delta|, and the percentiles
-MELS = 64  # planned as runner.sounds' usual band count (fewer at low rates only make it cheaper)
+MELS = 64  # planned as runner.data.sounds' usual band count (fewer at low rates only make it cheaper)
 COLUMNS = MELS * BAND_STATS + GRID[0] * GRID[1] + 6
 CLIPS_PER_CORE_SECOND = 150.0  # decoding, resampling and the FFT of a short clip here: measured 2-8 ms
 CELLS_PER_SECOND = 8e6  # rows x columns x classes a logistic regression fits per second on one core here
@@ -108,7 +108,7 @@ class Sound(HeadsOnATable):
         return "sound-bands"
 
     def prepare(self, settings: SoundSettings, dataset, work: Path, threads: int):
-        from runner.sounds import spectrograms
+        from runner.data.sounds import spectrograms
 
         train, test = dataset.views["audio"]
         spectra, ok = spectrograms(list(train) + list(test), work, threads)

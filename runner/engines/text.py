@@ -17,7 +17,7 @@ import numpy as np
 
 from runner.engines.oneshot import (MEASURE_ROWS, STARTUP_SECONDS, FitCost, OneShotEngine, fit_seconds,
                                     fold_seconds, one_shot_member, take, time_fit)
-from runner.portfolio import Member, PlanContext, Settings
+from runner.planning.portfolio import Member, PlanContext, Settings
 
 PRIOR_GAIN = 0.05  # the highest prior among text engines: it leads on text
 # characters word 1-2-grams and character 2-5-grams read per second on one core here, fitting or transforming

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from runner.atomic import replacing
+from runner.common.atomic import replacing
 from runner.engines.base import FoldData
 from runner.engines.boosting import (BoostingEngine, BoostSettings, RoundClock, fit_targets, objective, probe_rows,
                                      two_columns)

@@ -9,7 +9,7 @@ from runner.engines.base import Engine, FoldData, replanned_at_pace
 from runner.engines.finetune.models import LADDER, local_models, model_folder
 from runner.engines.finetune.planning import NAME, text_member
 from runner.engines.finetune.settings import TextSettings
-from runner.portfolio import Member, PlanContext
+from runner.planning.portfolio import Member, PlanContext
 
 
 class FineTune(Engine):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.weights import find_weights
+from runner.common.weights import find_weights
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ from runner.engines.base import TARGET_MEMORY_FRACTION
 from runner.engines.finetune.models import LADDER, SMALLEST, TextModel
 from runner.engines.finetune.settings import TextSettings
 from runner.engines.networks import CUDA_RUNTIME_BYTES
-from runner.hardware import GiB, Gpu
-from runner.portfolio import Member, PlanContext
+from runner.machine.hardware import GiB, Gpu
+from runner.planning.portfolio import Member, PlanContext
 
 NAME = "finetune"
 PRIOR_GAIN = {"gpu": 0.08, "cpu": 0.03}  # leads on a GPU; on a CPU few epochs of the smallest model, after TF-IDF

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from runner.engines.base import TARGET_MEMORY_FRACTION
-from runner.portfolio import Settings
+from runner.planning.portfolio import Settings
 
 
 class TextSettings(Settings):

@@ -22,9 +22,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from runner import metrics
-from runner.atomic import replacing
-from runner.budget import past
+from runner.common import metrics
+from runner.common.atomic import replacing
+from runner.common.budget import past
 from runner.engines.base import EPOCH_LOG, DeadlineReached, EngineResult, FoldData
 from runner.engines.finetune.models import model_folder
 from runner.engines.finetune.settings import TextSettings

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from runner.engines.base import Engine, FoldData, replanned_at_pace
 from runner.engines.restore.planning import NAME, RestoreSettings, restore_member
-from runner.portfolio import Member, PlanContext
+from runner.planning.portfolio import Member, PlanContext
 
 
 class Restore(Engine):

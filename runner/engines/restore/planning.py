@@ -16,8 +16,8 @@ from typing import Literal
 from runner.engines.base import TARGET_MEMORY_FRACTION
 from runner.engines.networks import CUDA_RUNTIME_BYTES
 from runner.engines.restore.shape import MULTIPLE, activation_floats, flops_per_pixel, parameters
-from runner.hardware import GiB, Gpu
-from runner.portfolio import Member, PlanContext, Settings
+from runner.machine.hardware import GiB, Gpu
+from runner.planning.portfolio import Member, PlanContext, Settings
 
 NAME = "unet"
 WIDTH = {"cpu": 16, "cuda": 32}  # channels at full resolution: a GPU affords the wider net

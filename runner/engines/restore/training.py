@@ -19,10 +19,10 @@ import torch
 import torch.nn.functional as F
 from timm.scheduler import CosineLRScheduler
 
-from runner import metrics
-from runner.atomic import replacing
-from runner.budget import past
-from runner.data import gray_image
+from runner.common import metrics
+from runner.common.atomic import replacing
+from runner.common.budget import past
+from runner.data.pages import gray_image
 from runner.engines.base import EPOCH_LOG, DeadlineReached, EngineResult, FoldData
 from runner.engines.networks import (EpochStats, epoch_seconds, fold_share_of_card, log_epoch, probe_batch,
                                      smaller_batch, warm_peak_bytes)

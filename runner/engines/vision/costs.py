@@ -6,7 +6,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from runner.engines.vision.memory import MemoryEstimate
-from runner.saved import Saved
+from runner.common.saved import Saved
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from runner.engines.vision.costs import ImageCosts
 from runner.engines.vision.ladder import image_candidates, ladder_models
 from runner.engines.vision.planning import fitting_member, image_member, kept_member
 from runner.engines.vision.settings import ImageSettings, useful_batch
-from runner.portfolio import Member, PlanContext
+from runner.planning.portfolio import Member, PlanContext
 
 MEASURE_SHARE = 0.05  # of the budget, for timing candidates (at most 120 s)
 GPU_MEASURE_FLOOR = 20.0  # seconds on a GPU: process start, imports and a CUDA context come before any timing,
@@ -52,7 +52,7 @@ class Timm(Engine):
         """Image models timed for a few real steps each on this machine (in a measuring process: no torch in the
         supervisor); for a GPU we are not on, their memory and FLOPs are estimated instead."""
         from runner.engines.vision.measure import estimated_costs, gather_costs
-        from runner.hardware import available_cpus
+        from runner.machine.hardware import available_cpus
 
         seconds = min(120.0, seconds)
         candidates = image_candidates(hardware, self.pretrained(), dataset.image_side)

@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 from numpy.lib.format import open_memmap
 
-from runner.data import Dataset
-from runner.data import decode_square as decode
+from runner.data.dataset import Dataset
+from runner.data.dataset import decode_square as decode
 
 log = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@ which of their models have local pretrained weights."""
 from __future__ import annotations
 
 from runner.engines.vision.costs import Candidate
-from runner.hardware import Hardware
+from runner.machine.hardware import Hardware
 
 # best expected quality first: (model, image size)
 # efficientnet_lite0 is the one rung whose ImageNet weights the package index carries (small enough to travel

@@ -22,8 +22,8 @@ import sys
 import time
 from pathlib import Path
 
-from runner.atomic import write_json
-from runner.heap import tunables
+from runner.common.atomic import write_json
+from runner.common.heap import tunables
 from runner.engines.vision.costs import Candidate, ImageCosts, Throughput
 from runner.engines.vision.estimates import estimate, forward_flops, ladder_estimates
 

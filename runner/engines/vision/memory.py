@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from runner.saved import Saved
+from runner.common.saved import Saved
 
 BYTES_PER_PARAMETER = 16  # fp32 weight, fp32 gradient, two fp32 AdamW moments
 

@@ -23,8 +23,8 @@ from runner.engines.networks import CUDA_RUNTIME_BYTES
 from runner.engines.vision.memory import MemoryEstimate
 from runner.engines.vision.settings import (MAX_EPOCHS, MEMORY_TOLERANCE, TARGET_MEMORY_FRACTION, ImageSettings,
                                             useful_batch)
-from runner.hardware import GiB, Gpu, Hardware
-from runner.portfolio import DataShape, Member, PlanContext
+from runner.machine.hardware import GiB, Gpu, Hardware
+from runner.planning.portfolio import DataShape, Member, PlanContext
 
 PRIOR_GAIN = 0.05  # the only engine on pixels: it leads on images
 # share of the spec sheet's dense bf16 FLOPS an eager bf16 channels_last CNN training step (3 forward passes)
@@ -366,7 +366,7 @@ def _sized_member(context: PlanContext, fit: _Fit, costs: ImageCosts, reasons: l
     # chose the largest model that fits, so a long window means more epochs, never an idle card
     fill = max(1, int((window / fit.waves() - fit.fold_seconds(0)) // fit.epoch_seconds))
     # from random init the ladder stops at SCRATCH_LARGEST, and epochs past MAX_EPOCHS would only run into the
-    # patience: such a window's rest goes to repeats of the member on other splits (runner.bags), not idle epochs
+    # patience: such a window's rest goes to repeats of the member on other splits (runner.control.extra_members), not idle epochs
     epochs = fill if fit.init == "pretrained" else min(fill, MAX_EPOCHS["scratch"])
     if epochs < fill:
         reasons.append(f"{epochs} epochs, not the {fill} the window holds: from random init more do not pay "

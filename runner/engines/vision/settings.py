@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Literal
 
 from runner.engines.base import TARGET_MEMORY_FRACTION
-from runner.portfolio import Settings
+from runner.planning.portfolio import Settings
 
 __all__ = ["TARGET_MEMORY_FRACTION", "MEMORY_TOLERANCE", "MAX_EPOCHS", "ImageSettings", "useful_batch"]
 MEMORY_TOLERANCE = 0.1  # the planned peak aims at 0.8 +- 0.1 of device memory

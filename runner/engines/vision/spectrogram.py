@@ -1,4 +1,4 @@
-"""The CNN engine on sound: every clip's log-mel spectrogram (decoded once, `runner.sounds`) made a picture the
+"""The CNN engine on sound: every clip's log-mel spectrogram (decoded once, `runner.data.sounds`) made a picture the
 image machinery trains on as it trains on photos: the same ladder, memory plan, batch probe, pretrained weights
 when cached, GPU slots, fold deadlines and OOM back-off. Only the picture and the augmentation are the sound's
 own: three channels (the level under the clip's peak, the level over each band's own floor, and its change from
@@ -13,7 +13,7 @@ import numpy as np
 
 from runner.engines.vision.engine import Timm
 from runner.engines.vision.settings import ImageSettings
-from runner.portfolio import Member, PlanContext
+from runner.planning.portfolio import Member, PlanContext
 
 RANGE_DB = 80.0  # the level channel: this many dB under the clip's peak map to black
 FLOOR_RANGE_DB = 30.0  # the over-the-floor channel: a band this far above its median is white
@@ -68,7 +68,7 @@ class Spectrogram(Timm):
 
     def prepare(self, settings: ImageSettings, dataset, work: Path, threads: int):
         from runner.engines.vision.images import cache_side
-        from runner.sounds import spectrograms
+        from runner.data.sounds import spectrograms
 
         train, test = dataset.views["audio"]
         spectra, ok = spectrograms(list(train) + list(test), work, threads)

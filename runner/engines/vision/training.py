@@ -21,9 +21,9 @@ import torch.nn.functional as F
 from timm.optim import create_optimizer_v2
 from timm.scheduler import CosineLRScheduler
 
-from runner import metrics
-from runner.atomic import replacing
-from runner.budget import past
+from runner.common import metrics
+from runner.common.atomic import replacing
+from runner.common.budget import past
 from runner.engines.base import EPOCH_LOG, DeadlineReached, EngineResult, FoldData
 from runner.engines.networks import (EpochStats, epoch_seconds, fold_share_of_card, log_epoch, probe_batch,
                                      refitted_epochs, smaller_batch, warm_peak_bytes)
@@ -31,7 +31,7 @@ from runner.engines.vision.augment import DeviceAugment
 from runner.engines.vision.images import cache_side
 from runner.engines.vision.loading import loaders
 from runner.engines.vision.settings import ImageSettings, useful_batch
-from runner.weights import find_weights, timm_source
+from runner.common.weights import find_weights, timm_source
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 SCRATCH_LR = 2e-3  # AdamW peak rate from random init

@@ -1,0 +1,56 @@
+"""Finding a competition's spec: `competitions/<id>.yaml` by id or alias, or, for any other MLE-bench id,
+inferred from its public folder (runner.competition.inference)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import yaml
+
+from runner import PACKAGE
+from runner.common.csvfiles import find_sample
+from runner.common.errors import SpecError
+from runner.competition.inference import infer_spec
+from runner.competition.spec import CompetitionSpec
+
+
+def competitions_dir() -> Path:
+    """The folder of spec files: $RUNNER_COMPETITIONS, else `competitions/` beside the package."""
+    return Path(os.environ.get("RUNNER_COMPETITIONS", PACKAGE.parent / "competitions"))
+
+
+def _load_yaml(path: Path) -> CompetitionSpec:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise SpecError(f"{path}: cannot read spec: {exc}") from exc
+    if "split_columns" in data:
+        data["split_columns"] = [
+            {"column": col, "sep": v["sep"], "into": v["into"]} for col, v in data["split_columns"].items()
+        ]
+    return CompetitionSpec.from_json(data)
+
+
+def known_specs() -> dict[str, CompetitionSpec]:
+    """Every spec in the competitions folder, keyed by id."""
+    specs = [_load_yaml(p) for p in sorted(competitions_dir().glob("*.yaml"))]
+    return {s.id: s for s in specs}
+
+
+def find_spec(name: str) -> CompetitionSpec | None:
+    for spec in known_specs().values():
+        if name == spec.id or name in spec.aliases:
+            return spec
+    return None
+
+
+def load_spec(name: str, data_dir: Path | None = None) -> CompetitionSpec:
+    """The spec for an id or alias; inferred from `data_dir` when the id is not known."""
+    spec = find_spec(name)
+    if spec is not None:
+        return spec
+    if data_dir is not None and find_sample(Path(data_dir)) is not None:
+        return infer_spec(name, Path(data_dir))
+    known = ", ".join(sorted(known_specs()))
+    where = f"; no sample submission in {data_dir} either" if data_dir else ""
+    raise SpecError(f"unknown competition {name!r}{where}. Known: {known}")

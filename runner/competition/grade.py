@@ -1,0 +1,268 @@
+"""Grading a submission against the private answers, with MLE-bench's report fields and medal positions."""
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import pandas as pd
+from pydantic import PlainSerializer
+
+from runner.common import metrics
+from runner.common.errors import InputError, InvalidSubmissionError
+from runner.common.saved import Saved
+from runner.competition.spec import CompetitionSpec
+
+BOOTSTRAP_ROUNDS = 1000  # resamples of the test rows: enough for steady 5% and 95% quantiles
+EDGE_QUANTILES = (0.05, 0.95)  # a 90% interval
+
+
+@dataclass(frozen=True)
+class GradeReport(Saved):
+    """MLE-bench's CompetitionReport fields, plus the metric and why a submission was invalid."""
+
+    competition_id: str
+    score: float | None
+    gold_threshold: float | None
+    silver_threshold: float | None
+    bronze_threshold: float | None
+    median_threshold: float | None
+    any_medal: bool
+    gold_medal: bool
+    silver_medal: bool
+    bronze_medal: bool
+    above_median: bool
+    submission_exists: bool
+    valid_submission: bool
+    is_lower_better: bool
+    created_at: str
+    submission_path: str
+    metric: str = ""
+    error: str | None = None
+
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    gold: float
+    silver: float
+    bronze: float
+    median: float
+    lower_is_better: bool
+
+
+def medal_positions(teams: int) -> tuple[int, int, int]:
+    """1-based leaderboard positions of the gold, silver and bronze thresholds (MLE-bench's rank_score)."""
+    if teams < 1:
+        raise InputError("leaderboard: no teams")
+    if teams < 100:
+        return max(1, int(0.1 * teams)), max(1, int(0.2 * teams)), max(1, int(0.4 * teams))
+    if teams < 250:
+        return 10, max(1, int(0.2 * teams)), max(1, int(0.4 * teams))
+    if teams < 1000:
+        return 10 + int(0.002 * teams), 50, 100
+    return 10 + int(0.002 * teams), max(1, int(0.05 * teams)), max(1, int(0.1 * teams))
+
+
+def thresholds(scores: pd.Series) -> Thresholds:
+    """Thresholds from a final leaderboard's scores, best first; lower is better when the first is lowest."""
+    scores = scores.reset_index(drop=True)
+    gold, silver, bronze = medal_positions(len(scores))
+    return Thresholds(float(scores[gold - 1]), float(scores[silver - 1]), float(scores[bronze - 1]),
+                      float(scores.median()), bool(scores.iloc[0] < scores.iloc[-1]))
+
+
+def read_leaderboard(path: Path) -> Thresholds:
+    try:
+        board = pd.read_csv(path)
+    except Exception as exc:
+        raise InputError(f"{path}: cannot read leaderboard: {exc}") from exc
+    if "score" not in board.columns:
+        raise InputError(f"{path}: leaderboard has no 'score' column")
+    return thresholds(board["score"].dropna())
+
+
+def _aligned(submission: pd.DataFrame, answers: pd.DataFrame, spec: CompetitionSpec):
+    if len(submission) != len(answers):
+        raise InvalidSubmissionError(f"{len(submission)} rows, the answers have {len(answers)}")
+    if spec.grade_by == "row":
+        return submission.reset_index(drop=True), answers.reset_index(drop=True)
+    if spec.id_column not in submission.columns:
+        raise InvalidSubmissionError(f"no id column {spec.id_column!r}")
+    sub_keys = submission[spec.id_column].astype(str).to_numpy()
+    ans_keys = answers[spec.id_column].astype(str).to_numpy()
+    sub_order, ans_order = np.argsort(sub_keys, kind="stable"), np.argsort(ans_keys, kind="stable")
+    if sub_keys[sub_order].tolist() != ans_keys[ans_order].tolist():
+        raise InvalidSubmissionError(f"the ids in column {spec.id_column!r} differ from the answers' ids")
+    return submission.iloc[sub_order].reset_index(drop=True), answers.iloc[ans_order].reset_index(drop=True)
+
+
+def _numeric(frame: pd.DataFrame, columns: list[str]) -> np.ndarray:
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise InvalidSubmissionError(f"missing column(s) {missing[:5]}")
+    values = frame[columns].apply(pd.to_numeric, errors="coerce")
+    if values.isna().any().any():
+        raise InvalidSubmissionError(f"column {values.columns[values.isna().any()][0]!r}: empty or non-numeric")
+    return values.to_numpy(dtype=np.float64)
+
+
+def _class_columns(spec: CompetitionSpec, answers: pd.DataFrame) -> list[str]:
+    if len(spec.targets) > 1:
+        return list(spec.targets)
+    return [c for c in answers.columns if c not in (spec.id_column, "Usage")]
+
+
+def _multilabel_score(spec: CompetitionSpec, sub: pd.DataFrame, ans: pd.DataFrame) -> float:
+    """Mean column ROC AUC over the scored labels; answer rows marked -1 (jigsaw's unscored rows) are left out."""
+    columns = list(spec.scored_columns or [t for t in spec.targets if t in ans.columns])
+    if not spec.scored_columns and set(sub.columns) != {spec.id_column, *columns}:  # jigsaw reads every column
+        raise InvalidSubmissionError(f"columns must be exactly {[spec.id_column, *columns]}")
+    pred, truth = _numeric(sub, columns), _numeric(ans, columns)
+    if (pred < 0).any() or (pred > 1).any():
+        raise InvalidSubmissionError("probabilities outside [0, 1]")
+    scored = (truth != -1).all(axis=1)
+    return metrics.score(spec.metric, truth[scored], pred[scored])
+
+
+def _score(spec: CompetitionSpec, submission: pd.DataFrame, answers: pd.DataFrame) -> float:
+    sub, ans = _aligned(submission, answers, spec)
+    if spec.submission == "probabilities":
+        classes = _class_columns(spec, ans)
+        if spec.metric == "mean_column_roc_auc" and set(submission.columns) != {spec.id_column, *classes}:
+            raise InvalidSubmissionError(f"columns must be exactly {[spec.id_column, *classes]}")
+        pred = _numeric(sub, classes)
+        if (pred < 0).any() or (pred > 1).any():
+            raise InvalidSubmissionError("probabilities outside [0, 1]")
+        if spec.metric == "log_loss" and not np.allclose(pred.sum(axis=1), 1.0, atol=1e-6):
+            raise InvalidSubmissionError("probability rows do not sum to 1 within 1e-6")
+        return metrics.score(spec.metric, _numeric(ans, classes).argmax(axis=1), pred)
+    if spec.submission == "multilabel":
+        return _multilabel_score(spec, sub, ans)
+    target = spec.targets[0]
+    if spec.submission == "probability":
+        pred = _numeric(sub, [target])[:, 0]
+        if (pred < 0).any() or (pred > 1).any():
+            raise InvalidSubmissionError(f"column {target!r}: probabilities outside [0, 1]")
+        truth = ans[target].astype(str).map({"True": 1, "False": 0, "1": 1, "0": 0, "1.0": 1, "0.0": 0})
+        if truth.isna().any():
+            raise InvalidSubmissionError(f"answers column {target!r} is not 0/1")
+        return metrics.score(spec.metric, truth.to_numpy(dtype=int), np.column_stack([1 - pred, pred]))
+    if target not in sub.columns:
+        raise InvalidSubmissionError(f"missing column {target!r}")
+    if spec.metric == "qwk":
+        grades = pd.to_numeric(sub[target], errors="coerce")
+        if grades.isna().any() or (grades != grades.round()).any():
+            raise InvalidSubmissionError(f"column {target!r}: grades must be integers")
+        return metrics.qwk(ans[target].to_numpy(), grades.to_numpy())
+    if spec.submission == "label":  # exact match, as strings (text normalisation's tokens, class names)
+        return float((sub[target].astype(str).to_numpy() == ans[target].astype(str).to_numpy()).mean())
+    pred = _numeric(sub, list(spec.targets))
+    if spec.metric == "rmsle" and (pred < 0).any():
+        raise InvalidSubmissionError("negative values: RMSLE is undefined for them")
+    return metrics.score(spec.metric, _numeric(ans, list(spec.targets)), pred)
+
+
+def grade(submission_path: Path, spec: CompetitionSpec, answers_dir: Path,
+          leaderboard: Path | None = None) -> GradeReport:
+    """Score a submission file. An invalid submission gets score None and the reason in `error`."""
+    answers = pd.read_csv(_answers_path(spec, answers_dir))
+    limits = read_leaderboard(leaderboard) if leaderboard else None
+    exists = submission_path.is_file() and submission_path.suffix == ".csv"
+    value, error = None, None
+    if not exists:
+        error = f"{submission_path}: no submission"
+    else:
+        try:
+            value = round(_score(spec, pd.read_csv(submission_path), answers), 5)
+        except (InvalidSubmissionError, ValueError, pd.errors.ParserError) as exc:
+            error = str(exc)
+    return _report(spec, submission_path, exists, value, error, limits)
+
+
+# saved to 5 decimals, as the grader's scores are; + 0.0 turns a rounded -0.0 into 0.0
+Rounded = Annotated[float, PlainSerializer(lambda v: round(v, 5) + 0.0)]
+
+
+@dataclass(frozen=True)
+class Edge(Saved):
+    """How much better one submission scores than another on the same answers, in the metric's units (positive:
+    the first is better, whichever way the metric runs), and the 90% interval of that difference when the test
+    rows are resampled with replacement (a paired bootstrap). An interval holding 0 means this test set cannot
+    tell the two apart."""
+
+    value: Rounded
+    low: Rounded
+    high: Rounded
+
+
+
+def edge(spec: CompetitionSpec, ours: pd.DataFrame, theirs: pd.DataFrame, answers: pd.DataFrame,
+         rounds: int = BOOTSTRAP_ROUNDS, seed: int = 0) -> Edge:
+    """The edge of submission `ours` over `theirs` (both valid for `answers`). Each resample scores both on the
+    same rows, so what the two get right or wrong alike cancels out of the interval."""
+    mine, answers = _aligned(ours, answers, spec)
+    other, _ = _aligned(theirs, answers, spec)
+    sign = -1.0 if spec.lower_is_better else 1.0
+
+    def difference(rows: np.ndarray) -> float:
+        frames = [_renumbered(frame.iloc[rows], spec) for frame in (mine, other, answers)]
+        return sign * (_score(spec, frames[0], frames[2]) - _score(spec, frames[1], frames[2]))
+
+    value = difference(np.arange(len(answers)))  # an invalid submission raises here, before any resample
+    rng = np.random.default_rng(seed)
+    samples = []
+    for _ in range(rounds):
+        try:
+            samples.append(difference(rng.integers(0, len(answers), len(answers))))
+        except ValueError:  # a resample with one class only has no AUC
+            continue
+    low, high = np.quantile(samples, EDGE_QUANTILES) if samples else (value, value)
+    return Edge(value=value, low=float(low), high=float(high))
+
+
+def compare(submission_path: Path, other_path: Path, spec: CompetitionSpec, answers_dir: Path) -> Edge:
+    """The edge of one submission file over another on the competition's answers (both must be valid)."""
+    answers = pd.read_csv(_answers_path(spec, answers_dir))
+    return edge(spec, pd.read_csv(submission_path), pd.read_csv(other_path), answers)
+
+
+def _renumbered(frame: pd.DataFrame, spec: CompetitionSpec) -> pd.DataFrame:
+    """Rows of a resample under fresh ids (a row drawn twice would otherwise repeat its id)."""
+    frame = frame.reset_index(drop=True)
+    if spec.id_column in frame.columns:
+        frame[spec.id_column] = np.arange(len(frame))
+    return frame
+
+
+def _answers_path(spec: CompetitionSpec, answers_dir: Path) -> Path:
+    path = Path(answers_dir) / spec.answers_file
+    if not path.is_file():
+        raise InputError(f"{path}: answers not found (pass the competition's prepared/private folder)")
+    return path
+
+
+def _report(spec, path, exists, value, error, limits: Thresholds | None) -> GradeReport:
+    lower = limits.lower_is_better if limits else spec.lower_is_better
+
+    def beats(threshold: float | None, strict: bool = False) -> bool:
+        if value is None or threshold is None:
+            return False
+        if strict:
+            return value < threshold if lower else value > threshold
+        return value <= threshold if lower else value >= threshold
+
+    gold = beats(limits and limits.gold)
+    silver = not gold and beats(limits and limits.silver)
+    bronze = not gold and not silver and beats(limits and limits.bronze)
+    return GradeReport(
+        competition_id=spec.id, score=value,
+        gold_threshold=limits and limits.gold, silver_threshold=limits and limits.silver,
+        bronze_threshold=limits and limits.bronze, median_threshold=limits and limits.median,
+        any_medal=gold or silver or bronze, gold_medal=gold, silver_medal=silver, bronze_medal=bronze,
+        above_median=beats(limits and limits.median, strict=True), submission_exists=exists,
+        valid_submission=value is not None, is_lower_better=lower,
+        created_at=dt.datetime.now(dt.timezone.utc).isoformat(), submission_path=str(path),
+        metric=spec.metric, error=error)

@@ -1,0 +1,85 @@
+"""Reading a competition's public folder into a Dataset: inputs for the train and test rows, targets as arrays.
+
+Every failure names the file or column at fault. Rows that cannot be used (a missing label, a missing image)
+are dropped with a warning instead of stopping the run. `load_dataset` chooses the layout: a table with files
+or texts beside it, items listed in files (runner.data.listed), image to image (runner.data.pages) or text
+normalisation's tokens (runner.data.tokens)."""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+
+from runner.common.errors import InputError
+from runner.competition.spec import CompetitionSpec
+from runner.data.dataset import SPECTROGRAM_SIDE, Dataset, decode_square, typical_side
+from runner.data.image_draw import affordable_train, decode_seconds
+from runner.data.listed import listed_dataset
+from runner.data.pages import pixel_dataset
+from runner.data.reading import read_table
+from runner.data.table_features import tabular_features
+from runner.data.targets import align_test, file_inputs, files_with_labels, read_labels, read_sample, value_columns
+from runner.data.tokens import token_dataset
+
+log = logging.getLogger(__name__)
+
+
+def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_seconds: float | None = None,
+                 memory: int | None = None, cores: int = 1) -> Dataset:
+    """Read everything the engines need, checking each file and column as it goes. Besides the competition's own
+    input (images, texts or a table), the other columns that train and test files share become a table view. With a
+    budget, a training table too large for it is sampled, as one too large for `memory` bytes (the run's) is cut,
+    and training images are drawn to what decoding them on `cores` affords (each said in `sampled`)."""
+    data_dir = Path(data_dir)
+    sample = read_sample(spec, data_dir)
+    columns = value_columns(spec, sample)
+    if spec.labels_file:
+        return listed_dataset(spec, data_dir, work_dir, sample, columns)
+    if spec.target_image_dir:
+        return pixel_dataset(spec, data_dir, work_dir, sample, columns, budget_seconds)
+    if spec.task == "text_normalization":
+        return token_dataset(spec, data_dir, sample, columns, budget_seconds, memory)
+    warnings: list[str] = []
+    if spec.label_pattern:
+        train_path = data_dir / spec.image_dir
+        train = files_with_labels(spec, data_dir, work_dir)
+    else:
+        train_path = data_dir / spec.train_file
+        train = read_table(train_path, "train file", data_dir, warnings, budget_seconds, memory)
+    sampled = tuple(s for s in (train.attrs.get("sampled"),) if s)  # a large table cut to the budget or memory
+    train, classes, y = read_labels(spec, train, columns, train_path, warnings)
+    views: dict[str, tuple] = {}
+    keep = np.ones(len(y), dtype=bool)
+    side, seconds_each = 0, 0.0
+    if spec.task in ("image", "audio"):
+        keep, train_paths, test_paths = file_inputs(spec, train[spec.id_column], sample[spec.id_column], data_dir,
+                                                     work_dir, warnings)
+        if spec.task == "image" and budget_seconds:  # a first decode of them all must leave time to train
+            seconds_each = decode_seconds(train_paths, decode_square)
+            keep, cut = affordable_train(keep, len(test_paths), seconds_each, budget_seconds, cores,
+                                         str(data_dir / spec.image_dir))
+            sampled += (cut,) if cut else ()
+            warnings.extend([cut.say()] if cut else [])
+        views[spec.task] = (train_paths, test_paths)
+        side = typical_side(train_paths) if spec.task == "image" else SPECTROGRAM_SIDE
+    elif spec.test_file is None:
+        raise InputError(f"spec {spec.id}: a {spec.task} competition needs a test file with features")
+    test = None
+    if spec.test_file is not None:
+        test_path = data_dir / spec.test_file
+        test = align_test(spec, read_table(test_path, "test file", data_dir, warnings), sample, test_path)
+    if spec.task == "text":
+        for frame, path in ((train, train_path), (test, test_path)):
+            if spec.text_column not in frame.columns:
+                raise InputError(f"{path}: no text column {spec.text_column!r}")
+        views["text"] = (train[spec.text_column].fillna("").astype(str).tolist(),
+                         test[spec.text_column].fillna("").astype(str).tolist())
+    if test is not None:
+        features, test_features = tabular_features(spec, train, test)
+        if features.shape[1]:
+            views["table"] = (features, test_features)
+    if not views:
+        raise InputError(f"{train_path}: no feature columns besides the id and the target(s)")
+    return Dataset(spec, columns, classes, y, views, warnings, image_side=side, sampled=sampled,
+                   decode_seconds=seconds_each).subset(keep)

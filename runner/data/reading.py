@@ -1,0 +1,168 @@
+"""Reading a competition's files within bounds: CSVs within the run's memory (large training tables sampled to
+the budget), JSON records, and image archives checked for bombs before they are unpacked. Every failure names
+the file at fault."""
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import shutil
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from runner.common.csvfiles import compression, content_bytes, estimated_rows, read_csv_file, read_csv_sample
+from runner.common.errors import InputError
+from runner.common.sampling import Sampled
+from runner.common.untrusted import inside, walk
+
+log = logging.getLogger(__name__)
+
+
+MEMORY_SHARE = 0.25  # of the machine's memory one CSV may fill once read (pandas needs several times its size)
+MEMORY_PER_FILE_BYTE = 4  # bytes of memory a byte of CSV takes once parsed, roughly
+LARGE_TABLE_BYTES = 256 * 2**20  # a training table beyond this is sampled to what the budget affords, not read whole
+ROWS_PER_BUDGET_SECOND = 2_000  # rows a second of budget trains well: ~1 h buys 7M rows, as GBM folds on 8 cores
+MIN_SAMPLED_ROWS = 100_000  # fewer rows than this are no saving worth the lost signal
+READ_SHARE = 0.1  # of the budget that reading a large training table may take
+MAX_ZIP_RATIO = 20  # images come compressed already: a zip that expands more than this is a bomb
+MAX_ZIP_MEMBERS = 2_000_000
+DISK_MARGIN = 0.8  # of the free disk an extraction may fill
+
+
+def located(path: Path, what: str, root: Path | None) -> Path:
+    """The real path of an input file inside `root` (its folder by default), or an InputError naming it."""
+    if not os.path.lexists(path):
+        raise InputError(f"{path}: {what} not found")
+    return inside(root or Path(path).parent, path)
+
+
+def read_csv(path: Path, what: str, root: Path | None = None, warnings: list[str] | None = None,
+             budget_seconds: float | None = None, literal: bool = False, memory: int | None = None) -> pd.DataFrame:
+    """A CSV file inside `root` (its folder by default; links out of it are refused), or an InputError that says
+    which file and why. A file larger than the run's memory (`memory` bytes, else this machine's) can hold is read
+    only as far as it can; with a budget, a large one is sampled evenly instead, to the rows that budget affords
+    (`sampled_rows`)."""
+    real = located(path, what, root)
+    try:  # a broken archive fails already when its content's size is read
+        size = content_bytes(real)  # what parsing sees: a zipped CSV parses as its content, not its archive
+        rows = affordable_rows(real, size, memory)
+        sampled = budget_seconds is not None and (rows is not None or size > LARGE_TABLE_BYTES)
+        if sampled:
+            frame = read_csv_sample(real, sampled_rows(budget_seconds, rows), READ_SHARE * budget_seconds,
+                                    warnings if warnings is not None else [])
+        else:
+            frame = read_csv_file(real, rows, warnings, literal)
+    except Exception as exc:  # pandas raises ParserError, EmptyDataError, OSError, BadZipFile...
+        raise InputError(f"{path}: cannot read {what}: {exc}") from exc
+    if frame.empty:
+        raise InputError(f"{path}: {what} has no rows")
+    if rows is not None and not sampled:
+        frame.attrs["sampled"] = Sampled(what="rows", kept=len(frame), of=estimated_rows(real), source=str(path),
+                                         how="the file's first rows", why=f"{size / 2**30:.1f} GiB is "
+                                         f"more than {MEMORY_SHARE:.0%} of the run's memory can parse")
+        if warnings is not None:
+            warnings.append(frame.attrs["sampled"].say())
+    return frame
+
+
+def sampled_rows(budget_seconds: float, memory_rows: int | None) -> int:
+    """Training rows a budget affords: ROWS_PER_BUDGET_SECOND for each of its seconds, within memory."""
+    return int(min(memory_rows or math.inf, max(MIN_SAMPLED_ROWS, budget_seconds * ROWS_PER_BUDGET_SECOND)))
+
+
+def read_records(path: Path, what: str, root: Path | None = None) -> pd.DataFrame:
+    """A JSON array of records (or a zip holding one .json) as a table; a field holding a list becomes its length
+    (random-acts-of-pizza's subreddits), nested objects are flattened."""
+    real = located(path, what, root)
+    try:
+        if compression(real) == "zip":
+            with zipfile.ZipFile(real) as archive:
+                names = [n for n in archive.namelist() if n.lower().endswith(".json")]
+                if len(names) != 1:
+                    raise InputError(f"{path}: {what}: expected one .json inside, found {names[:5]}")
+                records = json.loads(archive.read(names[0]))
+        else:
+            records = json.loads(real.read_bytes())
+    except (ValueError, zipfile.BadZipFile, OSError) as exc:
+        raise InputError(f"{path}: cannot read {what}: {exc}") from exc
+    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+        raise InputError(f"{path}: {what} is not a JSON array of records")
+    if not records:
+        raise InputError(f"{path}: {what} has no records")
+    frame = pd.json_normalize(records)
+    for column in frame.columns:
+        if frame[column].map(lambda v: isinstance(v, list)).any():
+            frame[column] = frame[column].map(lambda v: len(v) if isinstance(v, list) else np.nan)
+    return frame
+
+
+def read_table(path: Path, what: str, root: Path | None = None, warnings: list[str] | None = None,
+               budget_seconds: float | None = None, memory: int | None = None) -> pd.DataFrame:
+    """A CSV or a JSON array of records, by the file's name (`.json` or `.json.zip`)."""
+    if Path(path).name.lower().endswith((".json", ".json.zip")):
+        return read_records(path, what, root)
+    return read_csv(path, what, root, warnings, budget_seconds, memory=memory)
+
+
+def affordable_rows(path: Path, size: int, memory: int | None = None) -> int | None:
+    """How many rows of a CSV whose content is `size` bytes fit in MEMORY_SHARE of `memory` bytes (the run's; else
+    this machine's), its rows' length measured on its first MiB (None: all of it)."""
+    import psutil
+
+    room = MEMORY_SHARE * (memory or psutil.virtual_memory().total) / MEMORY_PER_FILE_BYTE
+    if size <= room:
+        return None
+    return int(estimated_rows(path) * room / size)
+
+
+def image_folder(data_dir: Path, name: str, work_dir: Path) -> Path:
+    """A folder of images inside the public folder: `name` itself, or where its .zip was extracted (once, images
+    only, within the caps of `check_zip`) under work_dir."""
+    source = data_dir / name
+    if not os.path.lexists(source):
+        raise InputError(f"{source}: image folder not found")
+    real = inside(data_dir, source, "folder" if source.is_dir() else "file")
+    if real.is_dir():
+        return source
+    target = work_dir / "extracted" / source.stem
+    if not (target / ".complete").exists():
+        try:
+            with zipfile.ZipFile(real) as archive:
+                members = check_zip(archive, source, work_dir)
+                archive.extractall(target, members=members)
+        except (zipfile.BadZipFile, OSError) as exc:
+            raise InputError(f"{source}: cannot extract: {exc}") from exc
+        (target / ".complete").touch()
+    return target
+
+
+def check_zip(archive: zipfile.ZipFile, source: Path, work_dir: Path) -> list[zipfile.ZipInfo]:
+    """The image members of a zip, refused (before anything is written) when there are too many, when they
+    expand more than MAX_ZIP_RATIO times (images are compressed already) or would fill the disk."""
+    from runner.competition.spec import AUDIO_SUFFIXES, IMAGE_SUFFIXES
+
+    suffixes = IMAGE_SUFFIXES + AUDIO_SUFFIXES
+    members = [m for m in archive.infolist() if not m.is_dir() and Path(m.filename).suffix.lower() in suffixes]
+    if len(members) > MAX_ZIP_MEMBERS:
+        raise InputError(f"{source}: refused: {len(members)} images, more than {MAX_ZIP_MEMBERS}")
+    expanded, packed = sum(m.file_size for m in members), sum(m.compress_size for m in members)
+    if expanded > MAX_ZIP_RATIO * max(1, packed):
+        raise InputError(f"{source}: refused: its images expand {expanded / max(1, packed):.0f} times "
+                         f"({expanded / 2**30:.1f} GiB), more than the {MAX_ZIP_RATIO} times images can")
+    work_dir.mkdir(parents=True, exist_ok=True)
+    free = shutil.disk_usage(work_dir).free
+    if expanded > DISK_MARGIN * free:
+        raise InputError(f"{source}: refused: its images need {expanded / 2**30:.1f} GiB, the work folder has "
+                         f"{free / 2**30:.1f} GiB free")
+    return members
+
+
+def image_files(data_dir: Path, name: str, work_dir: Path) -> list[Path]:
+    """Every file of an image folder (or of where its zip was extracted), sub-folders included, none beyond it."""
+    folder = image_folder(data_dir, name, work_dir)
+    root = data_dir if Path(folder).resolve() == (data_dir / name).resolve() else folder  # extracted: its own
+    return walk(folder, within=root)

@@ -1,0 +1,186 @@
+"""The sample submission, the targets and the rows: the sample read (or made from the test file), its value
+columns, labels turned into arrays with the rows that lack one dropped, test rows put in the sample's order, and
+the image or clip files each row names."""
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from runner.common.csvfiles import find_sample
+from runner.common.errors import InputError
+from runner.competition.spec import CompetitionSpec
+from runner.data.dataset import Dataset
+from runner.data.reading import image_files, read_csv
+
+log = logging.getLogger(__name__)
+
+
+def files_with_labels(spec: CompetitionSpec, data_dir: Path, work_dir: Path) -> pd.DataFrame:
+    """The training table of a competition whose labels are in its file names (dogs-vs-cats' cat.12.jpg): one row
+    per file of the image folder whose name matches the spec's label_pattern, its id the name less the suffix."""
+    pattern, suffix = re.compile(spec.label_pattern), spec.image_suffix
+    rows = [(path.name[:len(path.name) - len(suffix)], match.group(1))
+            for path in sorted(image_files(data_dir, spec.image_dir, work_dir))
+            if path.name.endswith(suffix) and (match := pattern.search(path.name))]
+    if not rows:
+        raise InputError(f"{data_dir / spec.image_dir}: no file name matches the label pattern {spec.label_pattern!r}")
+    return pd.DataFrame(rows, columns=[spec.id_column, spec.targets[0]])
+
+
+def read_sample(spec: CompetitionSpec, data_dir: Path, warnings: list[str] | None = None) -> pd.DataFrame:
+    """The sample submission, under the spec's name or another a competition gives it; without one, the test
+    file's ids with the spec's columns (said in `warnings`)."""
+    path = find_sample(data_dir, spec.sample_submission)
+    if path is None:
+        return sample_from_test(spec, data_dir, warnings if warnings is not None else [])
+    literal = spec.task == "text_normalization"  # its tokens include "None", "NA", "null": words, not gaps
+    sample = complete_sample(spec, read_csv(path, "sample submission", data_dir, literal=literal), path)
+    if spec.id_column not in sample.columns:
+        raise InputError(f"{path}: no id column {spec.id_column!r}")
+    if sample[spec.id_column].isna().any():
+        raise InputError(f"{path}: column {spec.id_column!r} has empty ids")
+    return sample
+
+
+def sample_from_test(spec: CompetitionSpec, data_dir: Path, warnings: list[str]) -> pd.DataFrame:
+    """A sample submission made from the test file's ids and the spec's value columns (a probability column per
+    class of the train labels where the spec's classes are the sample's columns), said in a warning."""
+    expected = data_dir / spec.sample_submission
+    if spec.test_file is None or not (data_dir / spec.test_file).is_file():
+        raise InputError(f"{expected}: sample submission not found, and no test file lists the test ids")
+    test = read_csv(data_dir / spec.test_file, "test file", data_dir)
+    if spec.id_column not in test.columns:
+        raise InputError(f"{expected}: sample submission not found, and {spec.test_file} has no id column "
+                         f"{spec.id_column!r}")
+    columns = list(spec.targets)
+    if spec.submission == "probabilities" and len(spec.targets) == 1:
+        labels = read_csv(data_dir / spec.train_file, "train file", data_dir)[spec.targets[0]]
+        columns = sorted(labels.dropna().astype(str).unique())
+    fill = {"probability": 0.5, "probabilities": 1 / max(1, len(columns)), "regression": 0.0}.get(spec.submission,
+                                                                                                  pd.NA)
+    warnings.append(f"{expected} not found: the submission's rows are {spec.test_file}'s {len(test)} ids, its "
+                    f"columns {columns}")
+    log.warning(warnings[-1])
+    return pd.DataFrame({spec.id_column: test[spec.id_column], **{c: fill for c in columns}})
+
+
+def nothing_to_learn(dataset: Dataset) -> str | None:
+    """Why no model can learn from the training labels (all one class or one value), or None."""
+    y = dataset.y if dataset.y.ndim == 1 else dataset.y[:, 0]
+    if len(dataset.y) and (dataset.y == dataset.y[0]).all():
+        value = dataset.classes[int(y[0])] if dataset.classes is not None else y[0]
+        what = "label" if dataset.classes is not None else "target value"
+        return f"every training row has the {what} {value!r}: nothing to learn; the submission predicts it for " \
+               "every row"
+    return None
+
+
+def complete_sample(spec: CompetitionSpec, sample: pd.DataFrame, path: Path) -> pd.DataFrame:
+    """The sample with the value columns its spec names but it lacks (a sample of ids only): probabilities of
+    one half, values of 0, labels empty until the train labels give a class; a clear line says so."""
+    if spec.submission == "probabilities" and len(spec.targets) == 1:
+        return sample  # its columns are the classes: none can be invented
+    if spec.submission == "multilabel" and any(t in sample.columns for t in spec.targets):
+        return sample  # the labels it scores (ranzcr's sample has 9 of the 11)
+    missing = [t for t in spec.targets if t not in sample.columns]
+    if missing:
+        log.warning("%s: no column(s) %s; added (%s)", path, missing, spec.submission)
+        fill = {"probability": 0.5, "regression": 0.0}.get(spec.submission, pd.NA)
+        sample = sample.assign(**{t: fill for t in missing})
+    return sample
+
+
+def value_columns(spec: CompetitionSpec, sample: pd.DataFrame) -> list[str]:
+    """Columns of the sample submission that hold predictions (others, like detecting-insults' Date, are kept)."""
+    if spec.submission == "probabilities" and len(spec.targets) == 1:
+        return [c for c in sample.columns if c != spec.id_column]
+    missing = [t for t in spec.targets if t not in sample.columns]
+    if spec.submission == "multilabel" and len(missing) < len(spec.targets):
+        return [t for t in spec.targets if t in sample.columns]
+    if missing:
+        raise InputError(f"{spec.sample_submission}: missing column(s) {missing}")
+    return list(spec.targets)
+
+
+def read_labels(spec: CompetitionSpec, train: pd.DataFrame, columns: list[str], path: Path,
+            warnings: list[str]) -> tuple[pd.DataFrame, list | None, np.ndarray]:
+    """(rows kept, classes, y) for the spec's submission format."""
+    missing = [t for t in spec.targets if t not in train.columns]
+    if missing:
+        raise InputError(f"{path}: missing target column(s) {missing}")
+    nan_rows = train[list(spec.targets)].isna().any(axis=1)
+    if nan_rows.all():
+        raise InputError(f"{path}: target column(s) {list(spec.targets)} are empty in every row")
+    if nan_rows.any():
+        warnings.append(f"{path}: dropped {int(nan_rows.sum())} row(s) with an empty {list(spec.targets)}")
+        train = train.loc[~nan_rows].reset_index(drop=True)
+    if spec.submission == "regression":
+        return train, None, train[list(spec.targets)].to_numpy(dtype=np.float64)
+    if spec.submission == "multilabel":  # learned as 0/1 values, one per label the submission holds
+        values = train[columns].apply(pd.to_numeric, errors="coerce")
+        if ((values != 0) & (values != 1)).any().any():
+            raise InputError(f"{path}: multi-label column(s) {columns} hold values other than 0 and 1")
+        return train, None, values.to_numpy(dtype=np.float64)
+    if len(spec.targets) > 1:  # one-hot columns
+        return train, list(columns), train[columns].to_numpy(dtype=np.float64).argmax(axis=1)
+    labels = train[spec.targets[0]]
+    if spec.submission == "probabilities":
+        classes = list(columns)
+        names = labels.astype(str)
+        unknown = ~names.isin(classes)
+        if unknown.all():
+            raise InputError(f"{path}: no value of {spec.targets[0]!r} is a column of the sample submission")
+        if unknown.any():
+            warnings.append(f"{path}: dropped {int(unknown.sum())} row(s) whose {spec.targets[0]!r} is not a "
+                            f"sample submission column (e.g. {names[unknown].iloc[0]!r})")
+            train, names = train.loc[~unknown].reset_index(drop=True), names[~unknown].reset_index(drop=True)
+        return train, classes, names.map({c: i for i, c in enumerate(classes)}).to_numpy()
+    classes = sorted(labels.unique().tolist(), key=lambda v: (str(type(v)), v))
+    if spec.submission == "probability" and len(classes) != 2:
+        raise InputError(f"{path}: column {spec.targets[0]!r} should have 2 values, found {len(classes)}")
+    return train, classes, labels.map({c: i for i, c in enumerate(classes)}).to_numpy()
+
+
+def align_test(spec: CompetitionSpec, test: pd.DataFrame, sample: pd.DataFrame, path: Path) -> pd.DataFrame:
+    """Test rows in the sample submission's order."""
+    if spec.id_column not in test.columns:
+        raise InputError(f"{path}: no id column {spec.id_column!r}")
+    ids = sample[spec.id_column]
+    if len(test) == len(sample) and test[spec.id_column].astype(str).tolist() == ids.astype(str).tolist():
+        return test.reset_index(drop=True)
+    indexed = test.drop_duplicates(spec.id_column).set_index(test[spec.id_column].drop_duplicates().astype(str))
+    missing = ~ids.astype(str).isin(indexed.index)
+    if missing.any():
+        raise InputError(f"{path}: {int(missing.sum())} id(s) of the sample submission are not in it "
+                         f"(e.g. {ids[missing].iloc[0]!r})")
+    return indexed.loc[ids.astype(str)].reset_index(drop=True)
+
+
+def _images_of(data_dir: Path, name: str, work_dir: Path, ids: pd.Series, suffix: str) -> list[Path | None]:
+    found = {p.name: p for p in image_files(data_dir, name, work_dir)}
+    return [found.get(f"{i}{suffix}") for i in ids.astype(str)]
+
+
+def file_inputs(spec, train_names: pd.Series, test_names: pd.Series, data_dir, work_dir, warnings):
+    """(trainable rows, training paths, test paths) of a competition whose inputs are files (images, clips), each
+    named its row's name plus the spec's suffix."""
+    kind = "clip" if spec.task == "audio" else "image"
+    train_paths = _images_of(data_dir, spec.image_dir, work_dir, train_names, spec.image_suffix)
+    test_paths = _images_of(data_dir, spec.test_image_dir or spec.image_dir, work_dir, test_names,
+                            spec.image_suffix)
+    missing_train = np.array([p is None for p in train_paths])
+    if missing_train.all():
+        raise InputError(f"{data_dir / spec.image_dir}: none of the training {kind}s named in "
+                         f"{spec.train_file or 'the file names'} was found")
+    if missing_train.any():
+        warnings.append(f"{data_dir / spec.image_dir}: {int(missing_train.sum())} training {kind}(s) missing, "
+                        "skipped")
+    missing_test = sum(p is None for p in test_paths)
+    if missing_test:
+        warnings.append(f"{data_dir / (spec.test_image_dir or spec.image_dir)}: {missing_test} test {kind}(s) "
+                        "missing; their rows get the prior")
+    return ~missing_train, train_paths, test_paths

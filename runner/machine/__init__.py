@@ -1,0 +1,1 @@
+"""The machine a run may use: hardware, the GPUs it is given, named profiles, and the resource monitor."""

@@ -1,0 +1,1 @@
+"""The plan's vocabulary (members, settings, unit memory) and the planner that sizes a portfolio from the engines."""

@@ -1,0 +1,97 @@
+"""The blend keeper: every member's out-of-fold and test predictions, the blend re-chosen on them after each
+member's fold, the submission it gives, and what each ended member added to the pool."""
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+import numpy as np
+
+from runner.common import metrics
+from runner.results.member_state import MemberState
+from runner.results.blend import Blend, MemberPredictions, choose_blend, pool_gain
+from runner.data.dataset import Dataset
+from runner.common.errors import InvalidSubmissionError
+from runner.units.tasks import FoldResult, assign_folds
+from runner.results.run_folder import RunOutputs
+from runner.planning.portfolio import Member
+from runner.results.oof import baseline_score, member_predictions
+from runner.results.submission import Predictions
+
+log = logging.getLogger("runner")
+
+
+class Ensemble:
+    """The members' predictions and the blend that is the submission."""
+
+    def __init__(self, outputs: RunOutputs, dataset: Dataset, prior: Predictions):
+        self.outputs, self.dataset, self.prior = outputs, dataset, prior
+        self.metric = outputs.spec.metric
+        self.predictions: dict[str, MemberPredictions] = {}
+        self.blend: Blend | None = None
+        self.fold_ids: dict[tuple[int, int], np.ndarray] = {}
+
+    @property
+    def weights(self) -> dict[str, float]:
+        return self.blend.weights if self.blend else {}
+
+    def _ids(self, member: Member) -> np.ndarray:
+        key = (member.folds, member.split_seed)
+        if key not in self.fold_ids:
+            self.fold_ids[key] = assign_folds(self.dataset.y, self.outputs.spec.is_classification, *key,
+                                              groups=self.dataset.groups)
+        return self.fold_ids[key]
+
+    def add(self, state: MemberState, results: list[FoldResult]) -> None:
+        """The member's out-of-fold and test predictions from its finished folds, and its own CV."""
+        predictions = member_predictions(state.member, results, self.outputs.out, self._ids(state.member))
+        self.predictions[state.member.name] = predictions
+        state.cv = round(metrics.fast_score(self.metric, self.dataset.y[predictions.covered],
+                                            predictions.oof[predictions.covered]), 6)
+
+    def publish(self) -> dict:
+        """The blend chosen again and written as the submission when it beats the prior; the report's changes."""
+        blend = choose_blend(self.metric, self.dataset.y, list(self.predictions.values()))
+        if blend is None:
+            return {}
+        classes = tuple(self.dataset.classes) if self.dataset.classes is not None else None
+        weights = ", ".join(f"{name} {w:.2f}" for name, w in sorted(blend.weights.items(), key=lambda i: -i[1]))
+        cuts = self.grade_thresholds(blend)
+        base = baseline_score(self.metric, self.dataset.y, self.prior.values[0], blend.covered)
+        chosen = Predictions(blend.test, classes, f"blend: {weights}", cuts, self.dataset.choices)
+        if metrics.better(self.metric, base, blend.cv):  # models that do not beat the prior are not submitted
+            chosen = dataclasses.replace(self.prior, source=f"{self.prior.source}: the blend's CV {blend.cv:.5f} is "
+                                                            f"worse than the prior's {base:.5f}")
+            log.warning(chosen.source)
+        try:
+            self.outputs.publish(chosen)
+        except InvalidSubmissionError as exc:  # keep the last valid submission
+            log.error("blend rejected, previous submission kept: %s", exc)
+            return {}
+        self.blend = blend
+        return dict(submission_source=chosen.source, cv_score=blend.cv, baseline_cv_score=round(base, 6),
+                    blend={**blend.summary(), **({"grade_thresholds": cuts} if cuts else {})})
+
+    def grade_thresholds(self, blend: Blend) -> tuple[float, ...] | None:
+        """For kappa: cuts of the expected grade tuned on the blend's out-of-fold predictions (their kappa there
+        is logged; the CV reported stays the untuned one, which those rows did not choose)."""
+        if self.metric != "qwk":
+            return None
+        oof, rows = blend.oof, blend.covered
+        cuts = metrics.fit_grade_thresholds(self.dataset.y[rows], oof[rows])
+        tuned = metrics.qwk(self.dataset.y[rows], metrics.grades(oof[rows], cuts))
+        log.info("grade cuts %s: kappa %.4f on the out-of-fold rows (%.4f halfway between grades)",
+                 ", ".join(f"{c:.2f}" for c in cuts), tuned, blend.cv)
+        return cuts
+
+    def measure_gain(self, state: MemberState) -> None:
+        """What this member added to the pool, now that it has ended: the relative fall of the best convex blend's
+        loss with it against without it (runner.results.blend.pool_gain), the baseline prediction always in the pool."""
+        if state.member.name not in self.predictions:
+            state.gain = 0.0
+            return
+        n = len(self.dataset.y)  # the class prior / mean is in every pool: a first member's gain is over it
+        baseline = MemberPredictions("baseline", np.tile(self.prior.values[0], (n, 1)), np.ones(n, bool),
+                                     self.prior.values)
+        pool = [baseline, *self.predictions.values()]
+        state.gain = round(pool_gain(self.metric, self.dataset.y, pool, state.member.name), 6)

@@ -1,0 +1,37 @@
+"""Predictions from whatever finished: each member's out-of-fold and mean test predictions from its fold folders,
+and the baseline's score on the rows a blend is scored on."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from runner.common import metrics
+from runner.results.blend import MemberPredictions
+from runner.units.tasks import PREPARE, FoldResult
+from runner.planning.portfolio import Member
+
+
+def unit_dir(out_dir: Path, member: str, fold: int) -> Path:
+    return Path(out_dir) / "members" / member / ("prepare" if fold == PREPARE else str(fold))
+
+
+def member_predictions(member: Member, results: list[FoldResult], out_dir: Path,
+                       ids: np.ndarray) -> MemberPredictions | None:
+    """The member's validation predictions on the rows of its usable folds (`ids`: the fold of every train row in
+    its split), and the mean of their test predictions (None before its first usable fold)."""
+    done = sorted(r.fold for r in results if r.member == member.name and r.usable and r.fold != PREPARE)
+    if not done:
+        return None
+    vals = {k: np.load(unit_dir(out_dir, member.name, k) / "val.npy") for k in done}
+    oof = np.zeros((len(ids), next(iter(vals.values())).shape[1]))
+    for k, pred in vals.items():
+        oof[ids == k] = pred
+    test = np.mean([np.load(unit_dir(out_dir, member.name, k) / "test.npy") for k in done], axis=0)
+    return MemberPredictions(member.name, oof, np.isin(ids, done), test)
+
+
+def baseline_score(metric: str, y: np.ndarray, prior: np.ndarray, rows: np.ndarray) -> float:
+    """The class prior (or mean) predicted for every row, scored on `rows`."""
+    return metrics.score(metric, y[rows], np.tile(prior, (int(rows.sum()), 1)))
+

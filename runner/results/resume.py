@@ -1,0 +1,73 @@
+"""Resuming a run: what an earlier run in the same output folder finished, and may be used again.
+
+Every unit's manifest carries a fingerprint of what produced it: its member (engine, settings, split, folds),
+its fold, the data (every file of the public folder by name, size and modification time, and the spec) and the
+code (the runner package's sources). A finished fold is reused only when the fingerprint it wrote is the one the
+same member, fold, data and code give now; anything else is trained again.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from runner import PACKAGE
+from runner.units.tasks import PREPARE, FoldResult
+from runner.planning.portfolio import Member
+
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:16]
+
+
+def data_fingerprint(data_dir: Path, spec_json: dict) -> str:
+    """Every file of the public folder by relative name, size and modification time, and the spec."""
+    files = sorted(p for p in Path(data_dir).rglob("*") if p.is_file())
+    listing = [f"{p.relative_to(data_dir)}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in files]
+    return _digest(json.dumps(spec_json, sort_keys=True, default=str), *listing)
+
+
+@cache
+def code_fingerprint() -> str:
+    """The runner package's sources: a change to any of them invalidates what earlier runs trained."""
+    return _digest(*(f"{p.relative_to(PACKAGE)}:{p.read_text()}" for p in sorted(PACKAGE.rglob("*.py"))))
+
+
+def unit_fingerprint(member: Member, fold: int, data: str, code: str) -> str:
+    settings = member.settings.model_dump(mode="json", exclude={"reasons"})
+    what = dict(engine=member.engine, settings=settings, folds=member.folds, split_seed=member.split_seed)
+    return _digest(json.dumps(what, sort_keys=True), str(fold), data, code)
+
+
+@dataclass(frozen=True)
+class Reused:
+    """A member an earlier run trained, and the folds of it that can be used again."""
+
+    member: Member
+    results: tuple[FoldResult, ...]
+
+    @property
+    def folds(self) -> set[int]:
+        return {r.fold for r in self.results}
+
+
+def reusable(out_dir: Path, data: str, code: str) -> list[Reused]:
+    """The earlier run's finished folds in `out_dir` whose fingerprints match the data and code now, by member,
+    in the order the earlier run started them."""
+    found: dict[str, list] = {}
+    for manifest in sorted(Path(out_dir).glob("members/*/*/manifest.json"), key=lambda p: p.stat().st_mtime):
+        folder = manifest.parent
+        if folder.name == "prepare" or not (folder / "val.npy").is_file() or not (folder / "test.npy").is_file():
+            continue
+        try:
+            result = FoldResult.load(manifest)
+            member = Member.model_validate(json.loads((folder / "task.json").read_text())["member"])
+        except (OSError, ValueError, KeyError):  # a torn or foreign folder: train it again
+            continue
+        if result.usable and result.fold != PREPARE and \
+                result.fingerprint == unit_fingerprint(member, result.fold, data, code):
+            found.setdefault(member.name, [member, []])[1].append(result)
+    return [Reused(member, tuple(results)) for member, results in found.values()]

@@ -1,0 +1,114 @@
+"""The run's folder as a user reads it: `report.json`, rewritten at every change, and `submission.csv` and
+`baseline.csv`, each replaced atomically and only by a valid submission."""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import logging
+from pathlib import Path
+
+from runner.results.baselines import make_baseline
+from runner.common.budget import Budget
+from runner.data.dataset import Dataset
+from runner.data.targets import read_sample, value_columns
+from runner.common.errors import InvalidSubmissionError
+from runner.common.latest_writes import LatestWrites
+from runner.results.report import RunReport
+from runner.competition.spec import CompetitionSpec
+from runner.results.submission import (
+    Predictions, build_submission, prior_predictions, sample_baseline, validate_submission, write_read_back)
+
+log = logging.getLogger("runner")
+
+# a submission of more cells (rows x columns) than this is written in the background: formatting millions of rows
+# takes seconds (5.8M pixel rows: 7 s), which would hold the supervisor at every fold's re-blend
+BACKGROUND_CELLS = 1_000_000
+
+
+class RunOutputs:
+    """The report and the submission files of one run."""
+
+    def __init__(self, spec: CompetitionSpec, data_dir: Path, out_dir: Path, budget: Budget):
+        self.spec, self.out, self.budget = spec, Path(out_dir), budget
+        self.submission = self.out / "submission.csv"
+        found: list[str] = []
+        self.sample = read_sample(spec, Path(data_dir), found)
+        self.columns = value_columns(spec, self.sample)
+        self.writes = LatestWrites() if self.sample.size > BACKGROUND_CELLS else None
+        self.report = RunReport(spec.id, "running", spec.metric, spec.lower_is_better, budget.seconds, 0.0,
+                                str(self.submission), "none", spec=spec.to_json(), warnings=tuple(found))
+
+    def update(self, **changes) -> None:
+        timings = {**self.report.timings, **changes.pop("timings", {})}
+        self.report = dataclasses.replace(self.report, wall_seconds=round(self.budget.elapsed(), 2),
+                                          timings=timings, **changes)
+        self.report.save(self.out / "report.json")
+
+    def mark(self, event: str) -> dict:
+        return {event: round(self.budget.elapsed(), 2)}
+
+    def action(self, text: str) -> None:
+        """An action taken while training, logged and kept in the report with when it was taken."""
+        log.info("action: %s", text)
+        self.update(actions=(*self.report.actions, dict(t=round(self.budget.elapsed(), 2), action=text)))
+
+    def warn(self, warnings: list[str] | tuple[str, ...]) -> None:
+        """Warnings not said before: logged, and kept in the report."""
+        new = [w for w in warnings if w and w not in self.report.warnings]
+        for warning in new:
+            log.warning(warning)
+        if new:
+            self.update(warnings=(*self.report.warnings, *new))
+
+    def publish(self, predictions: Predictions, baseline: bool = False) -> None:
+        """The submission from `predictions` (InvalidSubmissionError leaves the last valid one in place); with
+        `baseline`, also the run's baseline.csv."""
+        frame = build_submission(self.sample, self.spec, self.columns, predictions)
+        self._publish(frame, self.submission)
+        if baseline:
+            self._publish(frame, self.out / "baseline.csv")
+
+    def _publish(self, frame, path: Path) -> None:
+        """Validate now (InvalidSubmissionError to the caller), then write, read back and check it before it
+        replaces the last: here, or in the background for a large submission (`flush` waits for it)."""
+        validate_submission(frame, self.sample, self.spec, self.columns)
+        write = functools.partial(write_read_back, frame, self.sample, self.spec, self.columns, path)
+        if self.writes:
+            self.writes.put(path, write)
+        else:
+            write()
+
+    def flush(self) -> None:
+        """Every submission published is on disk (the run's end)."""
+        if self.writes:
+            self.writes.flush()
+
+    def write_sample_baseline(self) -> None:
+        try:
+            self._publish(sample_baseline(self.sample, self.spec, self.columns), self.submission)
+        except InvalidSubmissionError as exc:  # labels no sample gives: the class prior will be the first
+            log.warning("the sample alone makes no valid submission (%s): the first is the class prior", exc)
+            return
+        self.update(submission_source="baseline: sample submission", timings=self.mark("baseline_written"))
+
+    def write_rule_baseline(self, data_dir: Path, work: Path) -> None:
+        """The spec's own rule for a task no engine trains (runner.results.baselines): the submission and its baseline."""
+        made = make_baseline(self.spec, data_dir, self.sample, self.columns, work)
+        frame = self.sample.copy()
+        frame[self.columns] = made.values[self.columns].to_numpy()
+        self._publish(frame, self.submission)
+        self._publish(frame, self.out / "baseline.csv")
+        log.info("baseline: %s", made.note)
+        self.update(status="baseline", error=None, submission_source=f"baseline: {made.note}",
+                    stop_reason=f"no engine trains a {self.spec.id} ({self.spec.note or 'unsupported task'}): "
+                                f"{made.note}", timings=self.mark("data_loaded"))
+
+    def write_prior(self, dataset: Dataset) -> Predictions:
+        """The class prior (or mean) once labels are read: the submission and the baseline every blend must beat."""
+        prior = prior_predictions(dataset.y, dataset.classes, dataset.n_test, dataset.choices)
+        self.publish(prior, baseline=True)
+        for warning in dataset.warnings:
+            log.warning(warning)
+        self.update(submission_source=prior.source, warnings=(*self.report.warnings, *dataset.warnings),
+                    timings=self.mark("data_loaded"))
+        return prior

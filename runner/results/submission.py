@@ -1,0 +1,223 @@
+"""Submissions built from sample_submission.csv (same ids, order, columns, dtypes), checked against MLE-bench's
+rules, and replaced atomically: a reader, or a hard kill, only ever sees the last valid file."""
+from __future__ import annotations
+
+import os
+import shutil
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from runner.common.atomic import replacing
+from runner.common.csvfiles import LITERAL, compression, find_sample, read_csv_file
+from runner.data.listed import stacked_items
+from runner.common.errors import InputError, InvalidSubmissionError
+from runner.common.untrusted import inside
+from runner.common.metrics import grades
+from runner.competition.spec import CompetitionSpec
+
+SUM_TOLERANCE = 1e-6
+SAMPLE_HEAD_ROWS = 100  # rows of the sample read to tell it is a table before it is copied as the first submission
+EPS = 1e-7  # keeps log loss finite without moving row sums
+
+
+@dataclass(frozen=True)
+class Predictions:
+    """Engine output for the test rows in the sample's order: class probabilities (n, k) in `classes` order, or
+    regression values (n, t). `source` says where they came from (baseline, which folds)."""
+
+    values: np.ndarray
+    classes: tuple | None
+    source: str
+    thresholds: tuple[float, ...] | None = None  # grade cuts tuned on out-of-fold predictions (kappa)
+    # text normalisation: each row's string for each class (its candidates, runner.data.textnorm.candidates) where one class is not
+    # one label for every row
+    choices: np.ndarray | None = None
+
+
+def _normalise(p: np.ndarray) -> np.ndarray:
+    """Clip into (0, 1] and renormalise so every row sums to 1 within floating error."""
+    p = np.clip(np.nan_to_num(np.asarray(p, dtype=np.float64), nan=0.0), EPS, 1.0)
+    return p / p.sum(axis=1, keepdims=True)
+
+
+def _label_values(classes: tuple, index: np.ndarray, template: pd.Series) -> list:
+    """Class values cast to the sample column's type (bool stays bool: spaceship-titanic wants True/False)."""
+    labels = [classes[i] for i in index]
+    if pd.api.types.is_bool_dtype(template):
+        return [bool(v) if isinstance(v, (bool, np.bool_)) else str(v) == "True" for v in labels]
+    if pd.api.types.is_integer_dtype(template):
+        return [int(v) for v in labels]
+    return labels
+
+
+def _unstacked(values: np.ndarray, sample: pd.DataFrame, spec: CompetitionSpec) -> np.ndarray:
+    """(items x labels) predictions as one column in the sample's rows, Id = item * stacked_ids + label."""
+    items, labels = stacked_items(spec, sample)
+    order = pd.unique(items)
+    if len(values) != len(order) or labels.max() >= values.shape[1]:
+        raise InvalidSubmissionError(f"{values.shape} predictions for {len(order)} items x {labels.max() + 1} labels "
+                                     f"of {spec.sample_submission}")
+    return values[pd.Index(order).get_indexer(items), labels][:, None]
+
+
+def build_submission(sample: pd.DataFrame, spec: CompetitionSpec, columns: list[str],
+                     predictions: Predictions) -> pd.DataFrame:
+    """The sample submission with its value columns replaced by the predictions."""
+    values = predictions.values
+    if spec.stacked_ids:  # a row per (item, label): each takes its item's prediction for its label
+        values = _unstacked(values, sample, spec)
+    if len(values) != len(sample):
+        raise InvalidSubmissionError(f"{len(values)} predictions for {len(sample)} rows of {spec.sample_submission}")
+    submission = sample.copy()
+    if spec.submission == "probabilities":
+        submission[columns] = _normalise(values)
+    elif spec.submission == "probability":
+        submission[columns[0]] = np.clip(_normalise(values)[:, 1], 0.0, 1.0)
+    elif spec.submission == "label":
+        chosen = grades(values, predictions.thresholds) if spec.metric == "qwk" else values.argmax(axis=1)
+        if predictions.choices is not None:  # each row's own string for its chosen class
+            submission[columns[0]] = predictions.choices[np.arange(len(chosen)), chosen]
+        else:
+            submission[columns[0]] = _label_values(predictions.classes, chosen, sample[columns[0]])
+    elif spec.submission == "multilabel":
+        submission[columns] = np.clip(np.nan_to_num(np.asarray(values, dtype=np.float64), nan=0.5), 0.0, 1.0)
+    else:
+        values = np.nan_to_num(np.asarray(values, dtype=np.float64))
+        submission[columns] = np.clip(values, 0.0, None) if spec.metric == "rmsle" else values
+    return submission
+
+
+def validate_submission(submission: pd.DataFrame, sample: pd.DataFrame, spec: CompetitionSpec,
+                        columns: list[str]) -> None:
+    """Raise InvalidSubmissionError, naming the column and row, for anything MLE-bench's grader would reject."""
+    if list(submission.columns) != list(sample.columns):
+        raise InvalidSubmissionError(f"columns {list(submission.columns)[:5]}... differ from the sample's "
+                                     f"{list(sample.columns)[:5]}...")
+    if len(submission) != len(sample):
+        raise InvalidSubmissionError(f"{len(submission)} rows, the sample has {len(sample)}")
+    ids, sample_ids = submission[spec.id_column].astype(str), sample[spec.id_column].astype(str)
+    if not ids.reset_index(drop=True).equals(sample_ids.reset_index(drop=True)):
+        row = int(np.argmax(ids.to_numpy() != sample_ids.to_numpy()))
+        raise InvalidSubmissionError(f"column {spec.id_column!r} row {row}: id {ids.iloc[row]!r} where the sample "
+                                     f"has {sample_ids.iloc[row]!r}")
+    values = submission[columns]
+    if values.isna().any().any():
+        column = values.columns[values.isna().any()][0]
+        raise InvalidSubmissionError(f"column {column!r}: empty values")
+    if spec.submission == "label":
+        _check_labels(values[columns[0]], sample[columns[0]])
+        return
+    numeric = values.apply(pd.to_numeric, errors="coerce")
+    if numeric.isna().any().any():
+        raise InvalidSubmissionError(f"column {numeric.columns[numeric.isna().any()][0]!r}: non-numeric values")
+    array = numeric.to_numpy(dtype=np.float64)
+    if not np.isfinite(array).all():
+        raise InvalidSubmissionError("non-finite values")
+    if spec.submission in ("probabilities", "probability", "multilabel") and ((array < 0).any() or (array > 1).any()):
+        column = columns[int(np.argmax(((array < 0) | (array > 1)).any(axis=0)))]
+        raise InvalidSubmissionError(f"column {column!r}: probabilities outside [0, 1]")
+    if spec.submission == "probabilities" and spec.metric == "log_loss":
+        sums = array.sum(axis=1)
+        bad = np.abs(sums - 1.0) > SUM_TOLERANCE
+        if bad.any():
+            row = int(np.argmax(bad))
+            raise InvalidSubmissionError(f"row {row}: probabilities sum to {sums[row]!r}, not 1 within 1e-6")
+    if spec.metric == "rmsle" and (array < 0).any():
+        raise InvalidSubmissionError(f"column {columns[int(np.argmax((array < 0).any(axis=0)))]!r}: negative "
+                                     "values (RMSLE rejects them)")
+
+
+def _check_labels(labels: pd.Series, template: pd.Series) -> None:
+    if pd.api.types.is_bool_dtype(template) and not pd.api.types.is_bool_dtype(labels):
+        raise InvalidSubmissionError(f"column {labels.name!r}: the sample has True/False, this has "
+                                     f"{labels.iloc[0]!r}")
+    if pd.api.types.is_numeric_dtype(template) and not pd.api.types.is_numeric_dtype(labels):
+        raise InvalidSubmissionError(f"column {labels.name!r}: the sample has numbers, this has {labels.iloc[0]!r}")
+
+
+def write_atomic(frame: pd.DataFrame, path: Path, check=lambda written: None) -> None:
+    """Write a CSV beside `path`, `check` it there (raising leaves `path` as it was), then rename it into place."""
+    with replacing(path) as tmp:
+        with open(tmp, "w", newline="") as handle:
+            frame.to_csv(handle, index=False)
+            handle.flush()
+            os.fsync(handle.fileno())
+        check(tmp)
+
+
+def publish(submission: pd.DataFrame, sample: pd.DataFrame, spec: CompetitionSpec, columns: list[str],
+            path: Path) -> None:
+    """Validate, write, and validate what a reader of the file will see before it replaces the last one."""
+    validate_submission(submission, sample, spec, columns)
+    write_read_back(submission, sample, spec, columns, path)
+
+
+def write_read_back(submission: pd.DataFrame, sample: pd.DataFrame, spec: CompetitionSpec, columns: list[str],
+                    path: Path) -> None:
+    """Write a validated submission; the file is read back and validated before it replaces the last one."""
+    write_atomic(submission, path, lambda written: validate_submission(pd.read_csv(written, **LITERAL), sample,
+                                                                       spec, columns))  # a token "None" is no gap
+
+
+def sample_baseline(sample: pd.DataFrame, spec: CompetitionSpec, columns: list[str]) -> pd.DataFrame:
+    """A valid submission from the sample alone: uniform class probabilities, otherwise the sample's own values
+    made valid (missing filled, clipped). Used before any train file has been read."""
+    submission = sample.copy()
+    if spec.submission == "probabilities":
+        submission[columns] = _normalise(np.ones((len(sample), len(columns))))
+    elif spec.submission in ("probability", "multilabel"):
+        values = sample[columns].apply(pd.to_numeric, errors="coerce")
+        submission[columns] = values.fillna(0.5).clip(0.0, 1.0)
+    elif spec.submission == "regression":
+        values = sample[columns].apply(pd.to_numeric, errors="coerce").fillna(0.0)
+        submission[columns] = values.clip(lower=0.0) if spec.metric == "rmsle" else values
+    else:
+        column = sample[columns[0]]
+        submission[columns[0]] = column.fillna(column.mode().iloc[0]) if column.notna().any() else column
+    return submission
+
+
+def prior_predictions(y: np.ndarray, classes: list | None, n_test: int,
+                      choices: np.ndarray | None = None) -> Predictions:
+    """Class prior (classification) or target mean (regression) for every test row."""
+    if classes is None:
+        return Predictions(np.tile(np.nanmean(y, axis=0), (n_test, 1)), None, "baseline: target mean")
+    prior = np.bincount(y.astype(int), minlength=len(classes)) / len(y)
+    source = "baseline: class prior" if choices is None else \
+        f"baseline: class prior, each row's {classes[int(prior.argmax())]!r} candidate"
+    return Predictions(np.tile(prior, (n_test, 1)), tuple(classes), source, choices=choices)
+
+
+def _first_line(path: Path) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.readline()
+
+
+def write_given_sample(data_dir: Path, out_dir: Path) -> None:
+    """The sample submission as the competition gives it becomes the first submission, before any other file is
+    read, so neither inferring the competition nor its train file can leave the run without one; the checked
+    baseline replaces it a moment later. A sample that cannot be read is left to the checks that name it."""
+    path = find_sample(data_dir)
+    if (out_dir / "submission.csv").exists():  # an earlier run's: this run's checked baseline replaces it
+        return
+    try:
+        real = inside(data_dir, path) if path else None
+        # its head first: a plain comma-separated file is copied as it is (millions of rows in a second, where
+        # parsing and writing them takes several); any other is parsed and written as CSV
+        sample = read_csv_file(real, nrows=SAMPLE_HEAD_ROWS, literal=True) if real else None
+        plain = real is not None and compression(real) is None and b"," in _first_line(real)
+        if sample is not None and not plain:
+            sample = read_csv_file(real, literal=True)
+    except (InputError, OSError, ValueError, zipfile.BadZipFile):
+        return
+    if sample is not None and len(sample) and sample.shape[1] > 1:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        if plain:
+            with replacing(out_dir / "submission.csv") as tmp:
+                shutil.copyfile(real, tmp)
+        else:
+            write_atomic(sample, out_dir / "submission.csv")

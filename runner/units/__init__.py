@@ -1,0 +1,1 @@
+"""Units of work in processes of their own: tasks, the queue, deadlines, the fork server, the running units and the scheduler."""

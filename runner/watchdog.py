@@ -1,0 +1,75 @@
+"""The run's last guard: whatever stage a run is in, it ends before its budget does, and no unit it started
+outlives it (the supervisor's own threads into its log, every unit killed, the report marked stopped)."""
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from runner.common.budget import Budget
+
+WATCHDOG_MARGIN = 0.5  # seconds before the budget's end at which a run that is still going is stopped
+# the unit processes' module, looked up by name, never imported from here: a run that never started a unit (a plan,
+# a grade) has nothing to end and pays for no import (tests/test_layout.py holds the name to the module)
+PROCESSES = "runner.units.processes"
+
+
+def _own_stacks(log_path: Path | None) -> None:
+    """The supervisor's own threads into its run.log (and stderr): where a run that overran its budget was."""
+    import faulthandler
+
+    print("runner: the supervisor's threads as the watchdog stopped it:", file=sys.stderr, flush=True)
+    faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+    if log_path is not None:
+        with contextlib.suppress(OSError), open(log_path, "a") as log:
+            log.write("runner: the supervisor's threads as the watchdog stopped it:\n")
+            log.flush()
+            faulthandler.dump_traceback(file=log, all_threads=True)
+
+
+def watchdog(budget: Budget, report_path: Path | None = None) -> threading.Timer:
+    """Whatever stage the run is in, it ends before its budget does: WATCHDOG_MARGIN before, the supervisor's own
+    stacks go to its log, every process it started is killed and it exits (124), leaving the last valid
+    submission (every write is a rename) and a report that says it was stopped."""
+
+    def end() -> None:
+        print(f"runner: the budget ends in {WATCHDOG_MARGIN} s and the run has not: stopped, the last valid "
+              "submission is kept", file=sys.stderr, flush=True)
+        import psutil
+
+        _own_stacks(report_path.with_name("run.log") if report_path else None)
+        if processes := sys.modules.get(PROCESSES):  # units of a dead fork server are no children now
+            for child in processes.live():
+                with contextlib.suppress(Exception):
+                    processes.kill(child)
+
+        with contextlib.suppress(Exception):  # the report as it stands, its status final (it may not exist yet)
+            from runner.results.report import RunReport
+
+            report = RunReport.load(report_path)
+            RunReport.from_json({**report.to_json(), "status": "stopped", "wall_seconds": round(budget.elapsed(), 2),
+                                 "stop_reason": f"the run's watchdog stopped it {WATCHDOG_MARGIN} s before the end "
+                                                f"of the budget; the last valid submission "
+                                                f"({report.submission_source}) is kept"}).save(report_path)
+
+        for child in psutil.Process().children(recursive=True):
+            with contextlib.suppress(psutil.Error, ProcessLookupError, PermissionError):
+                if os.getpgid(child.pid) == child.pid:  # a unit in its own session: its loaders too
+                    os.killpg(child.pid, signal.SIGKILL)
+                child.kill()
+        os._exit(124)
+
+    timer = threading.Timer(max(0.0, budget.left() - WATCHDOG_MARGIN), end)
+    timer.daemon = True
+    timer.start()
+    return timer
+
+
+def end_units() -> None:
+    """Every unit a run started ended, and the fork server with them, before this process exits: multiprocessing's
+    exit join waits on each child it started, and a unit that never answers would hold the exit forever."""
+    if processes := sys.modules.get(PROCESSES):
+        processes.shutdown()
