@@ -44,6 +44,18 @@ def check():
         sys.path.remove(str(BENCH))
 
 
+@pytest.fixture(scope="module")
+def common(check):
+    """bench/gpu_common.py as the script imports it: the check's helpers every group uses (whole runs' among them)."""
+    return importlib.import_module("gpu_common")
+
+
+@pytest.fixture(scope="module")
+def dog_breed(check):
+    """bench/gpu_dog_breed.py as the script imports it: the dog_breed group's section and its helpers."""
+    return importlib.import_module("gpu_dog_breed")
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is visible: the check would run for real")
 def test_without_a_gpu_it_skips_and_writes_nothing():
     result_file = BENCH / "results" / "gpu.json"
@@ -160,7 +172,7 @@ def test_the_packed_backbone_is_a_16_bit_copy_an_hf_cache_files(tmp_path, check)
     assert find_weights("efficientnet_lite0", tmp_path / "cache").hub_id == "timm/efficientnet_lite0.ra_in1k"
 
 
-def test_copies_of_a_demo_merge_into_one_competition(tmp_path, check):
+def test_copies_of_a_demo_merge_into_one_competition(tmp_path, dog_breed):
     roots = []
     for seed in range(3):
         root = tmp_path / f"copy{seed}" / "dog-breed-identification"
@@ -172,7 +184,7 @@ def test_copies_of_a_demo_merge_into_one_competition(tmp_path, check):
         (root / "prepared/public/sample_submission.csv").write_text(f"id,beagle\ns{seed},0.5\n")
         (root / "prepared/private/test.csv").write_text(f"id,beagle\ns{seed},1\n")
         roots.append(root)
-    merged = check.merge_demos(roots)
+    merged = dog_breed.merge_demos(roots)
     assert merged == roots[0] and not roots[1].exists() and not roots[2].exists()
     assert sorted(p.name for p in (merged / "prepared/public/train").iterdir()) == ["t0.jpg", "t1.jpg", "t2.jpg"]
     assert sorted(p.name for p in (merged / "prepared/public/test").iterdir()) == ["s0.jpg", "s1.jpg", "s2.jpg"]
@@ -180,12 +192,12 @@ def test_copies_of_a_demo_merge_into_one_competition(tmp_path, check):
     assert (merged / "prepared/private/test.csv").read_text() == "id,beagle\ns0,1\ns1,1\ns2,1\n"
 
 
-def test_a_whole_run_prints_each_unit_it_killed_with_its_stacks(check):
+def test_a_whole_run_prints_each_unit_it_killed_with_its_stacks(common):
     killed = {"member": "timm-2", "fold": 3, "pid": 4242, "why": "past its deadline", "how": "SIGKILL after 5 s",
               "at": 151.3, "stacks": ["MainThread: train_epoch training.py:212", "loader: _poll connection.py:440"],
               "log": "members/timm-2/3/fold.log"}
-    result = check.with_killed({"ok": True}, {"killed": [killed]})
+    result = common.with_killed({"ok": True}, {"killed": [killed]})
     assert result["killed"] == [killed]
     assert result["details"][0].startswith("killed timm-2 fold 3 at 151.3 s: past its deadline")
     assert result["details"][1:] == ["  MainThread: train_epoch training.py:212", "  loader: _poll connection.py:440"]
-    assert check.with_killed({}, {}) == {"killed": [], "details": []}  # a runner that records none
+    assert common.with_killed({}, {}) == {"killed": [], "details": []}  # a runner that records none
