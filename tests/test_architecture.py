@@ -48,7 +48,7 @@ MODULES = modules()
 
 
 def _owner(name: str) -> str | None:
-    """The longest runner module a dotted name starts with (`runner.competition.spec.load_spec` -> `runner.competition.spec`)."""
+    """The longest runner module a dotted name starts with (`runner.competition.catalog.load_spec` -> `runner.competition.catalog`)."""
     while name and name not in MODULES:
         name = name.rpartition(".")[0]
     return name or None

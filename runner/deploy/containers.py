@@ -96,14 +96,20 @@ def blocked_folders(mounts: set[Path], uid: int, gid: int) -> list[Path]:
     return sorted(blocked)
 
 
-def _host_python_mounts() -> dict:
-    """This machine's Python installation, virtual environment, the runner package and its competition specs,
-    read-only, at the same paths (a virtual environment only works where it was made). Those folders, not the
-    whole checkout: folders above a mount point are made by the engine and open to all, whatever the checkout's
-    own mode."""
+def host_python_folders() -> set[Path]:
+    """This machine's Python installation, virtual environment, the runner package (the whole of it: every
+    subpackage) and its competition specs."""
     paths = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), PACKAGE}
     if competitions_dir().is_dir():
         paths.add(competitions_dir().resolve())
+    return paths
+
+
+def _host_python_mounts() -> dict:
+    """The folders of `host_python_folders`, read-only, at the same paths (a virtual environment only works where
+    it was made). Those folders, not the whole checkout: folders above a mount point are made by the engine and
+    open to all, whatever the checkout's own mode."""
+    paths = host_python_folders()
     blocked = blocked_folders(paths, *container_user())
     if blocked:
         modes = ", ".join(f"{b} (mode {stat.S_IMODE(b.stat().st_mode):o})" for b in blocked)

@@ -31,9 +31,10 @@ def data_fingerprint(data_dir: Path, spec_json: dict) -> str:
 
 
 @cache
-def code_fingerprint() -> str:
-    """The runner package's sources: a change to any of them invalidates what earlier runs trained."""
-    return _digest(*(f"{p.relative_to(PACKAGE)}:{p.read_text()}" for p in sorted(PACKAGE.rglob("*.py"))))
+def code_fingerprint(package: Path = PACKAGE) -> str:
+    """The runner package's sources, each by its path in the package and its text: a change to any of them, or a
+    module moved to another subpackage, invalidates what earlier runs trained."""
+    return _digest(*(f"{p.relative_to(package)}:{p.read_text()}" for p in sorted(package.rglob("*.py"))))
 
 
 def unit_fingerprint(member: Member, fold: int, data: str, code: str) -> str:
