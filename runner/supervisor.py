@@ -241,6 +241,9 @@ def run_competition(name: str, data_dir: Path, budget: Budget, out_dir: Path, ha
     the run to those cards (`runner run --gpus`; else CUDA_VISIBLE_DEVICES; else every card), `memory` to those
     bytes (`runner run --memory`; else the machine's within its cgroup's limit)."""
     write_given_sample(Path(data_dir), Path(out_dir))
+    if why := processes.adopt_orphans():  # units whose fork server dies stay in this process's tree
+        log.info("a unit whose fork server dies leaves the run's process tree (it is still killed by its pid at "
+                 "its deadline): %s", why)
     spec = load_spec(name, Path(data_dir))
     for line in spec.evidence:  # an inferred spec: one line per choice and what led to it
         log.info("inferred %s", line)
