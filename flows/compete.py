@@ -89,6 +89,8 @@ def run_summary(report: RunReport, graded: dict | None, launched: dict, submissi
     said = [Sampled.model_validate(s).say() for s in report.sampled]
     if said:
         lines += ["## Trained on part of the data", "", *(f"- {md(line)}" for line in said), ""]
+    if report.card_usage is not None:  # before the plan: whether the card worked is read with the score
+        lines += ["## How the cards were used", "", *(f"- {md(line)}" for line in report.card_usage.say()), ""]
     lines += ["## Plan", "", *(f"- {md(reason)}" for reason in plan.get("reasons", ()) if reason not in said)]
     return "\n".join(lines)
 

@@ -82,6 +82,8 @@ def summary_table(report: RunReport) -> Table:
                         f"{report.stop_reason}; " if ended else "")
                      + f"wall {report.wall_seconds:.0f} s of {report.budget_seconds:.0f} s; {report.submission} "
                        f"({report.submission_source})")
+    if report.card_usage is not None:  # how the cards were used: none for a run without one
+        table.caption += "\n" + "\n".join(report.card_usage.say())
     return table
 
 

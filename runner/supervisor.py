@@ -33,11 +33,12 @@ from runner.control.extra_members import ExtraMembers
 from runner.units.tasks import PREPARE, FoldResult, FoldTask
 from runner.machine.devices import DeviceError
 from runner.machine.hardware import Hardware, probe_hardware
-from runner.machine.monitor import Monitor
+from runner.machine.monitor import Monitor, read_samples
 from runner.results.run_folder import RunOutputs
 from runner.planning.planner import plan_for
 from runner.planning.portfolio import Member, Plan
 from runner.results.oof import unit_dir
+from runner.results.card_usage import CardUsage, card_usage
 from runner.results.report import RunReport
 from runner.results.resume import Reused, code_fingerprint, data_fingerprint, reusable, unit_fingerprint
 from runner.units.running import Running
@@ -220,6 +221,17 @@ class Supervisor:
                  100 * elapsed / self.budget.seconds, reason)
         self.update(status="trained" if trained else "baseline", stop_reason=reason, members=self.member_rows(),
                     timings=self.outputs.mark("training_done"), **self.unit_rows())
+        self.update(card_usage=self.card_usage())
+
+    def card_usage(self) -> CardUsage | None:
+        """How the run used its cards over its training window: from its start to its cut, or to when training
+        ended where folds ran past the cut (runner.results.card_usage); None without a card."""
+        if self.plan is None:
+            return None
+        report = self.report
+        window = (0.0, max(self.budget.seconds * self.budget.cut, report.timings.get("training_done", 0.0)))
+        return card_usage(self.plan.gpus, window, report.units, report.folds, report.epochs, report.members,
+                          read_samples(self.out / "monitor.jsonl"))
 
     def unit_rows(self) -> dict:
         """When and where each unit ran, and each the run killed (with its stacks), for the report."""
@@ -241,11 +253,15 @@ def run_competition(name: str, data_dir: Path, budget: Budget, out_dir: Path, ha
     the run to those cards (`runner run --gpus`; else CUDA_VISIBLE_DEVICES; else every card), `memory` to those
     bytes (`runner run --memory`; else the machine's within its cgroup's limit)."""
     write_given_sample(Path(data_dir), Path(out_dir))
+    if why := processes.adopt_orphans():  # units whose fork server dies stay in this process's tree
+        log.info("a unit whose fork server dies leaves the run's process tree (it is still killed by its pid at "
+                 "its deadline): %s", why)
     spec = load_spec(name, Path(data_dir))
     for line in spec.evidence:  # an inferred spec: one line per choice and what led to it
         log.info("inferred %s", line)
     supervisor = Supervisor(spec, data_dir, out_dir, budget)
     outputs = supervisor.outputs
+    monitor = None
     try:
         outputs.write_sample_baseline()
         rules_only = spec.task == "unsupported" and bool(spec.baseline)
@@ -256,6 +272,10 @@ def run_competition(name: str, data_dir: Path, budget: Budget, out_dir: Path, ha
         outputs.update(hardware=hardware.to_json())
         if rules_only:
             return outputs.report
+        # sampled from here on, each GPU slot's card as the plan numbers them: the card's use is measured over the
+        # whole training window, the data read and the costs measured included (runner.results.card_usage)
+        monitor = Monitor(Path(out_dir) / "monitor.jsonl", budget.started,
+                          devices=tuple(g.device or str(i) for i, g in enumerate(hardware.gpus))).start()
         supervisor.load_data(hardware)
         if why := nothing_to_learn(supervisor.dataset):
             log.warning(why)
@@ -269,16 +289,18 @@ def run_competition(name: str, data_dir: Path, budget: Budget, out_dir: Path, ha
         if not plan.members and not supervisor.reused:  # a resumed run goes on with extras from what it reused
             outputs.update(status="baseline", error=None, stop_reason=plan.reasons[-1])
             return outputs.report
-        with Monitor(Path(out_dir) / "monitor.jsonl", budget.started,
-                     devices=plan.devices) as supervisor.controller.monitor:
-            supervisor.train(on_status)
+        supervisor.controller.monitor = monitor
+        supervisor.train(on_status)
     except (InputError, DeviceError) as exc:  # the baseline already written stays the submission
         outputs.update(status="error", error=str(exc))
     except Interrupted as exc:  # the units are stopped already (the scheduler's finally): say so, then go
         outputs.update(status="interrupted", stop_reason=f"{exc} at {budget.elapsed():.0f} s",
                        members=supervisor.member_rows(), **supervisor.unit_rows())
+        outputs.update(card_usage=supervisor.card_usage())
         raise
     finally:
+        if monitor is not None:
+            monitor.stop()
         outputs.flush()  # the last submission published is on disk before the run returns
         shutil.rmtree(supervisor.work, ignore_errors=True)  # image cache, extracted zips: checkpoints stay
     return outputs.report

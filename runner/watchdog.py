@@ -41,7 +41,8 @@ def watchdog(budget: Budget, report_path: Path | None = None) -> threading.Timer
         import psutil
 
         _own_stacks(report_path.with_name("run.log") if report_path else None)
-        if processes := sys.modules.get(PROCESSES):  # units of a dead fork server are no children now
+        # units by pid first: one whose fork server died is this process's child only where the run is its subreaper
+        if processes := sys.modules.get(PROCESSES):
             for child in processes.live():
                 with contextlib.suppress(Exception):
                     processes.kill(child)
@@ -55,7 +56,7 @@ def watchdog(budget: Budget, report_path: Path | None = None) -> threading.Timer
                                                 f"of the budget; the last valid submission "
                                                 f"({report.submission_source}) is kept"}).save(report_path)
 
-        for child in psutil.Process().children(recursive=True):
+        for child in psutil.Process().children(recursive=True):  # orphans re-parented here (subreaper) too
             with contextlib.suppress(psutil.Error, ProcessLookupError, PermissionError):
                 if os.getpgid(child.pid) == child.pid:  # a unit in its own session: its loaders too
                     os.killpg(child.pid, signal.SIGKILL)

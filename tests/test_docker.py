@@ -198,3 +198,36 @@ def test_a_weights_cache_is_mounted_read_only_and_read_offline(engine, spaceship
     assert config["environment"]["HF_HUB_OFFLINE"] == "1"
     assert str(cache.resolve()) not in container_config(launch(spaceship / "prepared" / "public", tmp_path),
                                                         engine)["volumes"]
+
+
+INIT = r"""
+import json, os, subprocess, time
+subprocess.run(["sh", "-c", "sleep 0.2 &"])  # sh ends at once: its sleep, orphaned, goes to pid 1 and ends
+time.sleep(1.5)
+def state(pid):
+    try:
+        return open(f"/proc/{pid}/stat").read().rpartition(")")[2].split()[0]
+    except OSError:
+        return "gone"
+zombies = [p for p in os.listdir("/proc") if p.isdigit() and state(p) == "Z"]
+print(json.dumps(dict(me=os.getpid(), init=open("/proc/1/cmdline").read().split("\0")[0], zombies=zombies)))
+"""
+
+
+def test_the_container_runs_under_an_init_that_reaps_zombies(spaceship, tmp_path):
+    """`docker run --init`: whatever outlives the runner in its container is reaped, not left a zombie of a pid 1
+    that waits on nothing it did not start (the config alone: no engine needed)."""
+    (tmp_path / "run").mkdir()
+    config = container_config(launch(spaceship / "prepared" / "public", tmp_path, gpus="none", host_python=False),
+                              None)
+    assert config["init"] is True
+
+
+def test_the_engines_init_is_pid_1_and_reaps_an_orphan_the_runner_does_not_wait_on(engine, spaceship, tmp_path):
+    (tmp_path / "run").mkdir()
+    config = container_config(launch(spaceship / "prepared" / "public", tmp_path), engine)
+    config["command"] = [config["command"][0], "-c", INIT]
+    state, logs = run_container(engine, config)
+    seen = json.loads(logs.strip().splitlines()[-1])
+    assert state["ExitCode"] == 0 and seen["me"] != 1 and seen["init"].endswith("docker-init"), seen
+    assert seen["zombies"] == []  # without --init the command is pid 1, and the ended orphan stays its zombie

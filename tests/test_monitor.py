@@ -2,7 +2,7 @@ import subprocess
 import sys
 import time
 
-from runner.machine.monitor import Monitor, read_samples
+from runner.machine.monitor import Monitor, busy_share, read_samples
 from runner.plot import fold_timeline
 from runner.results.report import RunReport
 
@@ -34,3 +34,20 @@ def test_the_run_plot_draws_memory_and_the_gpu_and_cpu_lanes(tmp_path):
     from runner.plot import _lanes
 
     assert [lane for u in units for lane in _lanes(u)] == ["gpu 0", "cpu 0", "cpu 0", "cpu 1"]
+
+
+def test_the_busy_share_is_the_mean_utilisation_not_the_share_of_samples_with_a_kernel():
+    flicker = [dict(t=float(t), cpu=0.0, rss=0, gpus=[dict(used=1, total=2, util=10 if t % 2 else 0)])
+               for t in range(100)]  # a short kernel every other second
+    assert busy_share(flicker, 0, 0.0, 100.0) == (0.05, 100)
+    assert busy_share(flicker, 0, 50.0, 59.0) == (0.05, 10)  # only the span's samples
+    mig = [dict(s, gpus=[dict(used=1, total=2, util=None)]) for s in flicker]  # NVML gives no utilisation
+    assert busy_share(mig, 0, 0.0, 100.0) == (None, 0)
+    assert busy_share(flicker, 1, 0.0, 100.0) == (None, 0)  # a card the samples do not hold
+    assert busy_share([dict(s, gpus=[]) for s in flicker], 0, 0.0, 100.0) == (None, 0)  # no card at all
+
+
+def test_samples_are_read_while_the_monitor_writes_its_next_line(tmp_path):
+    path = tmp_path / "monitor.jsonl"
+    path.write_text('{"t": 0.0, "cpu": 1.0, "rss": 1, "gpus": []}\n{"t": 1.0, "cpu"')  # the second half-written
+    assert read_samples(path) == [{"t": 0.0, "cpu": 1.0, "rss": 1, "gpus": []}]

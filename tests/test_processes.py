@@ -1,12 +1,14 @@
 """Unit processes and the fork server they come from: a start never waits long on a server that does not answer,
-and a kill reaches a unit whether or not it leads its own process group yet. (Whole runs with a nemesis:
-tests/test_unanswering.py.)"""
+a kill reaches a unit whether or not it leads its own process group yet, and the run, as its units' subreaper,
+waits on the orphans it adopts and nothing else. (Whole runs with a nemesis: tests/test_unanswering.py,
+tests/test_orphans.py.)"""
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -98,3 +100,79 @@ def test_after_two_servers_in_a_row_do_not_answer_units_start_without_asking_a_t
     started = time.monotonic()
     assert fork_server.fork(time.sleep, (0,), "probe", (), 30, set()) == "2 fork servers in a row did not answer"
     assert time.monotonic() - started < 0.5
+
+
+def exit_later(code: int, seconds: float) -> None:
+    """A unit in its own session that exits with `code` after `seconds`."""
+    os.setsid()
+    time.sleep(seconds)
+    os._exit(code)
+
+
+def leave_a_straggler(pid_file: str) -> None:
+    """A unit that starts a process in its session and ends at once, leaving it running."""
+    os.setsid()
+    straggler = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    Path(pid_file).write_text(str(straggler.pid))
+    os._exit(0)
+
+
+def until(condition, within: float = 10.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def parent(pid: int) -> int | None:
+    try:
+        return psutil.Process(pid).ppid()
+    except psutil.Error:
+        return None
+
+
+def zombie(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+@pytest.fixture()
+def subreaper():
+    """This test process as its descendants' subreaper, as the supervisor is; not after the test."""
+    assert processes.adopt_orphans() is None  # Linux: it can be one
+    yield
+    processes.adopt_orphans(False)
+    processes.reap()
+
+
+def test_an_orphaned_unit_is_waited_on_with_its_exit_code_and_no_other_child_is(fresh_server, subreaper, tmp_path):
+    fork_server.warm_up(())
+    server = fork_server.server_pid()
+    unit = processes.track(processes.Child(fork_server.fork(exit_later, (3, 1.0), "orphan", (), 60, set())))
+    task, log = tmp_path / "task.json", tmp_path / "fold.log"
+    task.write_text(json.dumps({"not": "a task"}))  # it exits with 1
+    started = processes.start(task, log, 1, None, fork=False)  # a unit its Popen waits on
+    os.kill(server, signal.SIGKILL)
+    assert until(lambda: parent(unit.pid) == os.getpid())  # re-parented here, not to init
+    assert until(lambda: zombie(unit.pid) and zombie(started.pid) and zombie(server), within=60)
+    assert processes.reap() == [unit.pid]
+    assert not psutil.pid_exists(unit.pid) and unit.poll() == 3  # its own code, though its server is dead
+    assert zombie(server)  # left to multiprocessing, which waits on its server
+    assert started.handle.wait(5) == 1  # left to its Popen: its code, not a stolen status read as 0
+
+
+def test_what_a_unit_left_running_is_killed_when_the_run_ends(fresh_server, subreaper, tmp_path):
+    fork_server.warm_up(())
+    pid_file = tmp_path / "straggler"
+    unit = fork_server.fork(leave_a_straggler, (str(pid_file),), "straggler", (), 60, set())
+    processes.track(processes.Child(unit))
+    assert until(lambda: pid_file.exists() and pid_file.read_text() != "")
+    straggler = int(pid_file.read_text())
+    assert until(lambda: parent(straggler) == os.getpid())  # its unit ended: it is the run's now
+    processes.shutdown()
+    assert gone(straggler)
+    assert until(lambda: processes.reap() is not None and not psutil.pid_exists(straggler))  # and waited on

@@ -152,6 +152,10 @@ def container_config(launch: Launch, client) -> dict:
                   nano_cpus=int(cpus * 1e9), cpuset_cpus=launch.cpuset, mem_limit=f"{memory_mb}m",
                   memswap_limit=f"{memory_mb}m",
                   pids_limit=PIDS_LIMIT, cap_drop=["ALL"], security_opt=["no-new-privileges:true"], read_only=True,
+                  # `docker run --init`: pid 1 is the engine's init (docker-init, tini), which passes signals on to the
+                  # runner and reaps whatever is re-parented to it (what outlives the runner, which itself adopts
+                  # its units' orphans), rather than the runner as a pid 1 that waits on no stranger
+                  init=True,
                   tmpfs={"/tmp": f"size={TMP_MB}m,mode=1777",
                          WORK_IN_CONTAINER: f"size={work_mb}m,uid={uid},gid={gid},mode=0700"},
                   detach=True)

@@ -100,16 +100,36 @@ class Monitor:
         finally:
             gpus.close()
 
-    def __enter__(self) -> "Monitor":
+    def start(self) -> "Monitor":
         self._thread.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def stop(self) -> None:
         self._stop.set()
         self._thread.join(timeout=5)
 
+    def __enter__(self) -> "Monitor":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
 
 def read_samples(path: Path) -> list[dict]:
+    """The samples written so far; while the monitor runs, a last line still being written is left for later."""
     if not Path(path).is_file():
         return []
-    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+    text = Path(path).read_text()
+    complete = text if text.endswith("\n") else text[: text.rfind("\n") + 1]
+    return [json.loads(line) for line in complete.splitlines() if line.strip()]
+
+
+def busy_share(samples: list[dict], card: int, since: float, until: float) -> tuple[float | None, int]:
+    """The share of [since, until] (seconds from the run's start) in which the card ran kernels, and how many
+    samples said so: NVML's utilisation averaged over the card's samples in that span. The mean, not the share of
+    samples above 0: NVML's figure is already the share of its last period (1/6 s to 1 s) in which a kernel ran,
+    so a second with one short kernel counts for the little it was. None where no sample there reports it (no
+    card, or one under MIG or vGPU, whose utilisation NVML does not give)."""
+    busy = [s["gpus"][card]["util"] for s in samples
+            if since <= s["t"] <= until and len(s["gpus"]) > card and s["gpus"][card].get("util") is not None]
+    return (round(sum(busy) / len(busy) / 100, 3) if busy else None), len(busy)

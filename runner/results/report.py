@@ -8,6 +8,7 @@ from pathlib import Path
 from runner.common.atomic import write_json
 from runner.common.sampling import Sampled
 from runner.common.saved import Saved
+from runner.results.card_usage import CardUsage
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,9 @@ class RunReport(Saved):
     stop_reason: str | None = None  # why training ended when it did
     resumed: dict | None = None  # folds_reused, members: what an earlier run in this folder had finished
     sampled: tuple[Sampled, ...] = ()  # what the run trained on only a part of, of how much, and why
+    # how the run used its cards: busy, held and training shares of its training window, each GPU member's speed
+    # beside the bare loop's (runner.results.card_usage); None for a run without a card
+    card_usage: CardUsage | None = None
     warnings: tuple[str, ...] = ()
     error: str | None = None
 

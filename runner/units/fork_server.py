@@ -43,6 +43,9 @@ STUCK = {psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP, psutil.STATUS_ZOMBIE
 _context = None
 _log: Path | None = None  # where a server started from now on writes its stderr
 _killed: set[int] = set()  # servers this process killed: the exit codes of their children are unknown
+# children of a server killed with it (a unit forked for a start given up on): re-parented to this process where
+# it is their subreaper (runner.units.processes), which then waits on them
+abandoned: set[int] = set()
 _failures = 0  # servers given up on since the last fork that worked
 
 
@@ -202,6 +205,7 @@ def _kill_server(keep: set[int]) -> None:
         for child in psutil.Process(pid).children():
             if child.pid not in keep:
                 child.kill()
+                abandoned.add(child.pid)
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
     _killed.add(pid)

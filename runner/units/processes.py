@@ -9,10 +9,16 @@ On a GPU box a unit that does not answer is normal: deep in a driver call, stopp
 So nothing here waits on a unit: whether it runs is read from its pid (not from the fork server, which may be
 the thing that stopped), a kill is SIGKILL to its group and, by pid, to it and every descendant (a unit hung
 before `os.setsid()` leads no group yet), and `shutdown` leaves nothing for multiprocessing's exit join.
+
+The supervisor is its descendants' subreaper (`adopt_orphans`): a unit whose fork server died, or a process whose
+unit ended before it, is re-parented to the run rather than to init, so it stays in the run's process tree (the
+watchdog's sweep and the monitor's memory see it), and the run waits on those that end (`reap`) so that none
+stays a zombie.
 """
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
 import subprocess
@@ -33,6 +39,8 @@ ALLOWED_PREFIXES = ("LC_", "RUNNER_", "OMP_", "MKL_", "OPENBLAS_", "CUDA_", "NVI
                     "MALLOC_")
 EXIT_CODE_WAIT = 0.2  # seconds for the fork server to pass on the exit code of a unit seen gone
 ENDED = "it had already ended"  # what a signal to a unit that ended meanwhile reached
+PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h: orphaned descendants re-parent to this process instead of init
+EXITS_KEPT = 1024  # exit codes of reaped units kept for their Child to read (a run's orphans are few)
 
 
 def child_environment(environ: dict[str, str]) -> dict[str, str]:
@@ -97,9 +105,9 @@ class Child:
     def alive(self) -> bool:
         if isinstance(self.handle, subprocess.Popen):
             return self.handle.poll() is None
-        try:
-            return self.process is not None and self.process.status() not in (psutil.STATUS_ZOMBIE,
-                                                                               psutil.STATUS_DEAD)
+        try:  # is_running: the pid is still this unit (its start time), not one reused since it was waited on
+            return self.process is not None and self.process.is_running() and \
+                self.process.status() not in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
         except psutil.Error:
             return False
 
@@ -115,6 +123,8 @@ class Child:
         """Its exit code once ended, None while running or when unknown (its fork server stopped or was killed)."""
         if isinstance(self.handle, subprocess.Popen):
             return self.handle.poll()
+        if self.pid in _exits:  # re-parented to this process (its server died) and waited on here
+            return _exits[self.pid]
         if fork_server.killed(self.server):
             return None  # multiprocessing reads 255 from a dead server: not this unit's code
         self.handle.join(EXIT_CODE_WAIT)
@@ -128,6 +138,11 @@ class Child:
 
 
 _live: dict[int, Child] = {}  # every unit this process started that may still run
+# every unit this process started, by pid: True for one started as a process of its own (its Popen waits on it).
+# A unit leads its own session, so a process in one of these sessions, or one of these forked units, that has
+# become this process's child is an orphan of the run: nothing else here waits on it
+_units: dict[int, bool] = {}
+_exits: dict[int, int] = {}  # forked units waited on here (their server had died): their exit codes
 
 
 def _family(child: Child) -> list[psutil.Process]:
@@ -206,25 +221,107 @@ def start(task_path: Path, log: Path, threads: int, device: str | None, preload:
         forked = fork_server.fork(_child, (str(task_path), str(log), env, threads), f"unit {task_path.parent.name}",
                                   preload, wait, keep=set(_live))
         if not isinstance(forked, str):
-            return _track(Child(forked))
+            return track(Child(forked))
         note = f"{forked}; this unit started as a process of its own"
     with open(log, "a") as handle:  # appends: the supervisor adds stack headers
         popen = subprocess.Popen([sys.executable, "-m", "runner.units.worker", str(task_path)], stdout=handle,
                                  stderr=subprocess.STDOUT, start_new_session=True, env=env)
-    return _track(Child(popen, note))
+    return track(Child(popen, note))
 
 
-def _track(child: Child) -> Child:
-    """Kept until it is seen ended (a unit's Process holds pipes: thousands of small folds must not keep theirs)."""
+def track(child: Child) -> Child:
+    """Kept until it is seen ended (a unit's Process holds pipes: thousands of small folds must not keep theirs),
+    and known as a unit for good: its orphans are this process's to wait on."""
     live()
     _live[child.pid] = child
+    _units[child.pid] = isinstance(child.handle, subprocess.Popen)
+    _exits.pop(child.pid, None)  # a pid used again: the code waited on was an earlier process's
+    fork_server.abandoned.discard(child.pid)
     return child
+
+
+def adopt_orphans(on: bool = True) -> str | None:
+    """Make this process (the supervisor) the subreaper of everything it starts (Linux's PR_SET_CHILD_SUBREAPER;
+    `on=False` undoes it): a process whose parent dies is re-parented to the nearest living subreaper above it,
+    and without one a unit whose fork server died leaves the run's tree for init's. Returns why it could not be
+    one (None when it is): then such a unit is still watched and killed by its pid, but not waited on here."""
+    if not sys.platform.startswith("linux"):
+        return f"no child subreaper on {sys.platform}"
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) != 0:
+            return f"prctl(PR_SET_CHILD_SUBREAPER) failed: {os.strerror(ctypes.get_errno())}"
+    except (OSError, AttributeError) as exc:
+        return f"prctl is not available: {exc}"
+    return None
+
+
+def _orphan(pid: int) -> bool:
+    """Whether a child of this process is a unit's orphan: a forked unit (born to the fork server, so here only
+    once that died; or one forked for a start given up on, killed with its server) or a process in a unit's
+    session (a unit's descendant whose parent died). A unit started as its own process is not: its Popen waits on
+    it."""
+    if pid in fork_server.abandoned:
+        return True
+    if pid in _units:
+        return not _units[pid]
+    try:
+        return os.getsid(pid) in _units
+    except OSError:
+        return False
+
+
+def _children() -> list[int]:
+    """This process's children, from the kernel's per-thread lists (0.1 ms: the scheduler asks 20 times a second,
+    and psutil's way reads every process on the machine); psutil's where the kernel keeps no such lists."""
+    lists = list(Path("/proc/self/task").glob("*/children"))
+    if not lists:
+        with contextlib.suppress(psutil.Error):
+            return [c.pid for c in psutil.Process().children()]
+        return []
+    found = []
+    for path in lists:
+        with contextlib.suppress(OSError):  # a thread that ended meanwhile
+            found += [int(pid) for pid in path.read_text().split()]
+    return found
+
+
+def orphans() -> list[int]:
+    """The units' processes re-parented to this process (its subreaper role), running or ended."""
+    return [pid for pid in _children() if _orphan(pid)]
+
+
+def reap() -> list[int]:
+    """Wait on every unit's orphan that has ended, without blocking; their pids. Called from the scheduler's loop
+    (SIGCHLD-free polling: a handler would interrupt the supervisor's every system call). By pid, never
+    `waitpid(-1)`, which would also take the exit status of children that others in this process wait on: the
+    fork server (multiprocessing reaps it), a unit started as its own process (its Popen), the measuring process
+    (its Popen). A forked unit's exit code is kept: its dead server can no longer pass it on."""
+    reaped = []
+    for orphan in orphans():
+        with contextlib.suppress(ChildProcessError):
+            pid, status = os.waitpid(orphan, os.WNOHANG)  # 0 while it runs
+            if pid:
+                reaped.append(pid)
+                fork_server.abandoned.discard(pid)  # its pid may serve another process now
+                if pid in _units:
+                    _exits[pid] = os.waitstatus_to_exitcode(status)
+    while len(_exits) > EXITS_KEPT:
+        del _exits[next(iter(_exits))]
+    return reaped
 
 
 def shutdown() -> None:
     """Before this process exits: every unit still running killed and the fork server with them, so that
     multiprocessing's exit join (it waits on every child it started, and hears of their ends from the server) has
-    nothing left to wait on."""
+    nothing left to wait on; and whatever a unit left behind that was re-parented here (a process its fold started
+    and outlived), so nothing the run started outlives it."""
     for child in live():
         kill(child)
+    for orphan in orphans():
+        with contextlib.suppress(psutil.Error):
+            process = psutil.Process(orphan)
+            for left in [process, *process.children(recursive=True)]:
+                left.kill()
     fork_server.stop()
+    reap()

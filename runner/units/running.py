@@ -151,7 +151,9 @@ class Slots:
         return min(item.task.deadline + GRACE_SECONDS, budget.deadline - FINAL_SECONDS - stacks.STACKS_WAIT)
 
     def ended(self, budget: Budget) -> list[tuple[Running, FoldResult]]:
-        """Units that ended, with what each wrote; those past `kill_at` are killed first, all at once."""
+        """Units that ended, with what each wrote; those past `kill_at` are killed first, all at once. Orphans the
+        run adopted (a unit whose fork server died, a unit's process that outlived it) are waited on once ended."""
+        processes.reap()
         now = time.monotonic()
         overdue = [r for r in self.running if r.killed is None and now > self.kill_at(r, budget) and r.process.alive()]
         if overdue:
