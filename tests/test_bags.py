@@ -89,14 +89,19 @@ def test_a_lane_stops_when_no_fold_fits_or_nothing_finished():
     assert "needs about" in why_stop("cpu", states, {"lightgbm": 1.0}, walls("lightgbm", 5.0), 3.0, 1.0, 2)
 
 
-def test_a_cnn_is_not_extended_when_its_folds_would_get_a_fraction_of_the_time_its_own_took():
-    image = get_engine("timm").Settings(model="resnet18", image_size=96)
-    cnn = member("timm", "timm", fold_seconds=60.0, max_fold=0.0, settings=image)  # folds stretch to their time
+def test_a_cnn_is_extended_while_one_more_fold_can_finish_at_its_measured_pace():
+    """Its folds stretch to the time they get: the lane stays open while another fold can start up (beside the
+    folds starting on its card at once), train an epoch and predict at the pace its folds showed, however much
+    shorter than theirs (a card idled for the last fifth of its window where half of 60 s per wave was asked)."""
+    image = get_engine("timm").Settings(model="resnet18", image_size=96, device="cuda")
+    cnn = member("timm", "timm", slot="gpu", fold_seconds=60.0, max_fold=0.0, settings=image, startup_seconds=10.0,
+                 per_gpu=2)  # folds stretch to their time, two to a card
     states = {"timm": done(cnn, cv=1.8)}
-    results = walls("timm", 60.0, least_training=2.0)  # one epoch: 2 s
-    # 5 folds, one at a time: each needs half of 60 s, so 150 s; 100 s are not enough
-    assert "needs about 150 s" in why_stop("cpu", states, {"timm": 1.0}, results, 100.0, 1.0, 1)
-    assert why_stop("cpu", states, {"timm": 1.0}, results, 160.0, 1.0, 1) is None
+    results = [FoldResult(k, "completed", "timm", startup_seconds=10.0, train_seconds=48.0, wall_seconds=60.0,
+                          min_train_seconds=2.0) for k in range(5)]
+    # 2 s of predictions and the like, an epoch of 2 s, and 10 s of start-up for each of 2 folds starting at once
+    assert "needs about 24 s" in why_stop("gpu", states, {"timm": 1.0}, results, 23.0, 1.0, 2)
+    assert why_stop("gpu", states, {"timm": 1.0}, results, 25.0, 1.0, 2) is None
 
 
 def timed(name, step, rows=8000, folds=5):

@@ -1,6 +1,7 @@
 """What a run learns while it trains: the monitor's rules on recorded epoch lines and samples, and re-planning
 after a first epoch or fold far from the plan (injected timings, no GPU), and folds timing their steps the way
 the planner timed them."""
+import json
 import subprocess
 import sys
 import time
@@ -316,10 +317,10 @@ def test_a_plan_for_hardware_that_is_not_this_machine_is_not_sampled_again(dog_b
 
 def test_a_fold_with_no_epoch_long_after_the_plan_expected_one_is_held_against_the_plan(dog_breed, tmp_path,
                                                                                         caplog):
-    """A fold that finishes no epoch (its threads outnumber the cores left to it) never sends the epoch that would
-    re-time it: the time it has waited, a lower bound of an epoch, is held against the plan instead; and where it
-    was stuck goes into its log and the run's (here a process standing in for the fold, waiting in a function of
-    its own)."""
+    """A fold that finishes no epoch after it said it was ready (its threads outnumber the cores left to it) never
+    sends the epoch that would re-time it: the time it has waited since, a lower bound of an epoch, is held against
+    the plan instead; and where it was stuck goes into its log and the run's (here a process standing in for the
+    fold, waiting in a function of its own)."""
     from types import SimpleNamespace
 
     supervisor = supervisor_with_plan(dog_breed, tmp_path)
@@ -338,7 +339,10 @@ def test_a_fold_with_no_epoch_long_after_the_plan_expected_one_is_held_against_t
         supervisor.controller.watch([just_started])
         assert "timm" not in supervisor.controller.timed
         waited = STALL_GRACE_SECONDS["cpu"] + (STALL_EPOCHS + 1) * member.step_seconds
-        long_ago = SimpleNamespace(unit=unit, task=task, started=time.monotonic() - waited, process=fold, log=log)
+        startup = member.startup_seconds  # as planned: what it waited since is all for an epoch
+        long_ago = SimpleNamespace(unit=unit, task=task, started=time.monotonic() - startup - waited, process=fold,
+                                   log=log)
+        say_ready_at(tmp_path / "fold", long_ago.started + startup)
         with caplog.at_level("WARNING", logger="runner"):
             supervisor.controller.watch([long_ago])
         assert fold.poll() is None  # asked for its stacks, not stopped
@@ -357,6 +361,61 @@ def test_a_fold_with_no_epoch_long_after_the_plan_expected_one_is_held_against_t
     assert not stalled(compiled, 1e6)  # its first epoch also compiles, for a time nothing predicts
 
 
+def test_a_start_up_three_times_the_stall_threshold_leaves_the_pace_and_later_folds_epochs_as_planned(
+        dog_breed, tmp_path, caplog):
+    """On an H200 a CNN fold's cold start (CUDA, weights, cuDNN's search in the batch probe's first backward: ~47 s)
+    outlasted the stall threshold and was read as the member's epoch pace ("a real epoch took 31.7 s, 1.33 s
+    planned: later folds {'epochs': 1, ...}"), and the member was marked timed. Until a fold says it is ready, its
+    wait is start-up: the member's start-up estimate and its folds' least time rise, its pace and epochs stay, it is
+    not timed, and its first real epochs still time it."""
+    from types import SimpleNamespace
+
+    supervisor = supervisor_with_plan(dog_breed, tmp_path)
+    controller = supervisor.controller
+    member = controller.plan.member("timm")
+    threshold = STALL_GRACE_SECONDS["cpu"] + STALL_EPOCHS * member.step_seconds
+    unit = next(u for u in controller.scheduler.queue if u.fold >= 0)
+    folder = tmp_path / "fold"
+    folder.mkdir()
+    log = tmp_path / "fold.log"
+    code = "from runner.common.stacks import register; import time\nregister()\ndef probe_batch():\n    time.sleep(60)" \
+           "\nprint('started', flush=True)\nprobe_batch()"
+    with open(log, "a") as handle:
+        fold = subprocess.Popen([sys.executable, "-c", code], stdout=handle, stderr=subprocess.STDOUT)
+    try:
+        while "started" not in log.read_text():
+            time.sleep(0.05)
+        starting = SimpleNamespace(unit=unit, task=SimpleNamespace(member=member, gpu=None, out_dir=str(folder)),
+                                   started=time.monotonic() - 3 * threshold, process=fold, log=log)
+        with caplog.at_level("WARNING", logger="runner"):
+            controller.watch([starting])
+        assert fold.poll() is None  # asked for its stacks, not stopped
+    finally:
+        fold.kill()
+    revised = supervisor.states["timm"].member
+    assert "timm" not in controller.timed and revised.name == "timm" and set(supervisor.states) == {"timm"}
+    assert revised.step_seconds == member.step_seconds and revised.settings == member.settings
+    assert revised.startup_seconds >= 3 * threshold - 1
+    assert revised.min_fold_seconds >= member.min_fold_seconds + revised.startup_seconds - member.startup_seconds - 0.1
+    later = [u.member for u in controller.scheduler.queue if u.fold >= 0]
+    assert later and all(m == revised for m in later)  # their epochs and pace as planned, their start-up as seen
+    [action] = [a["action"] for a in supervisor.report.actions]
+    assert action.startswith("timm fold 0: not ready after") and f"its epochs stay {member.step_seconds:.3g} s" in \
+        action
+    assert "it was in current thread: probe_batch (<string>:4)" in caplog.text
+    # it says it is ready: what it took is what was expected by now, and nothing changes
+    say_ready_at(folder, time.monotonic())
+    controller.watch([starting])
+    assert len(supervisor.report.actions) == 1
+    # its first real epochs, at the planned pace, time it: the plan stands
+    for number in (1, TIMED_EPOCH):
+        with open(folder / "epochs.jsonl", "a") as handle:
+            handle.write(json.dumps(dict(epoch(0.0, number=number), epoch_seconds=member.step_seconds)) + "\n")
+    controller.watch([starting])
+    assert "timm" in controller.timed and len(supervisor.report.actions) == 1
+    assert supervisor.states["timm"].member == revised
+
+
 def test_a_first_epoch_a_little_off_keeps_the_plan_and_a_faster_one_revises_the_epochs(dog_breed, tmp_path):
     supervisor = supervisor_with_plan(dog_breed, tmp_path)
     member = supervisor.controller.plan.member("timm")
@@ -373,6 +432,15 @@ def test_a_first_epoch_a_little_off_keeps_the_plan_and_a_faster_one_revises_the_
     revised = supervisor.controller.scheduler.queue[-1].member
     assert revised.name == "timm" and revised.settings.epochs > member.settings.epochs
     assert "later folds" in action and "epochs" in action
+
+
+def say_ready_at(folder, at: float) -> None:
+    """A fold's ready file, as `runner.engines.base.say_ready` writes it, said at `at` (monotonic)."""
+    from runner.common.atomic import write_json
+    from runner.engines.base import READY_FILE
+
+    folder.mkdir(parents=True, exist_ok=True)
+    write_json(folder / READY_FILE, dict(at=at, probe_seconds=0.0))
 
 
 class Recording(BaseEstimator):

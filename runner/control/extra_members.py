@@ -9,8 +9,11 @@ new candidates for the blend:
   CV), one or two settings a step away in the engine's search space: a local search, as FLAML's, whose every
   result the blend can still use. Every WIDE_EVERY-th bag of an engine draws its whole configuration afresh
   instead (a global restart), so the search is not held to the neighbourhood of the defaults it started from.
-An extra member starts only while each of its folds can still get half the time its base's folds took: a CNN
-fold cut to a few epochs would only add noise.
+An extra member whose folds take a fixed time (a booster's rounds, a fit) starts only while each of its folds can
+still get half the time its base's folds took. One whose folds stretch to their time (a CNN's epochs) starts while
+one of its folds can still finish at its base's measured pace: its start-up (with the folds starting on its card at
+once), an epoch and its predictions; a lane that had nothing is asked again as units end, so the card does not
+idle at the end of the window while a fold could still train on it.
 
 Each member's gain is measured when it ends: how much it lowers the best convex blend's loss on the out-of-fold
 rows (runner.results.blend.pool_gain), which is never negative and is 0 for a member that adds nothing. While one of the
@@ -20,7 +23,6 @@ goes on (the budget is there to be used); when none of them did, CV is no longer
 from __future__ import annotations
 
 import logging
-import math
 
 import numpy as np
 
@@ -29,7 +31,7 @@ from runner.units.tasks import PREPARE, FoldResult
 from runner.planning.portfolio import Member
 from runner.results.ensemble import Ensemble
 from runner.results.member_state import MemberState
-from runner.units.deadlines import MIN_FOLD_SECONDS, lane_capacity
+from runner.units.deadlines import MIN_FOLD_SECONDS, fold_need, lane_capacity, starting_together
 from runner.units.scheduler import EVERY_MEMBER_FINISHED, WINDOW_CLOSED, Scheduler
 
 log = logging.getLogger("runner")
@@ -45,14 +47,15 @@ WIDE_EVERY = 2
 
 
 def fold_walls(state: MemberState, results: list[FoldResult]) -> tuple[float, float, float]:
-    """(typical, least, longest) wall of a member's folds: measured when it has some, else planned."""
+    """(typical, least, longest) wall of a member's folds: measured when it has some, else planned; the least is
+    one fold's starting alone (runner.units.deadlines.fold_need)."""
     done = [r for r in results if r.member == state.member.name and r.usable and r.fold != PREPARE]
     member = state.member
     if not done:
         return member.fold_seconds, member.min_fold_seconds, member.max_fold_seconds
     walls = [r.wall_seconds for r in done]
     longest = max(member.max_fold_seconds, 1.5 * max(walls)) if member.max_fold_seconds else 0.0
-    return float(np.mean(walls)), min(r.least_seconds for r in done), longest
+    return float(np.mean(walls)), fold_need(member, done), longest
 
 
 def step_seconds(state: MemberState, results: list[FoldResult]) -> float:
@@ -98,9 +101,12 @@ def why_stop(lane: str, states: dict[str, MemberState], weights: dict[str, float
                 f"{', '.join(f'{s.gain or 0.0:.4%}' for s in recent)} (each less than {MIN_GAIN:.0e} of it) and none "
                 "beat its engine's best")
     typical, fewest, longest = fold_walls(base, results)
-    need = max(least, fewest, FAIR_SHARE * typical)
-    if not longest:  # its folds stretch to the time they get (epochs): every wave of them needs its fair share
-        need *= math.ceil(base.member.folds / max(1, capacity))
+    if longest:  # folds of a fixed length: each needs a fair share of what its base's took
+        need = max(least, fewest, FAIR_SHARE * typical)
+    else:  # folds that stretch to their time (epochs): one that can finish at the measured pace keeps it open
+        done = [r for r in results if r.member == base.member.name and r.fold != PREPARE]
+        together = starting_together(base.member, min(base.member.folds, capacity), 0)
+        need = max(least, fold_need(base.member, done, together))
     if need > left:
         return (f"another {base.member.name} ({base.member.folds} folds of about {typical:.0f} s) needs about "
                 f"{need:.0f} s, {max(0.0, left):.0f} s are left")
@@ -182,9 +188,11 @@ class ExtraMembers:
         why = why_stop(lane, self.states, weights, self.results, budget.training_left(), MIN_FOLD_SECONDS,
                        lane_capacity(self.scheduler.plan, lane))
         if why:
+            if lane not in self.lane_closed:  # said once; asked again as units end, it may re-open
+                log.info("no more %s members: %s", lane, why)
             self.lane_closed[lane] = why
-            log.info("no more %s members: %s", lane, why)
             return None
+        self.lane_closed.pop(lane, None)
         member = extra_member(lane, self.states, weights, self.results, self.seed + len(self.states),
                               self.ensemble.outputs.spec.lower_is_better)
         self.states[member.name] = MemberState(member)

@@ -4,9 +4,14 @@
   what the plan expected; when it is more than REPLAN_TOLERANCE off, the member's engine plans it again for the
   window that is left with its costs corrected by what was measured (AutoGluon's "time left / folds left", applied to
   the rest of the plan: more or fewer folds and epochs, another model or image size, other rounds).
-- **Stalls** (`stalled`): a CNN fold with no new epoch for STALL_EPOCHS planned epochs is held against the plan
-  with the time it has waited; a step far slower than planned also makes the supervisor sample the cores again
-  (other processes may have taken some since the start) and plan what starts next for those left.
+- **Start-up** (`startup_overran`, `startup_measured`, `with_startup`): a fold's start-up (process, data, and on a
+  card the CUDA context, weights and batch probe) ends when the fold says it is ready. It is a cost of its own: one
+  that overruns the member's estimate, or is measured apart from it, changes the member's start-up and its folds'
+  least time, never its epoch pace, and never counts as the member's timed step.
+- **Stalls** (`stalled`): a CNN fold with no new epoch for STALL_EPOCHS planned epochs after it said it was ready
+  is held against the plan with the time it has waited; a step far slower than planned also makes the supervisor
+  sample the cores again (other processes may have taken some since the start) and plan what starts next for
+  those left.
 - **Monitor rules** (`monitor_rules`), checked after every epoch of a GPU fold (and at ~60 s, from the monitor's
   samples, before its first epoch), each an action with its evidence:
   - device memory well under what the plan aimed for (under MEMORY_UNDER of it) -> later folds take a larger
@@ -22,19 +27,26 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from runner.planning.portfolio import Member
+from runner.units.deadlines import startup_on_card
 
 REPLAN_TOLERANCE = 0.3  # the first timed step more than 30% off the plan: plan the rest again
 # a CNN's epoch held against the plan: the first also selects kernels and grows the allocator, which the planner's
 # timing leaves out (dog-breed on this CPU: 1.4 s, then 1.0 s an epoch as planned; held against the first, a plan
 # that was right lost a fold to a re-plan)
 TIMED_EPOCH = 2
-# a CNN fold with no new epoch for this many planned epochs (after STALL_GRACE_SECONDS of start-up) is stalled:
-# the time it has waited, a lower bound of its epoch, is held against the plan (seen: another process took a core
-# after planning, and a 2-thread fold on the one left finished no epoch in 30 s)
+# a CNN fold with no new epoch for this many planned epochs (after STALL_GRACE_SECONDS) since it said it was
+# ready is stalled: the time it has waited, a lower bound of its epoch, is held against the plan (seen: another
+# process took a core after planning, and a 2-thread fold on the one left finished no epoch in 30 s)
 STALL_EPOCHS = 5
-# a fold's start before its first epoch; on a GPU also the CUDA context and the batch probe's first steps, whose
-# cudnn.benchmark search took 7 s for resnet18 on an H200 (no epoch in 11 s there was called a stall)
+# the first epoch's own warm-up after start-up (loader workers starting; on a card kernels chosen for shapes the
+# batch probe did not run, such as an epoch's last, smaller batch); also what a start-up may overrun its estimate
+# by before it is said (cudnn.benchmark's search took 7 s for resnet18 on an H200, ~47 s for efficientnet_lite0
+# with three folds starting at once)
 STALL_GRACE_SECONDS = {"cpu": 10.0, "cuda": 25.0}
+# a measured start-up this far from the member's estimate (and at least STARTUP_TOLERANCE_SECONDS) replaces it:
+# a forked CPU fold starts in a second where four were planned, and the waves' deadlines should know
+STARTUP_TOLERANCE = 0.3
+STARTUP_TOLERANCE_SECONDS = 1.0
 REPROBE_SECONDS = 30.0  # cores are sampled again at most this often (each sample takes half a second)
 EXPECT_TOLERANCE = 0.1  # a first step closer than REPLAN_TOLERANCE but more than 10% off: later folds expect it
 MEMORY_UNDER = 0.6  # of the memory a fold planned, under which it is under-using the device
@@ -65,13 +77,44 @@ def needs_replan(member: Member, actual_step_seconds: float) -> bool:
     return r is None or abs(r - 1) > REPLAN_TOLERANCE
 
 
+def _grace(member: Member) -> float:
+    return STALL_GRACE_SECONDS["cuda" if getattr(member.settings, "device", "cpu") == "cuda" else "cpu"]
+
+
 def stalled(member: Member, waited: float) -> bool:
-    """Whether a fold of `member` that has waited `waited` seconds for its next epoch is far behind the plan (a
-    compiled model's first epoch also compiles, for a time nothing predicts: never judged)."""
+    """Whether a fold of `member` that has waited `waited` seconds for its next epoch since it was ready (or since
+    its last epoch) is far behind the plan (a compiled model's first epoch also compiles, for a time nothing
+    predicts: never judged)."""
     if getattr(member.settings, "compile", False):
         return False
-    grace = STALL_GRACE_SECONDS["cuda" if getattr(member.settings, "device", "cpu") == "cuda" else "cpu"]
-    return member.step_seconds > 0 and waited > grace + STALL_EPOCHS * member.step_seconds
+    return member.step_seconds > 0 and waited > _grace(member) + STALL_EPOCHS * member.step_seconds
+
+
+def startup_overran(member: Member, waited: float, together: int) -> bool:
+    """Whether a fold of `member` still not ready after `waited` seconds, `together` folds starting on its card at
+    once, is past its planned start-up and the grace (a member planned without a start-up of its own: never)."""
+    expected = startup_on_card(member.startup_seconds, together)
+    return member.startup_seconds > 0 and waited > expected + _grace(member)
+
+
+def startup_measured(member: Member, seconds: float, together: int) -> float | None:
+    """One fold's start-up alone, from a fold that was ready after `seconds` with `together` starting on its card
+    at once, where it differs enough from the member's estimate to replace it (None: the estimate stands, or the
+    member has none of its own)."""
+    if member.startup_seconds <= 0:
+        return None
+    alone = seconds / (startup_on_card(1.0, together))
+    off = abs(alone - member.startup_seconds)
+    return alone if off > max(STARTUP_TOLERANCE_SECONDS, STARTUP_TOLERANCE * member.startup_seconds) else None
+
+
+def with_startup(member: Member, alone: float) -> Member:
+    """`member` whose folds expect `alone` seconds of start-up each (starting alone on a card): its folds' least,
+    expected and longest walls move by the difference; its epoch pace and settings stay."""
+    more = alone - member.startup_seconds
+    walls = {k: round(max(0.0, getattr(member, k) + more), 1) if getattr(member, k) else 0.0
+             for k in ("fold_seconds", "min_fold_seconds", "max_fold_seconds")}
+    return member.model_copy(update=dict(startup_seconds=round(alone, 2), **walls))
 
 
 def close_enough(member: Member, actual_step_seconds: float) -> bool:

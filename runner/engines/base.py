@@ -7,12 +7,14 @@ so planning never pays for torch or catboost imports.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, ClassVar
 
 import numpy as np
 
+from runner.common.atomic import write_json
 from runner.planning.portfolio import Member, PlanContext, Settings
 from runner.competition.spec import CompetitionSpec
 
@@ -23,6 +25,9 @@ if TYPE_CHECKING:
 MEASURE_CAP = 30.0  # seconds any one engine may spend measuring, whatever the budget
 TARGET_MEMORY_FRACTION = 0.8  # of a GPU's memory a plan aims its folds at: room for the allocator's slack
 EPOCH_LOG = "epochs.jsonl"  # per-epoch lines a running fold may write into its folder, read by the supervisor
+# written once by a fold when its start-up is over and its first epoch begins: the supervisor's stall clock starts
+# there, and what came before is start-up, never an epoch's pace
+READY_FILE = "ready.json"
 
 
 @dataclass
@@ -82,6 +87,17 @@ def replanned_at_pace(plan_member: Callable[[PlanContext, float], Member], conte
     return None if again.left_out else replanned(again, step_seconds, expected, context.window)
 
 
+def say_ready(out_dir: Path, probe_seconds: float = 0.0) -> None:
+    """The fold's start-up is over (its process, data, device, weights and batch): what follows is training. Said
+    once, on the monotonic clock every process shares: when (`at`), since when (`started`: this process's start,
+    so a wait for the fork server before it is not counted), and what of it the batch probe took."""
+    from runner.common.budget import process_start
+
+    path = Path(out_dir) / READY_FILE
+    if not path.exists():
+        write_json(path, dict(at=time.monotonic(), started=process_start(), probe_seconds=round(probe_seconds, 2)))
+
+
 class DeadlineReached(Exception):
     """The fold's deadline arrived before anything usable was trained."""
 
@@ -93,6 +109,9 @@ class Engine:
     inputs: ClassVar[str]  # the Dataset view it trains on: table | text | image
     Settings: ClassVar[type[Settings]] = Settings
     fills_window: ClassVar[bool] = False  # its folds stretch to the time they are given (epochs), not a fixed fit
+    # its folds call `say_ready` themselves once device, weights and batch are in place; for the others the fold
+    # worker says it when the fold's data is read
+    says_ready: ClassVar[bool] = False
     measure_share: ClassVar[float] = 0.0  # of the budget that `measure` may take (capped at MEASURE_CAP seconds)
     accelerated: ClassVar[bool] = False  # on a machine with GPUs its members take GPU slots
     steps: ClassVar[str] = "epochs"  # what a fold's `epochs` counts: epochs, rounds, fits

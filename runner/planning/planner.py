@@ -42,7 +42,7 @@ CHEAP_FIRST_SHARE = 0.2
 # 3 s fold at 53 s, planned nothing and kept the class prior); its folds end at their deadlines, so only time that
 # nothing else could use is risked
 STILL_TRIED = 4.0
-SCALED = ("fold_seconds", "min_fold_seconds", "max_fold_seconds", "prepare_seconds", "step_seconds")
+SCALED = ("fold_seconds", "min_fold_seconds", "max_fold_seconds", "prepare_seconds", "step_seconds", "startup_seconds")
 
 log = logging.getLogger("runner")
 

@@ -67,6 +67,10 @@ class Member(BaseModel):
     min_fold_seconds: float = 0.0  # the least wall that still ends with a usable fold
     max_fold_seconds: float = 0.0  # the longest a fold may take (0: a share of the window, as for epochs)
     step_seconds: float = 0.0  # expected seconds per epoch, round or fit (0: not estimated), against the actual
+    # expected start-up of one fold starting alone on its card or cores (process, data, device, weights, batch
+    # probe), part of fold_seconds and min_fold_seconds; folds starting on one card at once each pay more
+    # (runner.units.deadlines.startup_on_card). 0: not planned apart from the fold
+    startup_seconds: float = 0.0
     prepare_threads: int = 0  # cores its prepare step holds (0: it has none, or the same as a fold)
     prepare_seconds: float = 0.0  # expected wall of its prepare step
     # where its prepare step computes: "gpu" takes a whole GPU (embeddings through a network); "cpu" takes cores

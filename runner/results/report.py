@@ -27,7 +27,9 @@ class RunReport(Saved):
     hardware: dict | None = None
     plan: dict | None = None
     spec: dict | None = None
-    folds: tuple[dict, ...] = ()  # every unit's FoldResult (member, fold, status, score, epochs, seconds, ...)
+    # every unit's FoldResult: member, fold, status, score; its start-up (`startup_seconds`, to ready) and the batch
+    # probe's part of it (`probe_seconds`), epochs and their seconds, test prediction (`predict_seconds`), ...
+    folds: tuple[dict, ...] = ()
     members: tuple[dict, ...] = ()  # name, engine, slot, folds, folds_done, cv, weight, seconds, gain, status
     blend: dict | None = None  # weights, cv, rows, start, member_cv
     units: tuple[dict, ...] = ()  # member, fold, lane, start, end, status, score, threads: when and where each ran

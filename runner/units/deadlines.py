@@ -1,8 +1,14 @@
 """When a unit starting now must end, and the least time it needs (pure: the scheduler hands in what it knows).
 
 Members whose folds stretch to fill the time they get (a CNN's epochs, or boosters whose rounds were not timed) get
-an equal share of the window left per wave of their folds (AutoGluon's "time left / folds left"); the others get
-their planned longest fold, measured folds replacing the plan's estimate as they arrive.
+an equal share of the window left per wave of their folds (AutoGluon's "time left / folds left"), the folds of the
+member running now counted in their wave, so one wave's folds share one deadline; the others get their planned
+longest fold, measured folds replacing the plan's estimate as they arrive.
+
+Start-up (process, data, and on a card the CUDA context, weights and batch probe) is a cost of its own, apart from
+an epoch's pace: each fold pays it, so each wave does, and folds starting on one card at once each pay more. A
+fold's least time counts it, and where a wave's share of the window could not hold it, the window is cut into
+fewer waves.
 """
 from __future__ import annotations
 
@@ -14,18 +20,43 @@ from runner.planning.portfolio import Member, Plan
 
 MIN_FOLD_SECONDS = 1.0  # below this no unit can load its data and fit anything (forked units start in ~0.1 s)
 MEASURED_SLACK = 1.5  # a fold that does not stretch may take this many times the longest measured one
+# of one fold's start-up, the share that folds starting on one card at once pay one after another: the card's own
+# work (its CUDA context, cuDNN's search running candidate kernels on it). Taken as all of it until a card says
+# otherwise: on an H200 three folds starting at once each sat ~47 s in their first backward
+STARTUP_SERIAL_SHARE = 1.0
 
 
-def fold_deadline(now: float, training_deadline: float, pending: int, slots: int) -> float:
-    """Equal share of the time left for the waves of folds still to run."""
+def startup_on_card(alone: float, together: int) -> float:
+    """A fold's start-up when `together` folds (it included) start on its card at once, from one's alone."""
+    return alone * (1 + STARTUP_SERIAL_SHARE * (max(1, together) - 1))
+
+
+def fold_deadline(now: float, training_deadline: float, pending: int, slots: int, need: float = 0.0) -> float:
+    """Equal share of the time left for the waves of folds still to run, in as many waves as each can hold `need`
+    (its folds' start-up and least training): fewer, and longer, where start-up would leave a wave too little."""
+    left = training_deadline - now
     waves = max(1, math.ceil(pending / max(1, slots)))
-    return now + (training_deadline - now) / waves
+    if need > 0:
+        waves = max(1, min(waves, int(left // need)))
+    return now + left / waves
 
 
 def least_seconds(results: list[FoldResult]) -> float | None:
     """Shortest time a fold needs, from the folds that produced something (None before the first)."""
     usable = [r.least_seconds for r in results if r.usable]
     return min(usable) if usable else None
+
+
+def fold_need(member: Member, done: list[FoldResult], together: int = 1) -> float:
+    """The least a fold of `member` needs to end usable: its start-up with `together` folds starting on its card
+    at once, and the rest of its least fold (one epoch, or its fit, and test predictions) as measured on `done`,
+    or as planned. A member planned without a start-up of its own keeps it inside its least fold."""
+    alone = member.startup_seconds
+    if not alone:
+        return max(MIN_FOLD_SECONDS, least_seconds(done) or member.min_fold_seconds)
+    usable = [r for r in done if r.usable]
+    rest = min(r.least_seconds - r.startup_seconds for r in usable) if usable else member.min_fold_seconds - alone
+    return max(MIN_FOLD_SECONDS, max(0.0, rest) + startup_on_card(alone, together))
 
 
 def capacity(member: Member, plan: Plan) -> int:
@@ -40,18 +71,27 @@ def lane_capacity(plan: Plan, lane: str) -> int:
     return max([capacity(m, plan) for m in plan.members if m.slot == lane] or [1])
 
 
+def starting_together(member: Member, pending: int, starting: int) -> int:
+    """Folds of `member` expected to start on one card at once with the one starting now: as many as share a card
+    and are still to start (`pending`, this one included) or still starting (`starting`); one on the CPU."""
+    if member.slot != "gpu":
+        return 1
+    return max(1, min(max(1, member.per_gpu), pending + starting))
+
+
 def prepare_deadline(member: Member, training_deadline: float) -> tuple[float, float]:
     """(deadline, least seconds it needs) for a member's prepare step: room is left for one shortest fold."""
     return training_deadline - member.min_fold_seconds, max(MIN_FOLD_SECONDS, member.prepare_seconds * 0.25)
 
 
 def fold_window(member: Member, now: float, training_deadline: float, done: list[FoldResult], pending: int,
-                slots: int) -> tuple[float, float]:
+                slots: int, running: int = 0, together: int = 1) -> tuple[float, float]:
     """(deadline, least seconds it needs) for one of the member's folds starting now; `done`: its folds that
-    ended, `pending`: its folds still waiting (this one included), `slots`: how many run at once."""
-    need = max(MIN_FOLD_SECONDS, least_seconds(done) or member.min_fold_seconds)
+    ended, `pending`: its folds still waiting (this one included), `slots`: how many run at once, `running`: its
+    folds running now (their wave is this one's when there is room beside them), `together`: its folds starting
+    on this one's card at once (starting_together)."""
+    need = fold_need(member, done, together)
     if get_engine(member.engine).fills_window or not member.max_fold_seconds:
-        deadline = fold_deadline(now, training_deadline, pending, slots)
-        return (deadline if deadline - now >= need else training_deadline), need
+        return fold_deadline(now, training_deadline, pending + running, slots, need), need
     longest = max([member.max_fold_seconds, *(MEASURED_SLACK * r.wall_seconds for r in done if r.usable)])
     return min(training_deadline, now + longest), need

@@ -1,11 +1,11 @@
 """Reading running folds' epoch lines as they are written, each once, with the GPU's utilisation over that epoch
-from the monitor's samples."""
+from the monitor's samples; and when each fold said its start-up was over (its ready file)."""
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from runner.engines.base import EPOCH_LOG
+from runner.engines.base import EPOCH_LOG, READY_FILE
 
 SPEED_UNITS = {"images": "img", "rows": "rows"}  # what an epoch line's speed may count, and its short name
 
@@ -26,6 +26,26 @@ class EpochReader:
         complete = data[: data.rfind(b"\n") + 1]  # a line being written waits for the next read
         self.offsets[str(folder)] = self.offsets.get(str(folder), 0) + len(complete)
         return [json.loads(line) for line in complete.splitlines() if line.strip()]
+
+
+def read_ready(folder: Path) -> dict | None:
+    """What a fold said when its start-up was over (`at` and its process's start, `started`, monotonic;
+    `probe_seconds`), None before it did."""
+    path = Path(folder) / READY_FILE
+    try:
+        return json.loads(path.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):  # not yet (it is written by a rename: never half)
+        return None
+
+
+def ready_at(item) -> float | None:
+    """When a running unit said it was ready (monotonic), read from its folder until it has, then kept on it with
+    the start-up it said (`startup`: from its process's start)."""
+    if getattr(item, "ready_at", None) is None:
+        said = read_ready(Path(item.task.out_dir))
+        item.ready_at = said["at"] if said else None
+        item.startup = said["at"] - said.get("started", item.started) if said else None
+    return item.ready_at
 
 
 def utilisation(samples: list[dict], gpu: int | None, since: float, until: float) -> float | None:

@@ -16,9 +16,10 @@ from pathlib import Path
 from runner.units import processes
 from runner.common import stacks
 from runner.common.budget import Budget
-from runner.engines.base import EPOCH_LOG
-from runner.units.tasks import FoldResult, FoldTask
-from runner.planning.portfolio import Member, Plan
+from runner.engines.base import EPOCH_LOG, READY_FILE
+from runner.units.epoch_lines import ready_at
+from runner.units.tasks import PREPARE, FoldResult, FoldTask
+from runner.planning.portfolio import Plan
 from runner.common.saved import Saved
 from runner.units.unit_queue import Unit
 
@@ -27,6 +28,9 @@ FINAL_SECONDS = 1.0  # kept after the last kill for the supervisor's final write
 STOP_SECONDS = 3.0  # a stopping run (SIGTERM) gives its units this long to write what they have, then kills them
 POLL_SECONDS = 0.05  # forked units of small tables end within a tenth of a second
 DATA_WAIT_LIMIT = 0.2  # a GPU fold waiting on its loader longer than this share of an epoch gets no CPU rival
+# of its card, what a prepare step on a GPU books when its member names no share (embeddings: a frozen network in
+# inference, no gradients, a batch of 64 images; the H200 ran one at 3-6% busy): the network folds keep the rest
+PREPARE_GPU_SHARE = 0.25
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,8 @@ class Running:
     started: float
     lane: str  # "gpu 0", "cpu 1", "cpu 0,1": where the run's plot draws it
     killed: KilledUnit | None = None
+    ready_at: float | None = None  # when it said its start-up was over (runner.units.epoch_lines.ready_at)
+    startup: float | None = None  # the start-up it said then: from its process's start to ready
 
 
 def _last_line(log: Path) -> str:
@@ -96,13 +102,13 @@ class Slots:
         held = len(self.running) * plan.unit_bytes
         return not plan.memory_bytes or not self.running or held + plan.unit_bytes <= plan.memory_bytes
 
-    def free_gpu(self, member: Member, gpus: int) -> int | None:
-        """A GPU with room for one more fold of this member (its share: 1 / per_gpu), the least loaded first."""
+    def free_gpu(self, unit: Unit, gpus: int) -> int | None:
+        """A GPU with room for one more unit like this one (its share: `gpu_share`), the least loaded first."""
         load = [0.0] * gpus
         for r in self.running:
             if r.unit.on_gpu and r.task.gpu is not None:
-                load[r.task.gpu] += 1 / max(1, r.unit.member.per_gpu)
-        share = 1 / max(1, member.per_gpu)
+                load[r.task.gpu] += gpu_share(r.unit)
+        share = gpu_share(unit)
         fits = [g for g in range(gpus) if load[g] + share <= 1 + 1e-9]
         return min(fits, key=lambda g: load[g]) if fits else None
 
@@ -135,7 +141,8 @@ class Slots:
         started when that is news (once, not for every unit while no server is asked), else ''."""
         out = Path(task.out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        (out / "manifest.json").unlink(missing_ok=True)
+        for stale in ("manifest.json", READY_FILE, EPOCH_LOG):  # an earlier run's, in a folder used again
+            (out / stale).unlink(missing_ok=True)
         (out / "task.json").write_text(json.dumps(task.to_json(), indent=2))
         log = out / "fold.log"
         wait = min(processes.fork_server.START_SECONDS, max(1.0, budget.deadline - FINAL_SECONDS - now))
@@ -207,11 +214,25 @@ class Slots:
         return ended
 
 
+def gpu_share(unit: Unit) -> float:
+    """What of its card a unit books: a fold 1 / its member's `per_gpu`; a prepare step the same where its member
+    names a share, else PREPARE_GPU_SHARE (never the whole card: the H200 held three network folds back for 15 s
+    behind a features member's embeddings booked as all of it)."""
+    per_gpu = unit.member.per_gpu
+    if unit.fold == PREPARE and not per_gpu:
+        return PREPARE_GPU_SHARE
+    return 1 / max(1, per_gpu)
+
+
 def _read_result(running: Running) -> FoldResult:
-    """What an ended unit wrote (its manifest), or a failure saying how it ended and where it was."""
+    """What an ended unit wrote (its manifest), or a failure saying how it ended, where it was, and its start-up:
+    as it said it, or all it ran when it never said it was ready."""
     manifest = Path(running.task.out_dir) / "manifest.json"
     if manifest.exists():
         return FoldResult.load(manifest)
+    wall = time.monotonic() - running.started
+    ready = ready_at(running) if running.unit.fold != PREPARE else None
+    startup = wall if ready is None else running.startup
     if killed := running.killed:
         where = killed.stacks[0] if killed.stacks else "no stacks"
         why = f"killed {killed.why} at {killed.at:.1f} s ({killed.how}); it was in {where}"
@@ -219,4 +240,7 @@ def _read_result(running: Running) -> FoldResult:
         why = "ended, its exit code unknown (the fork server that started it had stopped)"
     else:
         why = f"exited with code {code}: {_last_line(running.log)}"
-    return FoldResult(running.unit.fold, "failed", running.unit.member.name, message=why)
+    if ready is None and running.unit.fold != PREPARE:
+        why += f" (not ready after {wall:.0f} s of start-up)"
+    return FoldResult(running.unit.fold, "failed", running.unit.member.name, message=why,
+                      startup_seconds=round(startup, 2), wall_seconds=round(wall, 2))

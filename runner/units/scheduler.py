@@ -6,9 +6,11 @@ a share of one GPU; the cores held never exceed the cores the run may use. GPU u
 members only take the cores GPU folds leave; and while a running GPU fold waits on its loader for more than
 DATA_WAIT_LIMIT of an epoch, no CPU unit starts. CPU members start in plan order.
 
-A fold's deadline comes from `runner.units.deadlines`; a unit that cannot finish even with the whole window left is not
-started. The queue's bookkeeping is `runner.units`. When a lane runs out of planned members, `more(lane)` may hand
-it another (a bag of the best member) until it says stop.
+A fold's deadline comes from `runner.units.deadlines` (its start-up counted, with the folds starting on its card at
+once); a unit that cannot finish even with the whole window left is not started. The queue's bookkeeping is
+`runner.units`. When a lane runs out of planned members, `more(lane)` may hand it another (a bag of the best
+member); when it has none, the lane is asked again each time more units have ended (what they measured may show
+that one fits after all), so a card does not idle while a fold could still finish on it.
 
 Nothing a unit does can hold the run: the scheduler never waits on one (`runner.units.running` kills what overruns, all
 at once, its stacks taken first), and each kill is named in the report with why, how, when and where it was.
@@ -20,11 +22,12 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from runner.common.budget import Budget, interrupts_between_steps, raise_if_interrupted
-from runner.units.deadlines import MIN_FOLD_SECONDS, capacity, fold_window, prepare_deadline
+from runner.units.deadlines import MIN_FOLD_SECONDS, capacity, fold_window, prepare_deadline, starting_together
 from runner.engines import get_engine
 from runner.units.tasks import PREPARE, FoldResult, FoldTask
 from runner.planning.portfolio import Member, Plan
 from runner.common.saved import Saved
+from runner.units.epoch_lines import ready_at
 from runner.units.running import POLL_SECONDS, Running, Slots
 from runner.units.unit_queue import Unit, UnitQueue
 
@@ -86,7 +89,8 @@ class Scheduler:
     on_action: Callable[[str], None] = lambda _: None
     results: list[FoldResult] = field(default_factory=list)
     records: list[UnitRecord] = field(default_factory=list)
-    closed: set[str] = field(default_factory=set)  # lanes `more` has nothing further for
+    # lanes `more` had nothing for, with how many units had ended then: asked again once more have
+    closed: dict[str, int] = field(default_factory=dict)
     fork: bool = True  # units forked from a fork server with the engines' libraries imported (else started)
     reused: dict[str, set[int]] = field(default_factory=dict)  # member -> folds an earlier run already finished
 
@@ -122,8 +126,8 @@ class Scheduler:
     def free_cores(self) -> int:
         return self.plan.cpus - self.slots.cores_held()
 
-    def free_gpu(self, member: Member) -> int | None:
-        return self.slots.free_gpu(member, self.plan.gpus)
+    def free_gpu(self, unit: Unit) -> int | None:
+        return self.slots.free_gpu(unit, self.plan.gpus)
 
     def loader_starved(self) -> bool:
         """Whether a running GPU fold spent more than DATA_WAIT_LIMIT of its last epoch waiting for data (said
@@ -139,7 +143,10 @@ class Scheduler:
         if unit.fold == PREPARE:
             return prepare_deadline(member, end)
         done = [r for r in self.results if r.member == member.name and r.fold != PREPARE]
-        return fold_window(member, now, end, done, self.pending.pending(member.name), capacity(member, self.plan))
+        mine = [r for r in self.running if r.unit.member.name == member.name and r.unit.fold != PREPARE]
+        pending = self.pending.pending(member.name)
+        together = starting_together(member, pending, sum(1 for r in mine if ready_at(r) is None))
+        return fold_window(member, now, end, done, pending, capacity(member, self.plan), len(mine), together)
 
     def _start(self, unit: Unit, now: float, gpu: int | None, threads: int, lane: str) -> None:
         deadline, _ = self._deadline(unit, now)
@@ -160,7 +167,7 @@ class Scheduler:
         leave the cores to it)."""
         waiting = False
         for unit in [u for u in self.queue if u.on_gpu and self.pending.ready(u)]:
-            gpu = self.free_gpu(unit.member)
+            gpu = self.free_gpu(unit)
             if gpu is None or unit not in self.queue or not self._fits_in_time(unit, now):
                 continue
             if self.free_cores() < unit.threads or not self.slots.memory_for_one_more(self.plan):
@@ -182,26 +189,35 @@ class Scheduler:
             if self._fits_in_time(unit, now):
                 self._start(unit, now, None, threads, self.slots.cpu_lane(threads, self.plan.cpus))
 
+    def _ended_units(self) -> int:
+        """Units that ran and ended (those skipped unstarted measure nothing)."""
+        return sum(1 for r in self.results if r.status != "skipped")
+
     def _ask_for_more(self) -> None:
+        """A lane with room and nothing queued asks for another member; one that had none is asked again only once
+        more units have ended, and re-opens when one fits now."""
         for lane in ("gpu", "cpu"):
-            if lane in self.closed or (lane == "gpu" and not self.plan.gpus):
+            if self.closed.get(lane) == self._ended_units() or (lane == "gpu" and not self.plan.gpus):
                 continue
             busy = any((u.on_gpu if lane == "gpu" else not u.on_gpu) for u in self.queue)
-            room = self.free_cores() > 0 and (lane == "cpu" or any(self.free_gpu(m) is not None
+            room = self.free_cores() > 0 and (lane == "cpu" or any(self.free_gpu(Unit(m, 0)) is not None
                                                                    for m in self.plan.members if m.slot == "gpu"))
             if busy or not room:
                 continue
             member = self.more(lane)
             if member is None:
-                self.closed.add(lane)
-            else:
-                self.add(member)
+                self.closed[lane] = self._ended_units()
+                continue
+            if self.closed.pop(lane, None) is not None:
+                self.on_action(f"the {lane} lane re-opened: {member.name} fits the "
+                               f"{self.budget.training_left():.0f} s left, by what the units that ended measured")
+            self.add(member)
 
     def _unstartable(self) -> None:
         """With nothing running, units that still cannot start never will (more cores or a GPU than the run has,
         a prepare step that never ran): drop them with the reason, so the run cannot spin."""
         launchable = [u for u in self.queue if self.pending.ready(u) and (not u.on_gpu or (
-            u.threads <= self.plan.cpus and self.free_gpu(u.member) is not None))]
+            u.threads <= self.plan.cpus and self.free_gpu(u) is not None))]
         if launchable:
             return
         for unit in list(self.queue):

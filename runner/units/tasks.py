@@ -42,7 +42,11 @@ class FoldResult(Saved):
     best_epoch: int = 0
     n_train: int = 0
     n_val: int = 0
-    startup_seconds: float = 0.0  # process start to data ready
+    # process start to ready: data read, and for an engine that says so itself its device, weights and batch (on a
+    # card the CUDA context and cuDNN's first search): a cost of its own, never an epoch's; a unit killed before
+    # it was ready, all it ran
+    startup_seconds: float = 0.0
+    probe_seconds: float = 0.0  # of the start-up, what the batch probe took (0: no probe)
     epoch_seconds: float = 0.0  # mean seconds per epoch (or per whole fit for one-shot engines)
     predicted_epoch_seconds: float = 0.0  # what the plan expected for one (0: not estimated)
     min_train_seconds: float = 0.0  # the least training that gives a usable model

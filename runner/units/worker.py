@@ -26,7 +26,8 @@ from runner.common.atomic import replacing, write_json, write_npy
 from runner.common.budget import process_start, stop_on_sigterm
 from runner.data.dataset import rows_of
 from runner.engines import get_engine
-from runner.engines.base import DeadlineReached, FoldData
+from runner.engines.base import DeadlineReached, FoldData, say_ready
+from runner.units.epoch_lines import read_ready
 from runner.units.tasks import PREPARE, FoldResult, FoldTask, assign_folds
 
 
@@ -75,8 +76,9 @@ def train(task: FoldTask, started: float) -> FoldResult:
     fold_ids = assign_folds(dataset.y, dataset.spec.is_classification, member.folds, member.split_seed,
                             groups=dataset.groups)
     data = fold_data(dataset, engine.inputs, fold_ids, task.fold)
-    startup = time.monotonic() - started
-    sizes = dict(n_train=len(data.y_train), n_val=len(data.y_val), startup_seconds=round(startup, 2))
+    if not engine.says_ready:
+        say_ready(out)
+    sizes = dict(n_train=len(data.y_train), n_val=len(data.y_val))
     # started on fewer cores than its member planned (other processes took some): use only those
     settings = member.settings if member.settings.threads <= task.threads else \
         member.settings.model_copy(update=dict(threads=task.threads))
@@ -84,7 +86,7 @@ def train(task: FoldTask, started: float) -> FoldResult:
         result = engine.train_fold(settings, data, out, task.deadline)
     except DeadlineReached as exc:
         return FoldResult(task.fold, "failed", member.name, message=str(exc), out_of_time=True,
-                          wall_seconds=round(time.monotonic() - started, 2), **sizes)
+                          wall_seconds=round(time.monotonic() - started, 2), **sizes, **startup(out, started))
     val_pred, test_pred = (as_predictions(p, dataset.classes) for p in (result.val_pred, result.test_pred))
     write_npy(out / "val.npy", val_pred)
     write_npy(out / "test.npy", test_pred)
@@ -96,7 +98,16 @@ def train(task: FoldTask, started: float) -> FoldResult:
         min_train_seconds=round(result.min_train_seconds, 3),
         train_seconds=round(result.train_seconds, 2), predict_seconds=round(result.predict_seconds, 2),
         wall_seconds=round(time.monotonic() - started, 2), checkpoint=str(result.checkpoint),
-        message=result.message, changes=result.changes, **sizes)
+        message=result.message, changes=result.changes, **sizes, **startup(out, started))
+
+
+def startup(out: Path, started: float) -> dict:
+    """The fold's start-up as it said it (process start to ready) and the batch probe's part of it; all it ran
+    when it never said it was ready."""
+    ready = read_ready(out)
+    if ready is None:
+        return dict(startup_seconds=round(time.monotonic() - started, 2))
+    return dict(startup_seconds=round(ready["at"] - started, 2), probe_seconds=ready["probe_seconds"])
 
 
 def main(argv: list[str], started: float | None = None) -> int:

@@ -33,6 +33,7 @@ class Timm(Engine):
     accelerated = True
     Settings = ImageSettings
     fills_window = True
+    says_ready = True  # once its model, loaders and (on a card) batch are in place: training.train
     measure_share = MEASURE_SHARE
     time_scaled = ("epochs", "epoch_seconds", "max_epochs")
     # imported once by the fork server: a fold that imports torch and timm itself starts 8 s later (an H200 machine)

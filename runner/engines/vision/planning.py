@@ -240,7 +240,7 @@ def _member(context: PlanContext, settings: ImageSettings, folds: int, per_gpu: 
     return Member(name="timm", engine="timm", slot="gpu" if gpu else "cpu", settings=settings, folds=folds,
                   threads=threads, per_gpu=per_gpu, fold_seconds=round(fold_seconds, 1),
                   min_fold_seconds=round(min_fold_seconds, 1), step_seconds=settings.epoch_seconds,
-                  prepare_threads=context.cores,
+                  startup_seconds=STARTUP_SECONDS["cuda" if gpu else "cpu"], prepare_threads=context.cores,
                   prepare_seconds=_prepare_seconds(context), expected_gain=PRIOR_GAIN, reasons=tuple(reasons))
 
 
@@ -289,7 +289,7 @@ def kept_member(member: Member, step_seconds: float, window: float) -> Member:
     """`member` as it is, at the pace a real epoch showed: its start-up stays, an epoch takes `step_seconds` and its
     test predictions as much longer as the epoch did, so a later fold starts only with time for start-up, an epoch
     and its predictions (the scheduler's least time for a fold is `min_fold_seconds`)."""
-    startup = STARTUP_SECONDS["cuda" if member.settings.device == "cuda" else "cpu"]
+    startup = member.startup_seconds or STARTUP_SECONDS["cuda" if member.settings.device == "cuda" else "cpu"]
     planned = member.step_seconds
     pace = step_seconds / planned if planned > 0 else 1.0
     predict = max(0.0, member.min_fold_seconds - startup - planned) * pace

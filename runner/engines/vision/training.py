@@ -24,7 +24,7 @@ from timm.scheduler import CosineLRScheduler
 from runner.common import metrics
 from runner.common.atomic import replacing
 from runner.common.budget import past
-from runner.engines.base import EPOCH_LOG, DeadlineReached, EngineResult, FoldData
+from runner.engines.base import EPOCH_LOG, DeadlineReached, EngineResult, FoldData, say_ready
 from runner.engines.networks import (EpochStats, epoch_seconds, fold_share_of_card, log_epoch, probe_batch,
                                      refitted_epochs, smaller_batch, warm_peak_bytes)
 from runner.engines.vision.augment import DeviceAugment
@@ -288,7 +288,9 @@ def train(settings: ImageSettings, data: FoldData, out_dir: Path, deadline: floa
     torch.manual_seed(settings.seed)
     torch.backends.cudnn.benchmark = True  # fixed shapes: pick the fastest kernels once
     torch.set_float32_matmul_precision("high")  # TF32 for an fp32 plan's matrix multiplies, as convolutions have
+    probe_started = time.monotonic()
     settings, probed = confirm_batch(settings, data.n_outputs, max_batch=useful_batch(len(data.x_train)))
+    probe_seconds = time.monotonic() - probe_started
     (out_dir / EPOCH_LOG).unlink(missing_ok=True)
     started, progress, notes = time.monotonic(), Progress(settings.max_epochs), [probed]
     planned_batch = settings.batch_size
@@ -296,6 +298,7 @@ def train(settings: ImageSettings, data: FoldData, out_dir: Path, deadline: floa
         fold = None
         try:  # out of memory building the fold or mid-fold: a smaller batch, from the last finished epoch
             fold = FoldTraining(settings, data, out_dir, deadline, progress)
+            say_ready(out_dir, probe_seconds)  # device, weights, loaders and batch in place: start-up is over
             stopped = fold.run()
             break
         except Exception as exc:
