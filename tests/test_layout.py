@@ -11,7 +11,6 @@ import re
 import shutil
 from pathlib import Path
 
-import pytest
 
 import runner
 from runner.competition.catalog import competitions_dir
