@@ -34,22 +34,30 @@ Sections, each recorded on its own (one failing keeps its error and leaves the o
   each probing its batch, pages restored in tiles) beside LightGBM on the per-pixel table; its folds must train
   on the GPU and the submission must grade below the noisy pages' RMSE (a smoke run: one U-Net fold on the CPU).
 - dog_breed_run: a whole `runner run` of the dog-breed demo at five times its photos (4,800 train, 1,200 test), every
-  engine, for 3 minutes on the card: it must exit 0 within its budget (timed from here) and beat the class prior by
-  a wide margin, in CV and graded on the private answers against the prior's own submission.
+  engine, for 3 minutes on the card: it must exit 0 within its budget (timed from here), beat the class prior by
+  a wide margin, in CV and graded on the private answers against the prior's own submission, and train every CNN
+  fold it planned (5 of 5). It reports how the run used the card: NVML's busy share of the training window (from
+  the run's monitor.jsonl), the seconds the CNN trained in it, and a CNN fold's images a second against the bare
+  training loop of the same model and batch on the same card (measured after the run, in a fresh process).
+- cold_start: for each GPU ladder rung a plan may take on the card (its local weights counted), under each cuDNN
+  policy (benchmark on, off, on with a small benchmark_limit), the first training step's seconds and the steady
+  images a second, each in a fresh process forked from a server that imported torch and timm (as folds are), and
+  the table they make: per rung the policy that trains a fold's images soonest, and the images each slower start
+  needs to pay back.
 The whole runs print each unit the runner killed (report.json's `killed`): member, fold, why, when, its threads'
 stacks.
 
 Groups (GROUPS; `--group NAME`, `make gpu-check GROUP=NAME`) split the sections so that each group fits one
 command on a loaned card; each group's sections live beside this script in a module of their own (gpu_memory.py,
-gpu_speed.py, gpu_runs.py, gpu_dog_breed.py; what they share in gpu_common.py), and this one chooses, runs and
-writes them. Each section prints one PASS, FAIL or SKIP line (SKIP with its reason), and the last line
-counts the PASS lines. The JSON is rewritten after each section; a run of some sections (`--group`, `--only`) keeps
-the others' figures. The exit status is 1 when any section failed. Without a GPU every section is a SKIP line saying
-so, nothing is written and it exits 0 (1 when NVML sees a GPU that torch cannot use: a driver too old for the
-wheel's CUDA). `--cpu-smoke --out PATH.json` runs the sections that can run on a CPU at tiny sizes (the others are
-marked skipped), so the code paths stay tested on machines without one. `--pack-weights MODEL FILE` (`make
-gpu-wheels`) writes EfficientNet-Lite0's or -Lite2's ImageNet weights in 16 bits for a machine without a package
-index. From any folder:
+gpu_speed.py, gpu_runs.py, gpu_dog_breed.py, gpu_cold_start.py; what they share in gpu_common.py), and this one
+chooses, runs and writes them. Each section prints one PASS, FAIL or SKIP line (SKIP with its reason), and the
+last line counts the PASS lines. The JSON is rewritten after each section; a run of some sections (`--group`,
+`--only`) keeps the others' figures. The exit status is 1 when any section failed. Without a GPU every section is a
+SKIP line saying so, nothing is written and it exits 0 (1 when NVML sees a GPU that torch cannot use: a driver too
+old for the wheel's CUDA). `--cpu-smoke --out PATH.json` runs the sections that can run on a CPU at tiny sizes (the
+others are marked skipped), so the code paths stay tested on machines without one. `--pack-weights MODEL FILE`
+(`make gpu-wheels`) writes EfficientNet-Lite0's or -Lite2's ImageNet weights in 16 bits for a machine without a
+package index. From any folder:
 
     PYTHONPATH=/path/to/project python /path/to/project/bench/gpu_check.py [--group NAME]
 """
@@ -69,6 +77,7 @@ import torch
 
 import _common
 from _common import save
+from gpu_cold_start import cold_start
 from gpu_common import FULL, NEEDS_CUDA, SMOKE, Check, absolute_paths, failed, mib, release
 from gpu_dog_breed import dog_breed_run
 from gpu_memory import confirm, hardware, memory, oom_backoff
@@ -93,7 +102,11 @@ GROUPS = {
     "speed": ("monitor", "precision_layout_compile", "planned_vs_failure", "shared_gpu",
               "text_finetune"),  # 6 + 59 + 50 + 56 + 50 s: 3.7 min
     "runs": ("fork_safety", "leased_gpus", "audio", "image_to_image"),  # 109 + 3 + 76 + 76 s: 4.4 min
-    "dog_breed": ("dog_breed_run",),  # a 180 s budget, the photos (about 16 s) and grading: about 3.5 min
+    # a 180 s budget, the photos (about 16 s), grading and the bare loop (a fresh process, its first step
+    # included: up to a minute): about 4.5 min
+    "dog_breed": ("dog_breed_run",),
+    # fresh processes while its 6 minutes last (gpu_cold_start.SECTION_SECONDS), the fork server's imports first
+    "cold_start": ("cold_start",),
 }
 
 
@@ -104,7 +117,7 @@ FUNCTIONS = {"hardware": (hardware, True), "memory": (memory, True), "confirm_ba
              "planned_vs_failure": (planned_vs_failure, True), "shared_gpu": (shared_gpu, False),
              "text_finetune": (text_finetune, True), "fork_safety": (fork_safety, True),
              "leased_gpus": (leased_gpus, True), "audio": (audio, True), "image_to_image": (image_to_image, True),
-             "dog_breed_run": (dog_breed_run, False)}
+             "dog_breed_run": (dog_breed_run, False), "cold_start": (cold_start, False)}
 # (key, function, on a CPU), group after group: the order of a run of them all
 SECTIONS = tuple((key, *FUNCTIONS[key]) for group in GROUPS.values() for key in group)
 
