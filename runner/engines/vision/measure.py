@@ -30,6 +30,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from runner.common.atomic import write_json
 from runner.common.heap import tunables
@@ -69,7 +70,7 @@ class Found:
     timed: list[Throughput] = field(default_factory=list)
     startup: list[StartUp] = field(default_factory=list)
     starting: FirstStep | None = None
-    on_change: object = None  # called with this after each change
+    on_change: Callable[[Found], None] | None = None  # called with this after each change
 
     def changed(self) -> None:
         if self.on_change:
