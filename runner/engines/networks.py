@@ -13,9 +13,8 @@ from typing import Callable
 import numpy as np
 
 from runner.engines.base import TARGET_MEMORY_FRACTION
+from runner.machine.card_memory import CUDA_RUNTIME_BYTES, is_oom  # light: a measuring process reads them
 
-CUDA_RUNTIME_BYTES = 800 * 1024**2  # CUDA context + cuBLAS/cuDNN handles, outside torch's allocator: 787 MiB
-# measured on an H200 (torch 2.11, CUDA 13; `make gpu-check`'s memory section)
 PROBE_TOLERANCE = 0.1  # a probed batch whose warm peak is within this of the target share is taken
 USABLE_SHARE = 0.95  # of a GPU's memory, for the folds sharing it (contexts included)
 WARMUP_SLOWER = 1.3  # a first epoch this much slower than the second paid for warm-up (loader start, cuDNN
@@ -37,19 +36,8 @@ class EpochStats:
         return self.wait_seconds / self.seconds if self.seconds else 0.0
 
 
-# memory failures outside torch's allocator (library handles, workspaces) and the CPU allocator's own message
-OOM_SIGNS = ("CUDNN_STATUS_NOT_SUPPORTED", "CUBLAS_STATUS_ALLOC_FAILED", "CUDNN_STATUS_ALLOC_FAILED",
-             "DefaultCPUAllocator: can't allocate")
-
-
 class IllegalMemoryAccess(RuntimeError):
     """The CUDA context is broken: no retry in this process can help."""
-
-
-def is_oom(exc: BaseException) -> bool:
-    text = str(exc)
-    return (type(exc).__name__ == "OutOfMemoryError" or "out of memory" in text.lower()
-            or any(sign in text for sign in OOM_SIGNS))
 
 
 def is_illegal_access(exc: BaseException) -> bool:

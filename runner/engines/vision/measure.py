@@ -4,8 +4,15 @@ for inference, from a few real steps, plus FLOPs per sample for estimating devic
 Runs in its own process (`python -m runner.engines.vision.measure REQUEST.json OUT.json`) so CUDA state and
 memory never stay in the supervisor. The supervisor hands it an absolute deadline (time.monotonic() is one clock
 for every process here), so its start and imports count; it writes what it has as it goes (the estimates first,
-then after each timed candidate, each time whole), and the supervisor kills it OVERRUN_SECONDS past that deadline
-and plans from what was written. A process that dies leaves the ladder's kept estimates, read without torch.
+then after each candidate's first step and each timed candidate, each time whole), and the supervisor kills it
+OVERRUN_SECONDS past that deadline and plans from what was written. The process checks the deadline between steps
+too, not only between candidates, and says which candidate it is starting before its first step: one stopped in
+that step (a first cuDNN search outlasting the window) leaves its start-up so far, never nothing. A process that
+dies leaves the ladder's kept estimates, read without torch.
+
+It imports only what it needs (torch, timm, and the costs' own plain dataclasses, written without pydantic): the
+engines' shared helpers pull pandas and scikit-learn, and one measuring window on an H200 ended while it was still
+importing them.
 """
 from __future__ import annotations
 
@@ -14,18 +21,22 @@ import dataclasses
 import faulthandler
 import json
 import logging
+import math
 import os
 import signal
 import statistics
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from runner.common.atomic import write_json
 from runner.common.heap import tunables
-from runner.engines.vision.costs import Candidate, ImageCosts, Throughput
+from runner.engines.vision.costs import Candidate, FirstStep, ImageCosts, StartUp, Throughput
 from runner.engines.vision.estimates import estimate, forward_flops, ladder_estimates
+from runner.machine.card_memory import CUDA_RUNTIME_BYTES, is_oom
 
 WARMUP_STEPS = 2  # untimed: the allocator and oneDNN/cuDNN kernel selection happen in the first steps
 MIN_STEPS = 3
@@ -40,20 +51,92 @@ MEASURE_LOG_LINES = 40  # of the measuring process's stderr kept in the run's lo
 OVERRUN_SECONDS = 2.0
 STACKS_SECONDS = 1.0  # past its deadline the process writes its own stacks to its log: where an overrun was
 REAP_SECONDS = 1.0  # for a killed process to be reaped; one stuck in a driver call is left behind, never waited on
+# seconds each training step waits before its backward pass, where a card's cold start spends them (a first cuDNN
+# search): how tests give a real measuring process a step that outlasts its window. Unset in a run
+STEP_WAIT_VARIABLE = "RUNNER_MEASURE_STEP_WAIT"
 
 log = logging.getLogger("runner")
 
 
-def time_candidate(candidate: Candidate, device: str, classes: int) -> Throughput:
+class OutOfTime(Exception):
+    """The next step would end past the measuring deadline: the candidate is left there."""
+
+
+@dataclass
+class Found:
+    """What measuring has found so far, written whole after each change: the timed candidates, each started
+    candidate's start-up, and the candidate in its first step now."""
+
+    timed: list[Throughput] = field(default_factory=list)
+    startup: list[StartUp] = field(default_factory=list)
+    starting: FirstStep | None = None
+    on_change: Callable[[Found], None] | None = None  # called with this after each change
+
+    def changed(self) -> None:
+        if self.on_change:
+            self.on_change(self)
+
+
+@dataclass
+class Watch:
+    """One candidate's clock: the deadline checked before each step (the last step's length ahead of now), and
+    its start-up once its first step ends. The first step is start-up, not pace (on a card it holds cuDNN's
+    search, 47 s where the next took milliseconds), so the second is started whenever the deadline has not
+    passed: a step that overruns costs at most the process's kill, and what it wrote stands."""
+
+    candidate: Candidate
+    device: str
+    deadline: float
+    found: Found
+    began: float = 0.0  # time.monotonic() at its start (0: not started)
+    last: float = 0.0  # seconds the last step took
+    started: bool = False  # its first step ended (or it was left before): its start-up is said
+
+    def start(self) -> None:
+        """Says the candidate is starting, before it builds its model: a stop inside its first step counts. Its
+        start stays the first one where it starts again at a smaller batch."""
+        if not self.started and not self.began:
+            self.began = time.monotonic()
+            self.found.starting = FirstStep(self.candidate, self.device, self.began)
+            self.found.changed()
+
+    def check(self) -> None:
+        if time.monotonic() + self.last > self.deadline:
+            raise OutOfTime(f"{self.candidate.model}: the next step would end past the deadline")
+
+    def stepped(self, seconds: float) -> None:
+        if not self.started:  # the first step ended: the start-up is whole
+            self._said(StartUp(self.candidate, self.device, round(time.monotonic() - self.began, 3)))
+        else:
+            self.last = seconds
+
+    def stopped(self) -> None:
+        """The candidate left before its first step ended (out of time, or failed): its start-up so far."""
+        if not self.started and self.found.starting is not None:
+            self._said(self.found.starting.stopped(time.monotonic()))
+
+    def _said(self, startup: StartUp) -> None:
+        self.started = True
+        self.found.startup.append(startup)
+        self.found.starting = None
+        self.found.changed()
+
+
+def step_wait() -> float:
+    return float(os.environ.get(STEP_WAIT_VARIABLE) or 0.0)
+
+
+def time_candidate(candidate: Candidate, device: str, classes: int, watch: Watch | None = None) -> Throughput:
     """Seconds per sample of training and of inference on `device`: WARMUP_STEPS untimed steps first (allocator,
     oneDNN/cuDNN kernel choice), then each step timed alone, until MIN_TIMED_SECONDS and MIN_STEPS are reached;
-    the median step is what counts (one slow step, another process taking a core, does not)."""
-    import contextlib
-
+    the median step is what counts (one slow step, another process taking a core, does not). `watch` checks the
+    deadline before each step (OutOfTime) and takes the start-up when the first step ends."""
     import timm
     import torch
     import torch.nn.functional as F
 
+    watch = watch or Watch(candidate, device, math.inf, Found())
+    watch.start()  # after the imports: a fold's process has them before its start-up begins
     memory_format = torch.channels_last if candidate.channels_last else torch.contiguous_format
     model = timm.create_model(candidate.model, num_classes=classes).to(device, memory_format=memory_format)
     optimizer = torch.optim.AdamW(model.parameters())
@@ -64,25 +147,32 @@ def time_candidate(candidate: Candidate, device: str, classes: int) -> Throughpu
     x = torch.randn(candidate.batch, 3, size, size, device=device).contiguous(memory_format=memory_format)
     y = torch.randint(0, classes, (candidate.batch,), device=device)
     sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+    wait = step_wait()
 
     def train_step():
         with autocast:
             loss = F.cross_entropy(model(x), y)
         optimizer.zero_grad(set_to_none=True)
+        time.sleep(wait)
         scaler.scale(loss).backward()
         scaler.step(optimizer)
         scaler.update()
 
+    def run(step) -> float:
+        watch.check()
+        started = time.perf_counter()
+        step()
+        sync()
+        seconds = time.perf_counter() - started
+        watch.stepped(seconds)
+        return seconds
+
     def timed(step) -> float:
         for _ in range(WARMUP_STEPS):
-            step()
-        sync()
+            run(step)
         seconds: list[float] = []
         while len(seconds) < MAX_STEPS and (len(seconds) < MIN_STEPS or sum(seconds) < MIN_TIMED_SECONDS):
-            started = time.perf_counter()
-            step()
-            sync()
-            seconds.append(time.perf_counter() - started)
+            seconds.append(run(step))
         return statistics.median(seconds) / candidate.batch
 
     train = timed(train_step)
@@ -96,8 +186,6 @@ def timing_batches(candidates: list[Candidate], memory, total_bytes: int) -> lis
     """On a GPU, each candidate at the largest batch (a multiple of 8, from its own up to TIMING_BATCH_MAX) whose
     memory estimate fits TIMING_MEMORY_SHARE of the card: at batch 32 a small model's step on a large card is
     mostly kernel launches, several times slower per sample than the batch its folds will train at."""
-    from runner.engines.networks import CUDA_RUNTIME_BYTES
-
     estimates = {(m.model, m.image_size, m.precision): m for m in memory}
     out = []
     for candidate in candidates:
@@ -110,44 +198,47 @@ def timing_batches(candidates: list[Candidate], memory, total_bytes: int) -> lis
     return out
 
 
-def _timed_or_smaller(candidate: Candidate, device: str, classes: int, smaller: int) -> Throughput:
+def _timed_or_smaller(candidate: Candidate, device: str, classes: int, smaller: int, watch: Watch) -> Throughput:
     """The candidate timed at its batch, or at `smaller` when that runs out of memory."""
-    from runner.engines.networks import is_oom
-
     try:
-        return time_candidate(candidate, device, classes)
+        return time_candidate(candidate, device, classes, watch)
     except Exception as exc:
         if not is_oom(exc) or candidate.batch <= smaller:
             raise
     import torch
 
     torch.cuda.empty_cache()
-    return time_candidate(dataclasses.replace(candidate, batch=smaller), device, classes)
+    return time_candidate(dataclasses.replace(candidate, batch=smaller), device, classes, watch)
 
 
 def measure(candidates: list[Candidate], device: str, classes: int, deadline: float,
-            smaller: int = 32, flops: dict | None = None, on_timed=None) -> list[Throughput]:
-    """Time candidates in order until the deadline (time.monotonic()) is near; an OOM at a candidate's batch is
-    tried again at `smaller`, and one there too skips the candidate; `on_timed(results)` after each. Then
-    cross-check them (`outliers`, from `flops` where given): one far off the others' FLOPs per second is timed
-    again while there is time, and left out when it still is."""
-    from runner.engines.networks import is_oom
-
-    results, spent = [], []
+            smaller: int = 32, flops: dict | None = None, found: Found | None = None) -> list[Throughput]:
+    """Time candidates in order until the deadline (time.monotonic()) is near, checked before each step; an OOM
+    at a candidate's batch is tried again at `smaller`, and one there too skips the candidate. `found` holds what
+    was timed and each started candidate's start-up (calling its `on_change` after each). Then cross-check them
+    (`outliers`, from `flops` where given): one far off the others' FLOPs per second is timed again while there
+    is time, and left out when it still is."""
+    found = found or Found()
+    results, spent = found.timed, []
     for candidate in candidates:
         expected = max(spent, default=0.0)
         if time.monotonic() + expected > deadline:
             break
-        started = time.monotonic()
+        started, watch = time.monotonic(), Watch(candidate, device, deadline, found)
         try:
-            results.append(_timed_or_smaller(candidate, device, classes, smaller))
+            results.append(_timed_or_smaller(candidate, device, classes, smaller, watch))
+        except OutOfTime:
+            print(f"measure: {candidate.model} at {candidate.image_size} px ({candidate.precision}) left at the "
+                  "deadline", file=sys.stderr)
+            watch.stopped()
+            break
         except Exception as exc:  # a candidate that cannot run here is simply not planned
             if not is_oom(exc):
                 print(f"measure: {candidate.model} {candidate.precision}: {type(exc).__name__}: {exc}",
                       file=sys.stderr)
+        watch.stopped()
         spent.append(time.monotonic() - started)
-        if on_timed:
-            on_timed(results)
+        found.changed()
     flops = dict(flops or {})
     for t in results:  # a forward pass on the CPU for those not estimated already
         name = f"{t.candidate.model}@{t.candidate.image_size}"
@@ -155,7 +246,10 @@ def measure(candidates: list[Candidate], device: str, classes: int, deadline: fl
     for odd in outliers(results, flops):
         if time.monotonic() + max(spent, default=0.0) > deadline:
             break
-        again = time_candidate(odd.candidate, device, classes)
+        try:
+            again = time_candidate(odd.candidate, device, classes, Watch(odd.candidate, device, deadline, Found()))
+        except OutOfTime:
+            break
         results[results.index(odd)] = again
         if again in outliers(results, flops):
             results.remove(again)
@@ -201,8 +295,9 @@ def gather_costs(candidates: list[Candidate], device: str, classes: int, threads
         env.update(CUDA_DEVICE_ORDER="PCI_BUS_ID", CUDA_VISIBLE_DEVICES=card)
     failure = _run([sys.executable, "-m", "runner.engines.vision.measure", str(request), str(out)], env, said,
                    deadline, seconds)
+    ended = time.monotonic()
     _said(said.read_text(errors="replace") if said.exists() else "")
-    costs = _written(out)
+    costs = _with_startup(_written(out), ended)
     if failure:
         log.warning("measuring %s", failure)
         return _completed(costs, candidates, f"measuring {failure}", estimated)
@@ -253,19 +348,33 @@ def _written(out: Path) -> ImageCosts | None:
         return None
 
 
+def _with_startup(costs: ImageCosts | None, ended: float) -> ImageCosts | None:
+    """The candidate the process was starting when it ended (stopped or died inside its first step): its start-up
+    until `ended` (time.monotonic()), at least that long, instead of nothing."""
+    if costs is None or costs.starting is None:
+        return costs
+    return dataclasses.replace(costs, startup=costs.startup + (costs.starting.stopped(ended),), starting=None)
+
+
+def _unended(costs: ImageCosts) -> str:
+    """The start-ups measuring was stopped inside, in words ('' when none)."""
+    return "".join(f"; {s.candidate.model} at {s.candidate.image_size} px had not ended its first step after "
+                   f"{s.seconds:.1f} s (its start-up is at least that)" for s in costs.startup if not s.ended)
+
+
 def _completed(costs: ImageCosts | None, candidates: list[Candidate], failure: str, estimated: bool) -> ImageCosts:
     """What measuring wrote before `failure`, its missing estimates from the ladder's kept ones (when it was to
     estimate), and a note for the plan."""
     costs = costs or ImageCosts()
-    timed = len(costs.throughput)
+    timed, unended = len(costs.throughput), _unended(costs)
     if not estimated:
-        return dataclasses.replace(costs, note=f"{failure}: {timed} candidate(s) timed before")
+        return dataclasses.replace(costs, note=f"{failure}: {timed} candidate(s) timed before{unended}")
     kept = estimated_costs(candidates, failure)
     have = {(m.model, m.image_size, m.precision) for m in costs.memory}
     memory = costs.memory + tuple(m for m in kept.memory if (m.model, m.image_size, m.precision) not in have)
     return dataclasses.replace(costs, memory=memory, flops={**kept.flops, **costs.flops},
                                note=f"{failure}: {timed} candidate(s) timed, the others planned from the ladder's "
-                                    "memory and FLOPs estimates; the first timed epoch re-plans")
+                                    f"memory and FLOPs estimates; the first timed epoch re-plans{unended}")
 
 
 def estimated_costs(candidates: list[Candidate], why: str) -> ImageCosts:
@@ -303,15 +412,18 @@ def main(argv: list[str]) -> int:
         torch.backends.cudnn.benchmark = True  # as folds train: cuDNN's fastest kernels for the fixed shapes
         candidates = timing_batches(candidates, memory, torch.cuda.get_device_properties(0).total_memory)
     if request.get("time"):
-        timed = measure(candidates, request["device"], request["classes"], deadline, flops=flops,
-                        on_timed=lambda done: _write(out, ImageCosts(tuple(done), memory, flops)))
-        _write(out, ImageCosts(tuple(timed), memory, flops))
+        found = Found(on_change=lambda now: _write(out, ImageCosts(tuple(now.timed), memory, flops,
+                                                                   startup=tuple(now.startup),
+                                                                   starting=now.starting)))
+        timed = measure(candidates, request["device"], request["classes"], deadline, flops=flops, found=found)
+        _write(out, ImageCosts(tuple(timed), memory, flops, startup=tuple(found.startup)))
     faulthandler.cancel_dump_traceback_later()
     return 0
 
 
 def _write(out: Path, costs: ImageCosts) -> None:
-    write_json(out, costs.to_json())
+    """As plain dataclasses (the supervisor reads them back validated): no pydantic in this process."""
+    write_json(out, dataclasses.asdict(costs))
 
 
 if __name__ == "__main__":

@@ -19,10 +19,10 @@ from runner.engines.vision.costs import ImageCosts
 from runner.engines.vision.images import cache_side
 from runner.engines.vision.ladder import (CPU_CANDIDATES, GPU_CANDIDATES, SCRATCH_LARGEST, SMALL_IMAGE, SMALL_MODELS,
                                          plannable, sized)
-from runner.engines.networks import CUDA_RUNTIME_BYTES
 from runner.engines.vision.memory import MemoryEstimate
 from runner.engines.vision.settings import (MAX_EPOCHS, MEMORY_TOLERANCE, TARGET_MEMORY_FRACTION, ImageSettings,
                                             useful_batch)
+from runner.machine.card_memory import CUDA_RUNTIME_BYTES
 from runner.machine.hardware import GiB, Gpu, Hardware
 from runner.planning.portfolio import DataShape, Member, PlanContext
 
@@ -44,7 +44,8 @@ LOADER_IMAGES_PER_WORKER_SECOND = 1200.0
 # take resnet18 at 96 px for 17 epochs (log loss 3.38) over a smaller model for 30+ (1.72), so scratch keeps 30.
 MIN_EPOCHS = {"scratch": 30, "pretrained": 5}
 # process start, imports, data (and on a GPU the CUDA context and the batch probe): a convnext_tiny fold on an
-# H100 spent 9.4 s outside training and predicting, and its first epoch 0.5 s over the next
+# H100 spent 9.4 s outside training and predicting, and its first epoch 0.5 s over the next. A candidate whose
+# measured start-up (its first training step in the measuring process, `ImageCosts.startup`) took longer plans that
 STARTUP_SECONDS = {"cpu": 4.0, "cuda": 12.0}
 PREDICT_MARGIN = 1.25  # test predictions over the inference pace, as a fold reserves for them (training.py)
 EFFECTIVE_BATCH = 64  # smaller memory-bound batches accumulate gradients up to this
@@ -196,7 +197,25 @@ def _size(option: _Option, init: str, context: PlanContext, costs: ImageCosts) -
     else:
         batch, per_gpu, slots, workers, why = min(CPU_BATCH, useful_batch(data.n_train)), 0, 1, 0, []
     return _Fit(option, init, batch, per_gpu, slots, context.folds, data.n_train, data.n_test,
-                STARTUP_SECONDS["cuda" if gpu else "cpu"], workers, costs.slowdown, tuple(why))
+                _startup(costs, option, "cuda" if gpu else "cpu"), workers, costs.slowdown, tuple(why))
+
+
+def _startup(costs: ImageCosts, option: _Option, device: str) -> float:
+    """A fold's start-up: the usual one, or the candidate's measured start-up where that took longer (a card's
+    first cuDNN search for each shape, which every fold process pays again; one stopped inside it counts as far
+    as it went)."""
+    measured = costs.startup_of(option.model, option.size, option.precision)
+    return max(STARTUP_SECONDS[device], measured.seconds if measured else 0.0)
+
+
+def _startup_reason(costs: ImageCosts, fit: _Fit) -> list[str]:
+    """Where the fold's start-up came from, when it was measured longer than the usual one."""
+    measured = costs.startup_of(fit.option.model, fit.option.size, fit.option.precision)
+    if not measured or measured.seconds < fit.startup:  # the usual start-up was the longer
+        return []
+    how = "took" if measured.ended else "had not ended after"
+    return [f"start-up {fit.startup:.0f} s a fold: {fit.option.model}'s first training step when measured {how} "
+            f"{measured.seconds:.1f} s (CUDA context, the allocator, cuDNN's search), which each fold pays again"]
 
 
 def _choose(fits: list[_Fit], window: float, reasons: list[str], fallback: bool = True) -> _Fit | None:
@@ -384,6 +403,7 @@ def _sized_member(context: PlanContext, fit: _Fit, costs: ImageCosts, reasons: l
                                                          else "the faster one measured on this CPU"))
     memory = costs.memory_of(option.model, option.size, option.precision)
     reasons.extend(fit.memory_reasons)
+    reasons.extend(_startup_reason(costs, fit))
     memory_bound = gpu and memory.on_device(CUDA_RUNTIME_BYTES).largest_batch(
         gpu.memory_target(TARGET_MEMORY_FRACTION) * gpu.memory_bytes) < EFFECTIVE_BATCH
     accumulation = math.ceil(EFFECTIVE_BATCH / fit.batch) if memory_bound else 1

@@ -1,0 +1,143 @@
+"""The measuring process as the planner starts it, on this CPU with tiny models: what it imports, its deadline
+checked between a candidate's steps, and a start-up recorded for a candidate stopped in its first step, which the
+plan then counts. A slow step is a real wait inside the step (`STEP_WAIT_VARIABLE`), where a card's cold start
+spends its seconds (the first backward pass: cuDNN's search)."""
+import dataclasses
+import logging
+import time
+from pathlib import Path
+
+import pytest
+
+from runner.competition.catalog import load_spec
+from runner.engines.vision import estimates as ladder
+from runner.engines.vision.costs import Candidate, FirstStep, ImageCosts, StartUp
+from runner.engines.vision.ladder import GPU_CANDIDATES
+from runner.engines.vision.measure import OVERRUN_SECONDS, REAP_SECONDS, STEP_WAIT_VARIABLE, gather_costs
+from runner.machine.hardware import GiB, Gpu, Hardware
+from runner.planning.planner import make_plan
+from runner.planning.portfolio import DataShape
+
+ROOT = Path(__file__).resolve().parent.parent
+QUICK = Candidate("mobilenetv3_small_100", 64, "fp32", 8)  # a step in milliseconds on one core
+HEAVY = ("pandas", "sklearn", "pydantic")  # what the engines' shared helpers pull, seconds of imports on 2 cores
+# seconds of measuring window: room for the process to start and import torch and timm on a busy 2-core machine
+# (3 s idle, 10.5 s with two other processes on each core) before its first candidate starts
+WINDOW = 15.0
+
+# written into a folder on the measuring process's PYTHONPATH: Python imports it at start, and at exit it leaves
+# the process's own sys.modules in a file named for its pid, the module it ran on the first line
+SITECUSTOMIZE = '''import atexit, os, sys
+
+
+def _modules():
+    main = getattr(sys.modules.get("__main__"), "__spec__", None)
+    with open(os.path.join(os.environ["MODULES_OUT"], f"{os.getpid()}.txt"), "w") as out:
+        out.write((main.name if main else "-") + "\\n" + "\\n".join(sorted(sys.modules)))
+
+
+atexit.register(_modules)
+'''
+
+
+def _modules_of_measuring(folder: Path) -> set[str]:
+    """The top-level packages the measuring process had imported when it ended."""
+    for dump in folder.glob("*.txt"):
+        name, *modules = dump.read_text().splitlines()
+        if name == "runner.engines.vision.measure":
+            return {m.partition(".")[0] for m in modules}
+    raise AssertionError(f"no measuring process wrote its modules into {folder}: {sorted(folder.iterdir())}")
+
+
+def test_the_measuring_process_imports_no_pandas_sklearn_or_pydantic(tmp_path, monkeypatch):
+    """On an H200 a measuring window ended while the process was still importing: it imported the engines' shared
+    helpers for one constant, and with them pandas, pydantic and scikit-learn. Started as the planner starts it
+    (the engine's `measure` calls `gather_costs`), on this CPU with a tiny model, it times it with torch and timm
+    alone."""
+    site, dumps = tmp_path / "site", tmp_path / "modules"
+    site.mkdir(), dumps.mkdir()
+    (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    monkeypatch.setenv("PYTHONPATH", f"{site}:{ROOT}")
+    monkeypatch.setenv("MODULES_OUT", str(dumps))
+    costs = gather_costs([QUICK], "cpu", 10, 1, 30.0, True, tmp_path)
+    assert costs.throughput and not costs.note, costs.note  # it measured, and ended by itself
+    imported = _modules_of_measuring(dumps)
+    assert {"torch", "timm"} <= imported
+    assert not imported & set(HEAVY), sorted(imported & set(HEAVY))
+
+
+@pytest.mark.slow
+def test_a_candidate_stopped_in_its_first_step_leaves_its_start_up(tmp_path, monkeypatch):
+    """On an H200 measuring stopped at its 20 s deadline inside convnext_small's first backward pass (cuDNN's
+    search) and left nothing. A first step that never returns in the window now leaves the candidate's start-up
+    so far, marked as not ended, and the plan's note says it."""
+    monkeypatch.setenv(STEP_WAIT_VARIABLE, "600")
+    started = time.monotonic()
+    costs = gather_costs([QUICK], "cpu", 10, 1, WINDOW, True, tmp_path)
+    took = time.monotonic() - started
+    assert costs.note.startswith("measuring stopped at its deadline") and not costs.throughput
+    assert costs.starting is None and len(costs.startup) == 1
+    startup = costs.startup[0]
+    assert startup.candidate == QUICK and startup.device == "cpu" and not startup.ended
+    assert 0 < startup.seconds <= took and startup.seconds <= WINDOW + OVERRUN_SECONDS + REAP_SECONDS
+    assert "had not ended its first step" in costs.note
+
+
+@pytest.mark.slow
+def test_measuring_checks_its_deadline_between_a_candidates_steps(tmp_path, monkeypatch, caplog):
+    """Steps of 4 s each: the five training steps a candidate takes before it is timed never fit 20 s after the
+    process's start. The process leaves the candidate before the step that would end past its deadline, and ends
+    by itself (not killed, no stacks); its first step had ended (with room for the second: imports up to 13 s),
+    so the candidate's start-up is whole, at least that step's wait."""
+    wait, window = 4.0, 20.0
+    monkeypatch.setenv(STEP_WAIT_VARIABLE, str(wait))
+    with caplog.at_level(logging.INFO, logger="runner"):
+        costs = gather_costs([QUICK], "cpu", 10, 1, window, True, tmp_path)
+    assert not costs.note, costs.note  # not stopped: it ended by itself
+    assert not costs.throughput and "left at the deadline" in caplog.text
+    assert "most recent call first" not in caplog.text  # no stacks: it was not past its deadline
+    assert [(s.candidate, s.ended) for s in costs.startup] == [(QUICK, True)]
+    assert costs.startup[0].seconds >= wait
+
+
+H100 = Hardware((Gpu("NVIDIA H100 80GB HBM3", 80 * GiB, 80 * GiB, (9, 0), 989.0),), 16, 128 * GiB, 64 * GiB,
+                64 * GiB)
+PHOTOS = DataShape(4800, 1200, classes=120, inputs=frozenset({"image"}), image_side=240)
+
+
+def _estimated() -> ImageCosts:
+    return ImageCosts(memory=tuple(ladder.memory_of(m, s, "bf16") for m, s in GPU_CANDIDATES),
+                      flops={f"{m}@{s}": ladder.flops_of(m, s) for m, s in GPU_CANDIDATES})
+
+
+def _cnn(costs: ImageCosts, window: float = 600.0):
+    plan = make_plan(load_spec("dog-breed"), H100, window, PHOTOS, {"timm": costs}, engines=["timm"])
+    return plan.member("timm")
+
+
+def test_a_measured_start_up_is_planned_for_each_fold():
+    """The planner reads a candidate's measured start-up: a first step that had not ended after 47 s (as
+    efficientnet_lite0's did on an H200) makes each of its folds plan 47 s of start-up, not the usual 12, and the
+    plan says where that came from; a start-up shorter than the usual one changes nothing."""
+    plain = _cnn(_estimated())
+    model, size = plain.settings.model, plain.settings.image_size
+    candidate = Candidate(model, size, "bf16", 256)
+    slow = _cnn(dataclasses.replace(_estimated(), startup=(StartUp(candidate, "cuda", 47.0, ended=False),)))
+    quick = _cnn(dataclasses.replace(_estimated(), startup=(StartUp(candidate, "cuda", 2.0),)))
+    assert (slow.settings.model, slow.settings.image_size) == (model, size)
+    assert slow.min_fold_seconds == pytest.approx(plain.min_fold_seconds + 47.0 - 12.0, abs=0.2)
+    assert any("start-up 47 s a fold" in r and "had not ended after 47.0 s" in r for r in slow.reasons)
+    assert quick.min_fold_seconds == plain.min_fold_seconds and quick.fold_seconds == plain.fold_seconds
+    assert not any("start-up" in r and "a fold:" in r for r in quick.reasons)
+
+
+def test_costs_with_start_ups_round_trip_through_json():
+    """What the measuring process writes (plain dataclasses) is what the supervisor reads back validated."""
+    from runner.engines.vision.measure import _with_startup
+
+    written = ImageCosts(startup=(StartUp(QUICK, "cpu", 1.5),), starting=FirstStep(QUICK, "cpu", 100.0))
+    read = ImageCosts.from_json(dataclasses.asdict(written))
+    assert read == written
+    stopped = _with_startup(read, 103.25)
+    assert stopped.starting is None
+    assert stopped.startup == (StartUp(QUICK, "cpu", 1.5), StartUp(QUICK, "cpu", 3.25, ended=False))
