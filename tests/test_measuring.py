@@ -126,6 +126,7 @@ def test_a_measured_start_up_is_planned_for_each_fold():
     quick = _cnn(dataclasses.replace(_estimated(), startup=(StartUp(candidate, "cuda", 2.0),)))
     assert (slow.settings.model, slow.settings.image_size) == (model, size)
     assert slow.min_fold_seconds == pytest.approx(plain.min_fold_seconds + 47.0 - 12.0, abs=0.2)
+    assert (slow.startup_seconds, plain.startup_seconds) == (47.0, 12.0)  # the deadlines and the controller's
     assert any("start-up 47 s a fold" in r and "had not ended after 47.0 s" in r for r in slow.reasons)
     assert quick.min_fold_seconds == plain.min_fold_seconds and quick.fold_seconds == plain.fold_seconds
     assert not any("start-up" in r and "a fold:" in r for r in quick.reasons)

@@ -252,14 +252,15 @@ def _prepare_seconds(context: PlanContext) -> float:
 
 
 def _member(context: PlanContext, settings: ImageSettings, folds: int, per_gpu: int, threads: int,
-            fold_seconds: float, min_fold_seconds: float, reasons: list[str]) -> Member:
-    """The CNN member; its expected seconds per epoch are the settings' estimate (0 when nothing was measured)."""
+            fold_seconds: float, min_fold_seconds: float, reasons: list[str], startup: float | None = None) -> Member:
+    """The CNN member; its expected seconds per epoch are the settings' estimate (0 when nothing was measured), its
+    folds' start-up the one its fit planned (the measured one where that was longer), else the usual one."""
     gpu = bool(context.hardware.gpus)
     settings = settings.model_copy(update=dict(reasons=tuple(reasons)))
     return Member(name="timm", engine="timm", slot="gpu" if gpu else "cpu", settings=settings, folds=folds,
                   threads=threads, per_gpu=per_gpu, fold_seconds=round(fold_seconds, 1),
                   min_fold_seconds=round(min_fold_seconds, 1), step_seconds=settings.epoch_seconds,
-                  startup_seconds=STARTUP_SECONDS["cuda" if gpu else "cpu"], prepare_threads=context.cores,
+                  startup_seconds=startup or STARTUP_SECONDS["cuda" if gpu else "cpu"], prepare_threads=context.cores,
                   prepare_seconds=_prepare_seconds(context), expected_gain=PRIOR_GAIN, reasons=tuple(reasons))
 
 
@@ -436,4 +437,5 @@ def _sized_member(context: PlanContext, fit: _Fit, costs: ImageCosts, reasons: l
         memory_target=round(gpu.memory_target(TARGET_MEMORY_FRACTION), 3) if gpu else TARGET_MEMORY_FRACTION,
         epoch_seconds=round(fit.epoch_seconds, 3))
     held = 1 + workers if gpu else threads  # a GPU fold's main thread and its loaders; a CPU fold computes on all
-    return _member(context, settings, fit.folds, fit.per_gpu, held, fold_time, fit.fold_seconds(1), reasons)
+    return _member(context, settings, fit.folds, fit.per_gpu, held, fold_time, fit.fold_seconds(1), reasons,
+                   startup=fit.startup)
