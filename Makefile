@@ -11,7 +11,7 @@ DEMO_DIR := runs/demo
 TEST_WORKERS ?= 2
 DEMO_BUDGET ?=  # empty: each demo competition's own budget (dog-breed 3m, spaceship 1m)
 
-.PHONY: install demo test bench bench-scale gpu-check gpu-wheels gpu-check-offline up down clean
+.PHONY: install demo test test-busy bench bench-scale gpu-check gpu-wheels gpu-check-offline up down clean
 
 install: $(STAMP)
 
@@ -27,9 +27,17 @@ demo: $(STAMP)
 # pytest exits 5 when it collected nothing; that must fail too, and it does since make fails on any non-zero exit.
 # The container tests need a Docker engine and debootstrap: installed here when missing (root + apt), started by
 # the tests themselves.
+PYTEST = $(PY) -m pytest -q $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 test: $(STAMP)
 	docker/install-engine.sh
-	$(PY) -m pytest -q $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
+	$(PYTEST)
+
+# The same tests with core BUSY_CORE kept busy by another process all along (bench/busy_core.py), as on a shared
+# machine: the worker pinned to that core gets about half of it (docs/testing.md, "On a busy machine")
+BUSY_CORE ?= 0
+test-busy: $(STAMP)
+	docker/install-engine.sh
+	$(PY) bench/busy_core.py --core $(BUSY_CORE) & busy=$$!; trap 'kill $$busy' EXIT; $(PYTEST)
 
 # A local Prefect stack (server on 127.0.0.1:4200, a process worker, every deployment); state in .prefect-stack/
 up: $(STAMP)

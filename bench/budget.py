@@ -25,6 +25,7 @@ from collections import Counter
 from pathlib import Path
 
 from _common import save
+from busy_core import start as busy_core
 from quality import TABLES, TEXTS, prepare, write_spec
 from runner.demo import write_demo
 from runner.competition.grade import grade
@@ -56,14 +57,9 @@ def competitions(tmp: Path, ids: set[str]) -> dict[str, tuple[Path, object, Path
     return out
 
 
-def load() -> subprocess.Popen:
-    """One core kept busy by another process."""
-    return subprocess.Popen([sys.executable, "-c", "while True: pass"])
-
-
 def one_run(root: Path, spec, specs: Path | None, budget: int, loaded: bool, out: Path) -> dict:
     env = {**os.environ, **({"RUNNER_COMPETITIONS": str(specs)} if specs else {})}
-    rival = load() if loaded else None
+    rival = busy_core() if loaded else None  # one core kept busy by another process
     started = time.monotonic()
     try:
         result = subprocess.run([sys.executable, "-m", "runner.cli", "run", spec.id, "--data",

@@ -2,6 +2,7 @@
 run on each replica that writes a submission the grader accepts and that beats the sample wherever a model
 trained."""
 import json
+import time
 import zipfile
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pandas as pd
 import pytest
 
 from runner.data import reading as data_module
+from runner.units import fork_server
 from runner.common import metrics
 from runner.results.baselines import RULES
 from runner.common.budget import Budget
@@ -17,6 +19,7 @@ from runner.common.csvfiles import find_sample
 from runner.data.loading import load_dataset
 from runner.data.reading import read_records
 from runner.demo import REPLICAS, write_demo
+from runner.engines import engine_names, get_engine
 from runner.competition.grade import grade
 from runner.supervisor import run_competition
 from runner.competition.spec import BASELINES
@@ -57,6 +60,26 @@ class Replicas(dict):
 @pytest.fixture(scope="module")
 def replicas(tmp_path_factory) -> Replicas:
     return Replicas(tmp_path_factory.mktemp("lite"))
+
+
+@pytest.fixture(scope="module")
+def engines_imported():
+    """The replicas run in this process one after another, and a run forks its units from the process's fork
+    server, starting one only where none runs. So the server is started here, with every engine's libraries
+    imported (but the fine-tuner's transformers: no replica plans it at these budgets), and waited for: each run's
+    budget then goes to its own work whatever ran before it, not to torch's import in the first image run's window
+    (11 of aerial's 15 s on a core shared with another process, leaving it the prior) or in each of its units, behind
+    a server an earlier test had started with other libraries (a CNN fold killed at its deadline still importing
+    timm; the first whole run through the command line, in test_e2e.py, imports as a run does)."""
+    preload = tuple(dict.fromkeys(module for name in engine_names() for module in get_engine(name).preload
+                                  if "transformers" not in get_engine(name).preload))
+    fork_server.stop()
+    fork_server.warm_up(preload)
+    ready = fork_server.fork(time.sleep, (0,), "imports done", preload, seconds=300, keep=set())
+    assert not isinstance(ready, str), ready
+    ready.join()
+    yield
+    fork_server.stop()  # later files' runs start their own, as before this module
 
 
 def sample_score(competition: str, root: Path, tmp_path: Path) -> float | None:
@@ -264,7 +287,7 @@ def test_every_lite_competition_runs_end_to_end_here_or_in_the_test_named():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("competition", [c for c in LITE if c not in RUN_ELSEWHERE])
-def test_every_lite_replica_runs_end_to_end(replicas, competition, tmp_path):
+def test_every_lite_replica_runs_end_to_end(replicas, engines_imported, competition, tmp_path):
     """Each of the 22 (but those RUN_ELSEWHERE) at a small budget: a model trained, and a submission the grader
     accepts that beats the sample submission. One line per competition is printed for the docs' table (-s)."""
     spec, root = load_spec(competition), replicas[competition]
@@ -281,7 +304,7 @@ def test_every_lite_replica_runs_end_to_end(replicas, competition, tmp_path):
 
 
 @pytest.mark.slow
-def test_a_layout_no_spec_knows_is_inferred_trained_and_its_choices_reported(replicas, tmp_path):
+def test_a_layout_no_spec_knows_is_inferred_trained_and_its_choices_reported(replicas, engines_imported, tmp_path):
     """The histopathology replica as another competition would lay it out: folders and columns renamed, png
     instead of tif, labels in a csv of another name, no spec. The run infers it, says each choice with its
     evidence in report.json, trains, and beats the sample."""

@@ -662,17 +662,42 @@ def test_a_measuring_process_that_stops_answering_is_killed_at_its_deadline_and_
 @pytest.mark.slow
 def test_a_measuring_process_past_its_deadline_leaves_its_stacks_in_the_runs_log(tmp_path, caplog):
     """A timing that overruns the measuring window is not waited for: the process writes its stacks past its
-    deadline (where the time went) and is killed just after, its start included in the window."""
+    deadline (where the time went: timing, or on a busy core still importing torch) and is killed just after, its
+    start included in the window; the run's log gets the dump from its innermost frame on."""
     from runner.engines.vision.measure import OVERRUN_SECONDS, REAP_SECONDS, gather_costs
 
-    seconds = 6.0
+    # the process must reach its own code to write anything: its start and first imports took 1 s on a quiet core
+    # and up to 8 s on one shared with two other processes (6 s left it no time to, now and then)
+    seconds = 10.0
     started = time.monotonic()
     with caplog.at_level("INFO", logger="runner"):
         costs = gather_costs([SLOW_TO_TIME], "cpu", 10, 1, seconds, True, tmp_path)
     took = time.monotonic() - started
     assert seconds <= took <= seconds + OVERRUN_SECONDS + REAP_SECONDS + 1.0, took
     assert costs.note.startswith("measuring stopped at its deadline") and not costs.throughput
-    assert "most recent call first" in caplog.text  # the stacks, from the measuring process's own log
+    dump = (tmp_path / "measure.log").read_text().splitlines()  # the measuring process's own log
+    header = next(i for i, line in enumerate(dump) if line.endswith("(most recent call first):"))
+    assert dump[header + 1].startswith('  File "'), dump
+    assert f"measure: {dump[header]}" in caplog.text and f"measure: {dump[header + 1]}" in caplog.text
+
+
+def test_a_deep_stack_dump_reaches_the_runs_log_from_its_innermost_frame(caplog):
+    """A dump lists the innermost frame first: one deeper than the lines the run's log keeps (an import's is 100
+    lines) is kept from its start, where the process was; other output by its end, where a traceback says what
+    failed."""
+    from runner.engines.vision.measure import MEASURE_LOG_LINES, _said
+
+    frames = [f'  File "m{i}.py", line {i} in f{i}' for i in range(2 * MEASURE_LOG_LINES)]
+    with caplog.at_level("INFO", logger="runner"):
+        _said("\n".join(["measure: skipped", "Timeout (0:00:11.0)!", "Thread 0x1 (most recent call first):", *frames]))
+    kept = [r.getMessage() for r in caplog.records]
+    assert kept[:3] == ["measure: Timeout (0:00:11.0)!", "measure: Thread 0x1 (most recent call first):",
+                        f"measure: {frames[0]}"] and len(kept) == MEASURE_LOG_LINES
+    caplog.clear()
+    with caplog.at_level("INFO", logger="runner"):
+        _said("\n".join([f"line {i}" for i in range(100)] + ["Traceback (most recent call last):", "ValueError: x"]))
+    kept = [r.getMessage() for r in caplog.records]
+    assert kept[-1] == "measure: ValueError: x" and len(kept) == MEASURE_LOG_LINES
 
 
 def test_nothing_measured_falls_back_to_the_smallest_model_with_a_reason():

@@ -386,9 +386,16 @@ def estimated_costs(candidates: list[Candidate], why: str) -> ImageCosts:
 
 
 def _said(stderr: str | bytes | None) -> None:
-    """The measuring process's own lines (a candidate left out, a CUDA error) into the run's log."""
+    """The measuring process's own lines (a candidate left out, a CUDA error) into the run's log: its last
+    MEASURE_LOG_LINES (a traceback's end says what failed), or, where its stacks were dumped before those, from the
+    dump's first line on (a dump lists the innermost frame first: where the process was, e.g. deep in an import)."""
     text = stderr.decode(errors="replace") if isinstance(stderr, bytes) else stderr or ""
-    for line in text.splitlines()[-MEASURE_LOG_LINES:]:
+    lines = text.splitlines()
+    start = max(0, len(lines) - MEASURE_LOG_LINES)
+    dump = next((i for i, line in enumerate(lines) if line.endswith("(most recent call first):")), None)
+    if dump is not None and dump - 1 < start:
+        start = max(0, dump - 1)  # its "Timeout (...)!" line first
+    for line in lines[start:start + MEASURE_LOG_LINES]:
         log.info("measure: %s", line)
 
 
