@@ -128,7 +128,7 @@ CORES = len(os.sched_getaffinity(0))  # this process's cores (a worker's share u
 
 # the files that take longest on a worker's one core, longest first (measured with two workers; about 60 s or more)
 LONGEST_FILES = ("test_lite.py", "test_e2e.py", "test_deployment.py", "test_bad_input.py", "test_resume.py",
-                 "test_gpu_check.py", "test_weights.py", "test_portfolio_run.py", "test_docker.py")
+                 "test_gpu_check.py", "test_weights.py", "test_measuring.py", "test_portfolio_run.py", "test_docker.py")
 
 
 def pytest_collection_modifyitems(items):
