@@ -253,7 +253,8 @@ def run_competition(name: str, data_dir: Path, budget: Budget, out_dir: Path, ha
     the run to those cards (`runner run --gpus`; else CUDA_VISIBLE_DEVICES; else every card), `memory` to those
     bytes (`runner run --memory`; else the machine's within its cgroup's limit)."""
     write_given_sample(Path(data_dir), Path(out_dir))
-    if why := processes.adopt_orphans():  # units whose fork server dies stay in this process's tree
+    adopting = (why := processes.adopt_orphans()) is None  # units whose fork server dies stay in this tree
+    if not adopting:
         log.info("a unit whose fork server dies leaves the run's process tree (it is still killed by its pid at "
                  "its deadline): %s", why)
     spec = load_spec(name, Path(data_dir))
@@ -299,6 +300,8 @@ def run_competition(name: str, data_dir: Path, budget: Budget, out_dir: Path, ha
         outputs.update(card_usage=supervisor.card_usage())
         raise
     finally:
+        if adopting:  # a process that calls run_competition (a test, a flow) is nobody's subreaper once it returns
+            processes.adopt_orphans(on=False)
         if monitor is not None:
             monitor.stop()
         outputs.flush()  # the last submission published is on disk before the run returns
