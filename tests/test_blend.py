@@ -131,9 +131,9 @@ def test_the_fast_metrics_equal_the_graders(metric):
     assert metrics.fast_score(metric, y, p) == pytest.approx(metrics.score(metric, y, p), rel=1e-12)
 
 
-def test_a_blend_whose_cv_is_worse_than_the_prior_is_not_submitted(spaceship, tmp_path):
-    """Models that learned nothing (their out-of-fold log loss above the class prior's) leave the prior as the
-    submission, and the report says why; a blend that beats the prior replaces it."""
+def test_a_blend_whose_cv_is_no_better_than_the_prior_is_not_submitted(spaceship, tmp_path):
+    """Models that learned nothing (their out-of-fold log loss above the class prior's, or equal to it) leave the
+    prior as the submission, and the report says why; a blend that beats the prior replaces it."""
     import pandas as pd
 
     from runner.common.budget import Budget
@@ -149,7 +149,13 @@ def test_a_blend_whose_cv_is_worse_than_the_prior_is_not_submitted(spaceship, tm
     supervisor.ensemble.predictions = {"wrong": MemberPredictions("wrong", wrong, np.ones(len(y), bool),
                                                          np.full((n_test, 2), [0.05, 0.95]))}
     changes = supervisor.ensemble.publish()
-    assert "worse than the prior" in changes["submission_source"]
+    assert "no better than the prior" in changes["submission_source"]
+    assert pd.read_csv(tmp_path / "submission.csv").equals(prior)
+    # one that ties the prior learned nothing either: the prior itself, out of fold and on test, stays out too
+    prior_row = supervisor.ensemble.prior.values[0]
+    supervisor.ensemble.predictions = {"prior": MemberPredictions("prior", np.tile(prior_row, (len(y), 1)),
+                                                                  np.ones(len(y), bool), np.tile(prior_row, (n_test, 1)))}
+    assert "no better than the prior" in supervisor.ensemble.publish()["submission_source"]
     assert pd.read_csv(tmp_path / "submission.csv").equals(prior)
     right = np.column_stack([0.8 - 0.6 * y, 0.2 + 0.6 * y])
     mixed = np.tile([[0.3, 0.7], [0.7, 0.3]], (n_test // 2 + 1, 1))[:n_test]

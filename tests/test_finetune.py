@@ -1,6 +1,7 @@
 """The text fine-tuning engine: plans for named GPUs on a jigsaw-sized set, a member left out on a CPU with its
 reason, the pieces of a fold (length buckets, layer-wise rates, the schedule), text models in the HF cache, and a
 real fine-tune of the bundled MiniLM that beats the class prior."""
+import json
 import time
 
 import numpy as np
@@ -9,6 +10,7 @@ import pytest
 from conftest import CORES
 from runner.common import metrics
 from runner.engines import get_engine
+from runner.engines.base import READY_FILE
 from runner.engines.finetune.models import LADDER, SMALLEST, model_folder
 from runner.engines.finetune.planning import MIN_EPOCHS, text_member
 from runner.engines.finetune.tokens import bucketed, padded
@@ -46,6 +48,8 @@ def test_a_gpu_plan_fills_the_window_and_the_cards_memory(machine, seconds):
     assert waves * member.fold_seconds <= 1.01 * seconds
     assert 0.7 <= settings.gpu_memory_fraction <= 0.9, settings.gpu_memory_fraction
     assert settings.batch_size * settings.accumulation >= 16
+    # its start-up (process, weights onto the card, batch probe) is its own, apart from the epochs: each wave pays it
+    assert 0 < member.startup_seconds < member.min_fold_seconds - settings.epoch_seconds
 
 
 def test_a_larger_card_or_a_longer_window_never_takes_a_smaller_model():
@@ -196,11 +200,18 @@ def test_a_real_fine_tune_of_the_bundled_model_loads_offline_and_beats_the_prior
     train_ids, test_ids = prepared.views["text"]
     assert len(train_ids) == 96 and train_ids[0][0] == 101  # [CLS] from MiniLM's own vocabulary
     data = fold_data(prepared, "text", assign_folds(prepared.y, True, 4, 0), 0)
+    started = time.monotonic()
     result = engine.train_fold(settings, data, tmp_path, deadline=time.monotonic() + 300)
+    ended = time.monotonic()
     loss = metrics.score("log_loss", data.y_val, as_predictions(result.val_pred, data.classes))
     assert loss < 0.5 * np.log(2), loss  # the prior's log loss: 0.69
     assert result.test_pred.shape == (24, 2) and result.epochs >= 1
     assert (tmp_path / "epochs.jsonl").read_text().count("rows_per_second") == result.epochs
+    # it said it was ready (weights loaded, batch confirmed) before its first epoch, not when its data was read
+    assert engine.says_ready
+    ready = json.loads((tmp_path / READY_FILE).read_text())
+    epochs = [json.loads(line) for line in (tmp_path / "epochs.jsonl").read_text().splitlines()]
+    assert started < ready["at"] <= ended - sum(e["epoch_seconds"] for e in epochs)
 
 
 def test_on_a_gpu_the_encoders_embeddings_take_the_card_before_the_fine_tune_holds_it():

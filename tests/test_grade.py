@@ -111,9 +111,13 @@ def test_edge_separates_a_clearly_better_submission_and_not_a_near_copy():
     clear = edge(spec, ours, theirs, answers, rounds=200)
     assert clear.value == pytest.approx(roc_auc_score(truth, good) - roc_auc_score(truth, noise))
     assert 0 < clear.low < clear.value < clear.high
-    nudged = pd.DataFrame({"id": answers["id"], "y": np.clip(good + rng.normal(0, 0.01, len(good)), 0, 1)})
-    close = edge(spec, pd.DataFrame({"id": answers["id"], "y": good}), nudged, answers, rounds=200)
-    assert close.low < 0 < close.high  # a test set this size cannot tell them apart
+    # a near copy of a submission that ranks some rows wrong (`good` ranks none wrong: both would score 1.0 on
+    # every resample, an interval of zero width)
+    fair = np.clip(truth * 0.3 + rng.random(len(truth)) * 0.7, 0, 1)
+    nudged = pd.DataFrame({"id": answers["id"], "y": np.clip(fair + rng.normal(0, 0.01, len(fair)), 0, 1)})
+    close = edge(spec, pd.DataFrame({"id": answers["id"], "y": fair}), nudged, answers, rounds=200)
+    assert roc_auc_score(truth, fair) < 0.95
+    assert close.low < 0 < close.high and close.high - close.low > 1e-3  # this test set cannot tell them apart
     assert edge(spec, theirs, ours, answers, rounds=200).value == pytest.approx(-clear.value)
 
 

@@ -1,6 +1,7 @@
 """The U-Net member for image-to-image tasks: the page view it reads, the tiled pass over a whole page, a real fold
 on the denoising replica, and its plans on a CPU and on GPUs (driven through hardware profiles)."""
 import contextlib
+import json
 import time
 
 import numpy as np
@@ -13,6 +14,7 @@ from runner.common import metrics
 from runner.data.loading import load_dataset
 from runner.demo import write_demo
 from runner.engines import get_engine
+from runner.engines.base import READY_FILE
 from runner.engines.restore.network import TILE, UNet, restore_page
 from runner.engines.restore.planning import CPU_SHARE, MIN_EPOCHS, RestoreSettings, restore_member
 from runner.units.worker import fold_data
@@ -68,7 +70,13 @@ def test_a_fold_learns_to_clean_pages_it_never_saw(replica, tmp_path):
     folds = assign_folds(replica.y, False, 4, 0, groups=replica.groups)
     data = fold_data(replica, "page", folds, 0)
     settings = RestoreSettings(width=8, patch=40, batch_size=8, threads=CORES, epochs=30)
+    started = time.monotonic()
     result = get_engine("unet").train_fold(settings, data, tmp_path, time.monotonic() + 8)
+    ended = time.monotonic()
+    # ready (pages in place, batch confirmed, net built) before its first epoch: its stall clock starts there
+    ready = json.loads((tmp_path / READY_FILE).read_text())
+    epochs = [json.loads(line) for line in (tmp_path / "epochs.jsonl").read_text().splitlines()]
+    assert started < ready["at"] <= ended - sum(e["epoch_seconds"] for e in epochs)
     val_pages = set(data.x_val["noisy"].astype(str))
     assert not val_pages & set(data.x_train["noisy"].astype(str))  # a page is in one fold
     assert result.val_pred.shape == (len(data.x_val), 1) and result.test_pred.shape == (len(data.x_test), 1)
@@ -92,6 +100,7 @@ def test_on_a_gpu_it_leads_with_bf16_folds_sharing_the_card_and_fills_the_window
         assert waves * member.fold_seconds <= budget * 0.8 + 1e-6
         assert s.patch == 128 and 16 <= s.batch_size <= 256
         assert any("probes its batch" in r for r in member.reasons)
+        assert 0 < member.startup_seconds < member.min_fold_seconds - member.step_seconds  # each wave pays it
 
 
 def test_on_a_cpu_it_takes_half_the_lane_or_is_left_out_with_the_reason():

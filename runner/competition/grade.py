@@ -115,7 +115,30 @@ def _class_columns(spec: CompetitionSpec, answers: pd.DataFrame) -> list[str]:
     return [c for c in answers.columns if c not in (spec.id_column, "Usage")]
 
 
-def _multilabel_score(spec: CompetitionSpec, sub: pd.DataFrame, ans: pd.DataFrame) -> float:
+EXACT_MATCH = "exact_match"  # labels scored as strings, equal or not (text normalisation's tokens, class names)
+
+
+@dataclass(frozen=True)
+class _Scored:
+    """A valid submission's predictions beside the answers' truths, row for row (in the answers' id order), and
+    the metric that scores them: checked and aligned once, scored many times (a bootstrap's resamples)."""
+
+    truth: np.ndarray
+    pred: np.ndarray
+    metric: str  # runner.common.metrics' name, or EXACT_MATCH
+
+    def score(self, rows: np.ndarray | None = None, fast: bool = False) -> float:
+        """The metric on `rows` (all by default; a row may repeat); `fast`: the blend's array forms, the same
+        figure without scikit-learn's checks (a resample with one class gives nan where scikit-learn raises)."""
+        truth, pred = (self.truth, self.pred) if rows is None else (self.truth[rows], self.pred[rows])
+        if self.metric == EXACT_MATCH:
+            return float((truth == pred).mean())
+        if self.metric == "qwk":
+            return metrics.qwk(truth, pred)
+        return (metrics.fast_score if fast else metrics.score)(self.metric, truth, pred)
+
+
+def _multilabel(spec: CompetitionSpec, sub: pd.DataFrame, ans: pd.DataFrame) -> _Scored:
     """Mean column ROC AUC over the scored labels; answer rows marked -1 (jigsaw's unscored rows) are left out."""
     columns = list(spec.scored_columns or [t for t in spec.targets if t in ans.columns])
     if not spec.scored_columns and set(sub.columns) != {spec.id_column, *columns}:  # jigsaw reads every column
@@ -124,45 +147,55 @@ def _multilabel_score(spec: CompetitionSpec, sub: pd.DataFrame, ans: pd.DataFram
     if (pred < 0).any() or (pred > 1).any():
         raise InvalidSubmissionError("probabilities outside [0, 1]")
     scored = (truth != -1).all(axis=1)
-    return metrics.score(spec.metric, truth[scored], pred[scored])
+    return _Scored(truth[scored], pred[scored], spec.metric)
 
 
-def _score(spec: CompetitionSpec, submission: pd.DataFrame, answers: pd.DataFrame) -> float:
+def _probabilities(spec: CompetitionSpec, submission: pd.DataFrame, sub: pd.DataFrame, ans: pd.DataFrame) -> _Scored:
+    classes = _class_columns(spec, ans)
+    if spec.metric == "mean_column_roc_auc" and set(submission.columns) != {spec.id_column, *classes}:
+        raise InvalidSubmissionError(f"columns must be exactly {[spec.id_column, *classes]}")
+    pred = _numeric(sub, classes)
+    if (pred < 0).any() or (pred > 1).any():
+        raise InvalidSubmissionError("probabilities outside [0, 1]")
+    if spec.metric == "log_loss" and not np.allclose(pred.sum(axis=1), 1.0, atol=1e-6):
+        raise InvalidSubmissionError("probability rows do not sum to 1 within 1e-6")
+    return _Scored(_numeric(ans, classes).argmax(axis=1), pred, spec.metric)
+
+
+def _probability(spec: CompetitionSpec, sub: pd.DataFrame, ans: pd.DataFrame) -> _Scored:
+    target = spec.targets[0]
+    pred = _numeric(sub, [target])[:, 0]
+    if (pred < 0).any() or (pred > 1).any():
+        raise InvalidSubmissionError(f"column {target!r}: probabilities outside [0, 1]")
+    truth = ans[target].astype(str).map({"True": 1, "False": 0, "1": 1, "0": 0, "1.0": 1, "0.0": 0})
+    if truth.isna().any():
+        raise InvalidSubmissionError(f"answers column {target!r} is not 0/1")
+    return _Scored(truth.to_numpy(dtype=int), np.column_stack([1 - pred, pred]), spec.metric)
+
+
+def _scored(spec: CompetitionSpec, submission: pd.DataFrame, answers: pd.DataFrame) -> _Scored:
+    """The submission checked against the answers (InvalidSubmissionError naming what is wrong) and aligned."""
     sub, ans = _aligned(submission, answers, spec)
     if spec.submission == "probabilities":
-        classes = _class_columns(spec, ans)
-        if spec.metric == "mean_column_roc_auc" and set(submission.columns) != {spec.id_column, *classes}:
-            raise InvalidSubmissionError(f"columns must be exactly {[spec.id_column, *classes]}")
-        pred = _numeric(sub, classes)
-        if (pred < 0).any() or (pred > 1).any():
-            raise InvalidSubmissionError("probabilities outside [0, 1]")
-        if spec.metric == "log_loss" and not np.allclose(pred.sum(axis=1), 1.0, atol=1e-6):
-            raise InvalidSubmissionError("probability rows do not sum to 1 within 1e-6")
-        return metrics.score(spec.metric, _numeric(ans, classes).argmax(axis=1), pred)
+        return _probabilities(spec, submission, sub, ans)
     if spec.submission == "multilabel":
-        return _multilabel_score(spec, sub, ans)
-    target = spec.targets[0]
+        return _multilabel(spec, sub, ans)
     if spec.submission == "probability":
-        pred = _numeric(sub, [target])[:, 0]
-        if (pred < 0).any() or (pred > 1).any():
-            raise InvalidSubmissionError(f"column {target!r}: probabilities outside [0, 1]")
-        truth = ans[target].astype(str).map({"True": 1, "False": 0, "1": 1, "0": 0, "1.0": 1, "0.0": 0})
-        if truth.isna().any():
-            raise InvalidSubmissionError(f"answers column {target!r} is not 0/1")
-        return metrics.score(spec.metric, truth.to_numpy(dtype=int), np.column_stack([1 - pred, pred]))
+        return _probability(spec, sub, ans)
+    target = spec.targets[0]
     if target not in sub.columns:
         raise InvalidSubmissionError(f"missing column {target!r}")
     if spec.metric == "qwk":
         grades = pd.to_numeric(sub[target], errors="coerce")
         if grades.isna().any() or (grades != grades.round()).any():
             raise InvalidSubmissionError(f"column {target!r}: grades must be integers")
-        return metrics.qwk(ans[target].to_numpy(), grades.to_numpy())
+        return _Scored(ans[target].to_numpy(), grades.to_numpy(), "qwk")
     if spec.submission == "label":  # exact match, as strings (text normalisation's tokens, class names)
-        return float((sub[target].astype(str).to_numpy() == ans[target].astype(str).to_numpy()).mean())
+        return _Scored(ans[target].astype(str).to_numpy(), sub[target].astype(str).to_numpy(), EXACT_MATCH)
     pred = _numeric(sub, list(spec.targets))
     if spec.metric == "rmsle" and (pred < 0).any():
         raise InvalidSubmissionError("negative values: RMSLE is undefined for them")
-    return metrics.score(spec.metric, _numeric(ans, list(spec.targets)), pred)
+    return _Scored(_numeric(ans, list(spec.targets)), pred, spec.metric)
 
 
 def grade(submission_path: Path, spec: CompetitionSpec, answers_dir: Path,
@@ -176,7 +209,7 @@ def grade(submission_path: Path, spec: CompetitionSpec, answers_dir: Path,
         error = f"{submission_path}: no submission"
     else:
         try:
-            value = round(_score(spec, pd.read_csv(submission_path), answers), 5)
+            value = round(_scored(spec, pd.read_csv(submission_path), answers).score(), 5)
         except (InvalidSubmissionError, ValueError, pd.errors.ParserError) as exc:
             error = str(exc)
     return _report(spec, submission_path, exists, value, error, limits)
@@ -203,22 +236,19 @@ def edge(spec: CompetitionSpec, ours: pd.DataFrame, theirs: pd.DataFrame, answer
          rounds: int = BOOTSTRAP_ROUNDS, seed: int = 0) -> Edge:
     """The edge of submission `ours` over `theirs` (both valid for `answers`). Each resample scores both on the
     same rows, so what the two get right or wrong alike cancels out of the interval."""
-    mine, answers = _aligned(ours, answers, spec)
-    other, _ = _aligned(theirs, answers, spec)
+    mine, other = _scored(spec, ours, answers), _scored(spec, theirs, answers)  # invalid: raises here
     sign = -1.0 if spec.lower_is_better else 1.0
 
-    def difference(rows: np.ndarray) -> float:
-        frames = [_renumbered(frame.iloc[rows], spec) for frame in (mine, other, answers)]
-        return sign * (_score(spec, frames[0], frames[2]) - _score(spec, frames[1], frames[2]))
-
-    value = difference(np.arange(len(answers)))  # an invalid submission raises here, before any resample
+    value, n = sign * (mine.score() - other.score()), len(mine.truth)
     rng = np.random.default_rng(seed)
     samples = []
     for _ in range(rounds):
+        rows = rng.integers(0, n, n)
         try:
-            samples.append(difference(rng.integers(0, len(answers), len(answers))))
+            samples.append(sign * (mine.score(rows, fast=True) - other.score(rows, fast=True)))
         except ValueError:  # a resample with one class only has no AUC
             continue
+    samples = [d for d in samples if np.isfinite(d)]
     low, high = np.quantile(samples, EDGE_QUANTILES) if samples else (value, value)
     return Edge(value=value, low=float(low), high=float(high))
 
@@ -227,14 +257,6 @@ def compare(submission_path: Path, other_path: Path, spec: CompetitionSpec, answ
     """The edge of one submission file over another on the competition's answers (both must be valid)."""
     answers = pd.read_csv(_answers_path(spec, answers_dir))
     return edge(spec, pd.read_csv(submission_path), pd.read_csv(other_path), answers)
-
-
-def _renumbered(frame: pd.DataFrame, spec: CompetitionSpec) -> pd.DataFrame:
-    """Rows of a resample under fresh ids (a row drawn twice would otherwise repeat its id)."""
-    frame = frame.reset_index(drop=True)
-    if spec.id_column in frame.columns:
-        frame[spec.id_column] = np.arange(len(frame))
-    return frame
 
 
 def _answers_path(spec: CompetitionSpec, answers_dir: Path) -> Path:

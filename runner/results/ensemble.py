@@ -57,11 +57,13 @@ class Ensemble:
         classes = tuple(self.dataset.classes) if self.dataset.classes is not None else None
         weights = ", ".join(f"{name} {w:.2f}" for name, w in sorted(blend.weights.items(), key=lambda i: -i[1]))
         cuts = self.grade_thresholds(blend)
-        base = baseline_score(self.metric, self.dataset.y, self.prior.values[0], blend.covered)
+        base = round(baseline_score(self.metric, self.dataset.y, self.prior.values[0], blend.covered), 6)  # as the CV
         chosen = Predictions(blend.test, classes, f"blend: {weights}", cuts, self.dataset.choices)
-        if metrics.better(self.metric, base, blend.cv):  # models that do not beat the prior are not submitted
+        # models that do not beat the prior are not submitted: one that ties it learned nothing (a booster cut
+        # after its first round predicts the majority class), and its predictions would only stand in for the prior's
+        if not metrics.better(self.metric, blend.cv, base):
             chosen = dataclasses.replace(self.prior, source=f"{self.prior.source}: the blend's CV {blend.cv:.5f} is "
-                                                            f"worse than the prior's {base:.5f}")
+                                                            f"no better than the prior's {base:.5f}")
             log.warning(chosen.source)
         try:
             self.outputs.publish(chosen)
@@ -69,7 +71,7 @@ class Ensemble:
             log.error("blend rejected, previous submission kept: %s", exc)
             return {}
         self.blend = blend
-        return dict(submission_source=chosen.source, cv_score=blend.cv, baseline_cv_score=round(base, 6),
+        return dict(submission_source=chosen.source, cv_score=blend.cv, baseline_cv_score=base,
                     blend={**blend.summary(), **({"grade_thresholds": cuts} if cuts else {})})
 
     def grade_thresholds(self, blend: Blend) -> tuple[float, ...] | None:

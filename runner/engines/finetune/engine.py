@@ -18,6 +18,7 @@ class FineTune(Engine):
     accelerated = True
     Settings = TextSettings
     fills_window = True
+    says_ready = True  # once its tokens, weights (on a card) and batch are in place: training.FoldRun.run
     time_scaled = ("epochs", "epoch_seconds", "max_epochs")
     preload = ("torch", "transformers", "runner.engines.finetune.training")  # once, in the fork server
 

@@ -281,5 +281,5 @@ def _member(context: PlanContext, sizing: Sizing, device: str, gpu: Gpu | None, 
                   threads=threads, per_gpu=sizing.per_gpu,
                   fold_seconds=round(sizing.fold_seconds(epochs, device), 1),
                   min_fold_seconds=round(sizing.fold_seconds(1, device), 1), step_seconds=settings.epoch_seconds,
-                  prepare_threads=1, prepare_seconds=round(tokenise, 1),
+                  prepare_threads=1, prepare_seconds=round(tokenise, 1), startup_seconds=STARTUP_SECONDS[device],
                   expected_gain=PRIOR_GAIN["gpu" if gpu else "cpu"], reasons=tuple(reasons))

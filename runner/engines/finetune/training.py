@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from runner.common import metrics
 from runner.common.atomic import replacing
 from runner.common.budget import past
-from runner.engines.base import EPOCH_LOG, DeadlineReached, EngineResult, FoldData
+from runner.engines.base import EPOCH_LOG, DeadlineReached, EngineResult, FoldData, say_ready
 from runner.engines.finetune.models import model_folder
 from runner.engines.finetune.settings import TextSettings
 from runner.engines.finetune.tokens import bucketed, by_length, padded
@@ -240,7 +240,8 @@ class FoldRun:
     left, fractions included: a fold stops when its time is spent, not at the last whole epoch before it."""
 
     def __init__(self, settings: TextSettings, data: FoldData, out_dir: Path, deadline: float):
-        self.settings, self.data, self.deadline = settings, data, deadline
+        self.settings, self.data, self.deadline, self.out_dir = settings, data, deadline, out_dir
+        self.probe_seconds = 0.0  # what confirming the batch took of the start-up (train sets it)
         self.task = Task(data)
         self.y = self.task.targets(data.y_train)
         self.lengths = np.array([len(t) for t in data.x_train])
@@ -259,6 +260,7 @@ class FoldRun:
     def run(self, settings: TextSettings) -> tuple[TextTrainer, bool]:
         """Passes at `settings`' batch from the last finished one; (trainer, whether the deadline ended it)."""
         trainer = TextTrainer(settings, self.task, self.updates(settings, self.planned))
+        say_ready(self.out_dir, self.probe_seconds)  # tokens, weights on the device, batch confirmed: training follows
         if self.passes:
             state = torch.load(self.last_path, map_location=trainer.device, weights_only=True)
             trainer.model.load_state_dict(state["model"])
@@ -310,7 +312,9 @@ def train(settings: TextSettings, data: FoldData, out_dir: Path, deadline: float
     torch.manual_seed(settings.seed)
     (out_dir / EPOCH_LOG).unlink(missing_ok=True)
     fold = FoldRun(settings, data, out_dir, deadline)
+    probe_started = time.monotonic()
     settings, probed = confirm_batch(settings, fold.task)
+    fold.probe_seconds = time.monotonic() - probe_started
     started, notes, planned_batch = time.monotonic(), [probed], settings.batch_size
     while True:
         trainer = None

@@ -15,6 +15,7 @@ class Restore(Engine):
     inputs = "page"
     accelerated = True
     fills_window = True
+    says_ready = True  # once its pages (on a card), batch and net are in place: training.train
     Settings = RestoreSettings
     time_scaled = ("epochs", "epoch_seconds", "slowdown")
     preload = ("torch", "runner.engines.restore.training")

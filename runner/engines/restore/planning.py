@@ -153,7 +153,7 @@ def restore_member(context: PlanContext, slowdown: float = 1.0) -> Member:
     return Member(name=NAME, engine=NAME, slot="gpu" if gpu else "cpu", settings=settings, folds=sized.folds,
                   threads=threads, per_gpu=per_gpu, fold_seconds=round(least + sized.epochs * sized.step, 1),
                   min_fold_seconds=round(least + sized.step, 1), step_seconds=round(sized.step, 3),
-                  expected_gain=PRIOR_GAIN[device], reasons=tuple(reasons))
+                  startup_seconds=STARTUP_SECONDS[device], expected_gain=PRIOR_GAIN[device], reasons=tuple(reasons))
 
 
 def _gpu_batch(gpu: Gpu, width: int, patch: int, per_gpu: int, pixels: int, folds: int) -> tuple[int, int]:

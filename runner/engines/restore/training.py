@@ -23,7 +23,7 @@ from runner.common import metrics
 from runner.common.atomic import replacing
 from runner.common.budget import past
 from runner.data.pages import gray_image
-from runner.engines.base import EPOCH_LOG, DeadlineReached, EngineResult, FoldData
+from runner.engines.base import EPOCH_LOG, DeadlineReached, EngineResult, FoldData, say_ready
 from runner.engines.networks import (EpochStats, epoch_seconds, fold_share_of_card, log_epoch, probe_batch,
                                      smaller_batch, warm_peak_bytes)
 from runner.engines.restore.network import UNet, restore_page
@@ -190,12 +190,15 @@ def train(settings: RestoreSettings, data: FoldData, out_dir, deadline: float) -
     torch.manual_seed(settings.seed)
     started = time.monotonic()
     patches = Patches(data.x_train, settings.patch, torch.device(settings.device), settings.seed)
+    probe_started = time.monotonic()
     settings, probed = confirm_batch(settings, patches)
+    probe_seconds = time.monotonic() - probe_started
     (out_dir / EPOCH_LOG).unlink(missing_ok=True)
     progress, notes, planned_batch = Progress(settings.max_epochs), [probed], settings.batch_size
     while True:
         try:  # out of memory: a smaller batch, from the start (an epoch of a small net is cheap to redo)
             net = Restorer(settings)
+            say_ready(out_dir, probe_seconds)  # pages on the device, batch confirmed, net built: training follows
             stopped = _epochs(settings, data, patches, net, deadline, out_dir, progress)
             break
         except Exception as exc:
