@@ -55,7 +55,8 @@ up() {
     "$BIN/prefect" gcl create runner-slot --limit "$SLOTS" >/dev/null 2>&1 \
         || "$BIN/prefect" gcl update runner-slot --limit "$SLOTS" >/dev/null 2>&1 || true
     # what the deployments' default data_root points at: the two demos and a replica of every Lite competition
-    "$BIN/runner" demo-data spaceship $(cat competitions/splits/mle-bench-lite.txt) \
+    # ($RUNNER_DEMO_COMPETITIONS: only those, e.g. a stack that runs one competition)
+    "$BIN/runner" demo-data ${RUNNER_DEMO_COMPETITIONS:-spaceship $(cat competitions/splits/mle-bench-lite.txt)} \
         --out "${RUNNER_DEMO_DATA:-runs/demo/data}" >/dev/null
     RUNNER_REPO=$PWD "$BIN/prefect" --no-prompt deploy --all >"$STATE/deploy.log" 2>&1 \
         || { echo "prefect deploy failed; see $STATE/deploy.log" >&2; exit 1; }

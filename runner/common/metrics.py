@@ -9,12 +9,19 @@ several 0/1 labels is pooled over every (row, label) pair, as mlsp-2013-birds is
 from __future__ import annotations
 
 import numpy as np
-from sklearn import metrics as skm
 
 # every metric a spec may name, and which way it runs
 LOWER_IS_BETTER = {"log_loss": True, "rmsle": True, "rmse": True, "mae": True, "roc_auc": False,
                    "mean_column_roc_auc": False, "accuracy": False, "qwk": False}
 THRESHOLD_ROUNDS = 3  # passes over the kappa cuts; a third rarely moves one
+
+
+def _sk():
+    """scikit-learn's metrics, imported where first scored: a command or run that never scores (a run ending at
+    its input's error, `runner plan`) does not pay its second of imports (scipy.stats among them)."""
+    from sklearn import metrics
+
+    return metrics
 
 
 def _one_hot(y: np.ndarray, k: int) -> np.ndarray:
@@ -23,12 +30,12 @@ def _one_hot(y: np.ndarray, k: int) -> np.ndarray:
 
 def _rmsle(y: np.ndarray, pred: np.ndarray) -> float:
     y, pred = np.atleast_2d(y.T).T, np.atleast_2d(pred.T).T
-    return float(np.mean([skm.root_mean_squared_log_error(y[:, j], np.clip(pred[:, j], 0, None))
+    return float(np.mean([_sk().root_mean_squared_log_error(y[:, j], np.clip(pred[:, j], 0, None))
                           for j in range(y.shape[1])]))
 
 
 def _mean_column_auc(y_onehot: np.ndarray, pred: np.ndarray) -> float:
-    return float(np.mean([skm.roc_auc_score(y_onehot[:, j], pred[:, j]) for j in range(pred.shape[1])]))
+    return float(np.mean([_sk().roc_auc_score(y_onehot[:, j], pred[:, j]) for j in range(pred.shape[1])]))
 
 
 def _label_matrix(y: np.ndarray, k: int) -> np.ndarray:
@@ -49,7 +56,7 @@ def _cut(expected: np.ndarray, cuts) -> np.ndarray:
 
 
 def qwk(y: np.ndarray, labels: np.ndarray) -> float:
-    return float(skm.cohen_kappa_score(y.astype(int), labels.astype(int), weights="quadratic"))
+    return float(_sk().cohen_kappa_score(y.astype(int), labels.astype(int), weights="quadratic"))
 
 
 def fit_grade_thresholds(y: np.ndarray, pred: np.ndarray) -> tuple[float, ...]:
@@ -71,13 +78,13 @@ def fit_grade_thresholds(y: np.ndarray, pred: np.ndarray) -> tuple[float, ...]:
 def score(metric: str, y: np.ndarray, pred: np.ndarray) -> float:
     """The metric of engine output `pred` against truth `y` (see module docstring for shapes)."""
     if metric == "log_loss":
-        return float(skm.log_loss(y, pred, labels=np.arange(pred.shape[1])))
+        return float(_sk().log_loss(y, pred, labels=np.arange(pred.shape[1])))
     if metric == "accuracy":
-        return float(skm.accuracy_score(y, pred.argmax(axis=1)))
+        return float(_sk().accuracy_score(y, pred.argmax(axis=1)))
     if metric == "roc_auc" and np.ndim(y) == 2:  # several 0/1 labels: one AUC pooled over every (row, label)
-        return float(skm.roc_auc_score(np.ravel(y), np.ravel(pred)))
+        return float(_sk().roc_auc_score(np.ravel(y), np.ravel(pred)))
     if metric == "roc_auc":
-        return float(skm.roc_auc_score(y, pred[:, 1] if pred.ndim == 2 else pred))
+        return float(_sk().roc_auc_score(y, pred[:, 1] if pred.ndim == 2 else pred))
     if metric == "mean_column_roc_auc":
         return _mean_column_auc(_label_matrix(y, pred.shape[1]), pred)
     if metric == "qwk":
@@ -85,9 +92,9 @@ def score(metric: str, y: np.ndarray, pred: np.ndarray) -> float:
     if metric == "rmsle":
         return _rmsle(y, pred)
     if metric == "rmse":
-        return float(np.sqrt(skm.mean_squared_error(y, pred)))
+        return float(np.sqrt(_sk().mean_squared_error(y, pred)))
     if metric == "mae":
-        return float(skm.mean_absolute_error(y, pred))
+        return float(_sk().mean_absolute_error(y, pred))
     raise KeyError(f"unknown metric {metric!r}")
 
 

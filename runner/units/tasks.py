@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from sklearn.model_selection import GroupKFold, KFold, StratifiedKFold
 
 from runner.planning.portfolio import Member
 from runner.common.saved import Saved
@@ -79,6 +78,8 @@ def assign_folds(y: np.ndarray, classification: bool, folds: int, seed: int,
                  groups: np.ndarray | None = None) -> np.ndarray:
     """Fold id per train row: stratified for classification when every class has enough rows; with `groups`,
     the rows of a group share a fold (a page's pixels: its neighbours would otherwise validate a pixel)."""
+    from sklearn.model_selection import GroupKFold, KFold, StratifiedKFold  # here: a run ending before folds skips it
+
     ids = np.zeros(len(y), dtype=np.int64)
     if groups is not None and len(np.unique(groups)) >= folds:
         for k, (_, val) in enumerate(GroupKFold(folds, shuffle=True, random_state=seed).split(y, groups=groups)):
