@@ -33,6 +33,12 @@ def dog_breed(demo_root) -> Path:
 EXIT_SLACK = 2.0
 
 
+def training_share(report) -> float:
+    """How much of the training window (planning done to the cut) the run trained for."""
+    planned, ended = report["timings"]["planned"], report["timings"]["training_done"]
+    return (ended - planned) / (0.85 * report["budget_seconds"] - planned)
+
+
 def run_cli(*args: str, timeout: float = 600, env: dict | None = None) -> subprocess.CompletedProcess:
     """`runner ...` as a user runs it: a separate process, output captured (`env` added to this environment)."""
     return subprocess.run([sys.executable, "-m", "runner.cli", *args], capture_output=True, text=True,

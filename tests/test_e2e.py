@@ -5,7 +5,8 @@ import time
 
 import pytest
 
-from conftest import EXIT_SLACK, run_cli, write_nomad, write_spooky
+from conftest import EXIT_SLACK, run_cli, training_share, write_nomad, write_spooky
+from runner.control.extra_members import MIN_GAIN, STALE
 from runner.competition.grade import grade
 from runner.competition.catalog import load_spec
 
@@ -16,12 +17,15 @@ SPACESHIP_BUDGET = 45  # five folds are planned only for a training window of 30
 LEARNED_LOG_LOSS = 0.1  # nats below the prior's: a model learned something (not how much a quiet core affords)
 
 
-def run_and_grade(competition, root, out, budget_seconds):
+def run_and_grade(competition, root, out, budget_seconds, console: list | None = None):
+    """Run through the command line and grade; `console`, when given, gets the run's stderr."""
     started = time.monotonic()
     result = run_cli("run", competition, "--data", str(root / "prepared" / "public"), "--budget",
                      f"{budget_seconds}s", "--out", str(out))
     elapsed = time.monotonic() - started
     assert result.returncode == 0, result.stderr[-3000:]
+    if console is not None:
+        console.append(result.stderr)
     report = json.loads((out / "report.json").read_text())
     spec = load_spec(competition)
     graded = grade(out / "submission.csv", spec, root / "prepared" / "private")
@@ -34,7 +38,10 @@ def better_by(spec, score, baseline, margin):
 
 
 def test_spaceship_beats_the_baseline_within_budget(spaceship, tmp_path):
-    report, graded, baseline, elapsed = run_and_grade("spaceship", spaceship, tmp_path / "out", SPACESHIP_BUDGET)
+    console = []
+    report, graded, baseline, elapsed = run_and_grade("spaceship", spaceship, tmp_path / "out", SPACESHIP_BUDGET,
+                                                      console)
+    stderr = console[0]
     assert graded.valid_submission and baseline.valid_submission
     assert graded.score > baseline.score + 0.15  # accuracy: ~0.85 against a ~0.5 majority class
     assert report["cv_score"] > report["baseline_cv_score"] + 0.15
@@ -42,9 +49,30 @@ def test_spaceship_beats_the_baseline_within_budget(spaceship, tmp_path):
     assert report["status"] == "trained" and [f["status"] for f in lightgbm] == ["completed"] * 5
     assert report["wall_seconds"] <= SPACESHIP_BUDGET and elapsed < SPACESHIP_BUDGET + EXIT_SLACK
     assert len((tmp_path / "out" / "monitor.jsonl").read_text().splitlines()) >= 1
+    assert "blend" in stderr and "weight" in stderr  # the member table and the blend, on the console
     for fold in lightgbm:  # best checkpoint and manifest per fold
         assert (tmp_path / "out" / "members" / "lightgbm" / str(fold["fold"]) / "model.txt").is_file()
         assert (tmp_path / "out" / "members" / "lightgbm" / str(fold["fold"]) / "manifest.json").is_file()
+    # it uses its window with several engines blended, or says why it stopped early
+    uses_its_window(report)
+
+
+def uses_its_window(report):
+    """Trained until the cut (>= 80% of the window), or stopped early because its last STALE extra members added
+    nothing; three engines or more in the blend's pool; weights that sum to 1; a blend no worse than where it
+    started."""
+    if "CV no longer improving" in report["stop_reason"]:  # stopped early, and why: STALE extras added nothing
+        extras = [m for m in report["members"] if m["bag_of"] or m["repeat_of"]]
+        # the claim is about the extras that had ended when the lane stopped; one still running then ends after it,
+        # and may gain, so the last ones listed need not be the ones the stop was decided on
+        assert sum((m["gain"] or 0.0) < MIN_GAIN for m in extras) >= STALE, report["members"]
+    else:
+        assert report["stop_reason"].startswith("the training window closed"), report["stop_reason"]
+        assert training_share(report) >= 0.8, (report["timings"], report["stop_reason"])
+    engines = {m["engine"] for m in report["members"] if m["folds_done"]}
+    assert len(engines) >= 3, engines
+    assert sum(report["blend"]["weights"].values()) == pytest.approx(1.0, abs=1e-3)
+    assert report["cv_score"] >= report["blend"]["member_cv"][report["blend"]["start"]] - 1e-6
 
 
 def test_dog_breed_trains_a_cnn_skips_corrupt_images_and_beats_the_baseline(dog_breed, tmp_path):
