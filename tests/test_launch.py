@@ -11,10 +11,11 @@ pytestmark = pytest.mark.slow  # whole runs through processes, containers or Pre
 
 def test_local_launch_streams_the_log_and_ends_cleanly(spaceship, tmp_path):
     lines = []
-    result = run_local(Launch("spaceship", str(spaceship / "prepared" / "public"), str(tmp_path), 20),
+    # 10 s: what is asserted is the stream and the clean end, not what the run trains
+    result = run_local(Launch("spaceship", str(spaceship / "prepared" / "public"), str(tmp_path), 10),
                        on_line=lines.append)
     assert result.exit_code == 0 and not result.killed_at_deadline
-    assert any("fold" in line for line in lines)
+    assert any("Plan:" in line for line in lines) and any("training ended at" in line for line in lines)
 
 
 def test_the_hard_deadline_kills_the_group_and_keeps_the_last_submission(dog_breed, tmp_path):
