@@ -11,6 +11,7 @@ running folds show) and `ExtraMembers` (more members while they pay).
 """
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import pickle
@@ -210,6 +211,10 @@ class Supervisor:
         processes.warm_up(tuple(m for member in self.plan.members for m in get_engine(member.engine).preload),
                           self.out / "fork_server.log")
         self.write_dataset()
+        # the folds' splitter and the metrics (scikit-learn) imported now, beside the fork server's imports, not at
+        # the first result: at a small budget's end a second of imports on a busy core outran the watchdog
+        importlib.import_module("sklearn.model_selection")
+        importlib.import_module("sklearn.metrics")
         self.on_status = on_status
         scheduler = self.scheduler = self.controller.scheduler = self.extras.scheduler = self._slots()
         scheduler.results.extend(r for reused in self.reused.values() for r in reused.results)

@@ -2,6 +2,7 @@
 the package index, filed into the cache with `runner weights import`, loaded by a fresh process through timm's hub
 path with HF_HUB_OFFLINE=1; a missing or corrupt cache gives a clear line and random init."""
 import os
+import shutil
 import subprocess
 import sys
 
@@ -72,11 +73,12 @@ def test_weights_list_shows_what_the_cache_holds_for_the_ladder(cache):
     assert cells["resnet18"][1] == "missing: random init"
 
 
-def test_a_corrupt_cache_gives_a_clear_line_and_random_init(tmp_path):
-    run_cli("weights", "import", MODEL, CHECKPOINT, "--cache", str(tmp_path))
-    blob = next((tmp_path / ("models--" + REPO.replace("/", "--")) / "blobs").iterdir())
+def test_a_corrupt_cache_gives_a_clear_line_and_random_init(cache, tmp_path):
+    damaged = tmp_path / "cache"  # the module's import, copied with its snapshot's link to the blob
+    shutil.copytree(cache, damaged, symlinks=True)
+    blob = next((damaged / ("models--" + REPO.replace("/", "--")) / "blobs").iterdir())
     blob.write_bytes(blob.read_bytes()[:1000])  # a download cut short
-    init, _, stderr = load_in_a_fold_process(tmp_path)
+    init, _, stderr = load_in_a_fold_process(damaged)
     assert init == "random init (weights unreadable)"
     assert "could not be loaded" in stderr and REPO in stderr
 

@@ -24,6 +24,9 @@ MEASURED_SLACK = 1.5  # a fold that does not stretch may take this many times th
 # work (its CUDA context, cuDNN's search running candidate kernels on it). Taken as all of it until a card says
 # otherwise: on an H200 three folds starting at once each sat ~47 s in their first backward
 STARTUP_SERIAL_SHARE = 1.0
+# of the window left, the most a stretching member's folds leave to the fixed-time units queued behind them in
+# their lane: the lead keeps at least half of it
+KEPT_SHARE = 0.5
 
 
 def startup_on_card(alone: float, together: int) -> float:
@@ -39,6 +42,23 @@ def fold_deadline(now: float, training_deadline: float, pending: int, slots: int
     if need > 0:
         waves = max(1, min(waves, int(left // need)))
     return now + left / waves
+
+
+def stretches(member: Member) -> bool:
+    """Whether the member's folds stretch to the time they are given (a CNN's epochs, boosters' untimed rounds)."""
+    return get_engine(member.engine).fills_window or not member.max_fold_seconds
+
+
+def kept_for_queued(member: Member, queued: list[tuple[Member, bool]], lane_folds: int, left: float) -> float:
+    """Seconds of the `left` window that a stretching member's folds leave to the fixed-time units queued in its
+    lane (`queued`: each unit's member, and whether it is a prepare step): their planned seconds over the
+    `lane_folds` the lane runs at once, at most KEPT_SHARE of what is left. The lead going first fills the
+    window otherwise, and on one core a random-init CNN leading had left the members that learn no time at all."""
+    if not stretches(member):
+        return 0.0
+    planned = sum(m.prepare_seconds if prepare else m.fold_seconds for m, prepare in queued
+                  if m.slot == member.slot and m.name != member.name and not stretches(m))
+    return min(KEPT_SHARE * max(0.0, left), planned / max(1, lane_folds))
 
 
 def least_seconds(results: list[FoldResult]) -> float | None:
@@ -91,7 +111,7 @@ def fold_window(member: Member, now: float, training_deadline: float, done: list
     folds running now (their wave is this one's when there is room beside them), `together`: its folds starting
     on this one's card at once (starting_together)."""
     need = fold_need(member, done, together)
-    if get_engine(member.engine).fills_window or not member.max_fold_seconds:
+    if stretches(member):
         return fold_deadline(now, training_deadline, pending + running, slots, need), need
     longest = max([member.max_fold_seconds, *(MEASURED_SLACK * r.wall_seconds for r in done if r.usable)])
     return min(training_deadline, now + longest), need

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from runner.common.budget import Budget, interrupts_between_steps, raise_if_interrupted
-from runner.units.deadlines import MIN_FOLD_SECONDS, capacity, fold_window, prepare_deadline, starting_together
+from runner.units.deadlines import (MIN_FOLD_SECONDS, capacity, fold_window, kept_for_queued, lane_capacity,
+                                    prepare_deadline, starting_together)
 from runner.engines import get_engine
 from runner.units.tasks import PREPARE, FoldResult, FoldTask
 from runner.planning.portfolio import Member, Plan
@@ -146,6 +147,8 @@ class Scheduler:
         mine = [r for r in self.running if r.unit.member.name == member.name and r.unit.fold != PREPARE]
         pending = self.pending.pending(member.name)
         together = starting_together(member, pending, sum(1 for r in mine if ready_at(r) is None))
+        queued = [(u.member, u.fold == PREPARE) for u in self.pending.waiting]
+        end -= kept_for_queued(member, queued, lane_capacity(self.plan, member.slot), end - now)
         return fold_window(member, now, end, done, pending, capacity(member, self.plan), len(mine), together)
 
     def _start(self, unit: Unit, now: float, gpu: int | None, threads: int, lane: str) -> None:
