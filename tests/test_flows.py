@@ -19,20 +19,22 @@ pytestmark = pytest.mark.slow  # whole runs through processes, containers or Pre
 
 
 def test_compete_runs_grades_and_publishes_artifacts(prefect_server, spaceship, demo_root, tmp_path):
-    state = compete(competition="spaceship", budget="8s", data_root=str(demo_root), out_root=str(tmp_path),
+    # 12 s: at 8 s, on a core another test's run took half of, the run was still importing scikit-learn at the
+    # watchdog (exit 124, the baseline kept); a quiet core ends it in about 5 s whatever the budget
+    state = compete(competition="spaceship", budget="12s", data_root=str(demo_root), out_root=str(tmp_path),
                     return_state=True)
     summary = state.result()
     assert summary["grade"]["valid_submission"]
     assert summary["launch"]["backend"] == "local" and summary["launch"]["exit_code"] == 0
     out = tmp_path / "spaceship-titanic"
-    # what the flow graded is the run's own submission, and says what the run made of its 8 s: a model that learned
+    # what the flow graded is the run's own submission, and says what the run made of its 12 s: a model that learned
     # (accuracy well above the run's baseline: 0.85 on a quiet core against the class prior's ~0.56) or, where a busy
     # core left it no fold or a fold cut after its first round (CV no better than the prior's), the baseline it kept
     # (whether a run trains is the end-to-end tests' to show)
     spec, private = load_spec("spaceship"), demo_root / "spaceship-titanic" / "prepared" / "private"
     report = json.loads((out / "report.json").read_text())
     assert summary["grade"]["score"] == grade(out / "submission.csv", spec, private).score
-    assert summary["status"] == report["status"] and summary["budget_seconds"] == 8
+    assert summary["status"] == report["status"] and summary["budget_seconds"] == 12
     baseline = grade(Path(report["submission"]).with_name("baseline.csv"), spec, private).score  # the run's folder
     if report["submission_source"].startswith("blend:"):
         assert summary["grade"]["score"] > baseline + 0.05, (summary["grade"]["score"], baseline)
