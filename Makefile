@@ -6,9 +6,9 @@ STAMP := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.installed-bench
 DEMO_DIR := runs/demo
 # pytest-xdist workers, each taking whole test files (longest first, in the order tests/conftest.py gives them) and
-# pinned to its share of the cores; 0: one process on every core (docs/testing.md). One per core: with two a core
-# the suite ended sooner (2 cores: 7 min 54 s to 9 min 34 s against 11 min) but 7 to 10 whole runs, each given half
-# a core all along, missed a small budget's window
+# pinned to its share of the cores; auto: a worker for each core other processes leave free (tests/conftest.py);
+# 0: one process on every core. With three on 2 cores the suite ended sooner (9 min 46 s against 12 min) but runs
+# given half a core missed a small budget's window (docs/testing.md)
 TEST_WORKERS ?= 2
 DEMO_BUDGET ?=  # empty: each demo competition's own budget (dog-breed 3m, spaceship 1m)
 

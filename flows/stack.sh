@@ -58,7 +58,10 @@ up() {
     # ($RUNNER_DEMO_COMPETITIONS: only those, e.g. a stack that runs one competition)
     "$BIN/runner" demo-data ${RUNNER_DEMO_COMPETITIONS:-spaceship $(cat competitions/splits/mle-bench-lite.txt)} \
         --out "${RUNNER_DEMO_DATA:-runs/demo/data}" >/dev/null
-    RUNNER_REPO=$PWD "$BIN/prefect" --no-prompt deploy --all >"$STATE/deploy.log" 2>&1 \
+    # every deployment of prefect.yaml ($RUNNER_DEPLOYMENTS: only those, e.g. "compete/spaceship sweep/demo")
+    local deployments=(--all)
+    [ -z "${RUNNER_DEPLOYMENTS-}" ] || deployments=($(printf -- '--name %s ' $RUNNER_DEPLOYMENTS))
+    RUNNER_REPO=$PWD "$BIN/prefect" --no-prompt deploy "${deployments[@]}" >"$STATE/deploy.log" 2>&1 \
         || { echo "prefect deploy failed; see $STATE/deploy.log" >&2; exit 1; }
     workers
 
