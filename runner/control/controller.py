@@ -2,7 +2,7 @@
 
 It reads each running fold's epoch lines, holds a member's first timed step against its plan (re-timing it, or
 having its engine plan it again for the window left), keeps each fold's start-up (until it says it is ready) apart
-from its epochs, applies the monitor's rules to GPU folds, and samples the cores again when a step is far slower
+from its epochs (runner.control.startup_watch), applies the monitor's rules to GPU folds, and samples the cores again when a step is far slower
 than planned. Every change reaches the units not yet started through the
 scheduler, and every action is logged with its evidence.
 """
@@ -19,7 +19,8 @@ from runner.results.member_state import MemberState
 from runner.common.budget import Budget
 from runner.control.rules import (
     FIRST_CHECK_SECONDS, REPROBE_SECONDS, TIMED_EPOCH, Change, close_enough, combine, monitor_rules, needs_replan,
-    stalled, startup_measured, startup_overran, with_startup)
+    stalled, with_startup)
+from runner.control.startup_watch import STALL_STACKS_SECONDS, StartupWatch
 from runner.data.dataset import Dataset
 from runner.engines import get_engine, pretrained_models
 from runner.units.tasks import PREPARE, FoldResult
@@ -30,11 +31,9 @@ from runner.planning.planner import data_shape, replan_context
 from runner.planning.portfolio import Member, Plan
 from runner.units.running import Running
 from runner.units.scheduler import Scheduler
-from runner.units.deadlines import startup_on_card
 from runner.units.epoch_lines import EpochReader, describe, ready_at, utilisation
 
 log = logging.getLogger("runner")
-STALL_STACKS_SECONDS = 0.5  # the supervisor's loop waits this long at most for a stalled fold's stacks
 
 
 class Controller:
@@ -55,9 +54,7 @@ class Controller:
         self.reprobed_at = -math.inf
         self.planned_lanes: dict[str, int] | None = None  # the plan's lane cores before other processes took some
         self.given_up: set[str] = set()  # members whose later folds were skipped after one trained nothing in time
-        self.together: dict[str, int] = {}  # unit -> the most folds seen starting on its card at once with it
-        self.overran: set[str] = set()  # units whose start-up overran the estimate before they were ready
-        self.readied: set[str] = set()  # units whose start-up was measured when they said they were ready
+        self.startup = StartupWatch(self.apply)  # folds still starting, read against their member's start-up
 
     # --- what running folds show ----------------------------------------------------------------------------
 
@@ -66,21 +63,12 @@ class Controller:
         sampled again now and then while other processes hold some, so the run grows back into them."""
         samples = list(self.monitor.samples) if self.monitor else []
         folds = [item for item in running if item.unit.fold != PREPARE]
-        self._count_starting(folds)
+        self.startup.count_starting(folds)
         for item in folds:
             self._watch_unit(item, samples)
         if self.planned_lanes is not None and self.hardware.busy_cpus and \
                 time.monotonic() - self.reprobed_at > REPROBE_SECONDS:
             self.reprobe("again while cores were taken")
-
-    def _count_starting(self, folds: list[Running]) -> None:
-        """For each fold not ready yet, the most folds seen starting on its card at once (itself included; one on
-        the CPU): what its start-up is read against."""
-        starting = [item for item in folds if ready_at(item) is None]
-        for item in starting:
-            together = sum(1 for o in starting if o.unit.on_gpu and o.task.gpu == item.task.gpu) \
-                if item.unit.on_gpu else 1
-            self.together[item.unit.name] = max(together, self.together.get(item.unit.name, 1))
 
     def _watch_unit(self, item: Running, samples: list[dict]) -> None:
         lines = self.epochs.new_lines(Path(item.task.out_dir))
@@ -88,11 +76,8 @@ class Controller:
             self.on_epoch(item, line, samples)
             self.last_epoch[item.unit.name] = time.monotonic()
         member = self.states[item.unit.member.name].member
+        self.startup.watch(item, member)  # while it starts, its wait is start-up, never an epoch's pace
         ready = ready_at(item)
-        if ready is None:  # still starting: its wait is start-up, never an epoch's pace
-            self._watch_startup(item, member)
-        elif item.unit.name not in self.readied:
-            self._on_ready(item, member)
         waited = time.monotonic() - self.last_epoch.get(item.unit.name, ready or math.inf)
         if member.name not in self.timed and get_engine(member.engine).fills_window and stalled(member, waited):
             where = stacks.take([(item.process.pid, item.log)], f"stalled: no epoch for {waited:.0f} s",
@@ -105,40 +90,6 @@ class Controller:
                 time.monotonic() - item.started > FIRST_CHECK_SECONDS:
             self.checked.add(item.unit.name)  # no epoch yet: the monitor's samples alone
             self._check(item, None, samples)
-
-    def _watch_startup(self, item: Running, member: Member) -> None:
-        """A fold not ready long past its member's start-up (with the folds starting on its card at once): the
-        member's start-up estimate and its folds' least time rise to what it has taken so far (a lower bound), its
-        epoch pace stays and it is not timed by it; where it was goes into its log. Once a fold."""
-        name, waited = item.unit.name, time.monotonic() - item.started
-        together = self.together.get(name, 1)
-        if name in self.overran or not startup_overran(member, waited, together):
-            return
-        self.overran.add(name)
-        where = stacks.take([(item.process.pid, item.log)], f"start-up: not ready after {waited:.0f} s",
-                            STALL_STACKS_SECONDS, resume=False)[item.process.pid]
-        log.warning("%s fold %d: not ready after %.0f s where its start-up was expected to take %.1f s; it was "
-                    "in %s (stacks in %s)", member.name, item.unit.fold, waited, member.startup_seconds,
-                    "; ".join(where[:3]), item.log)
-        self._startup(member, waited / startup_on_card(1.0, together),
-                      f"{member.name} fold {item.unit.fold}: not ready after {waited:.0f} s", together)
-
-    def _on_ready(self, item: Running, member: Member) -> None:
-        """A fold said its start-up is over: where it took far from the member's estimate, later folds expect
-        what it took (its share alone on its card)."""
-        self.readied.add(item.unit.name)
-        seconds, together = item.startup, self.together.get(item.unit.name, 1)
-        alone = startup_measured(member, seconds, together)
-        if alone is not None:
-            self._startup(member, alone, f"{member.name} fold {item.unit.fold}: ready after {seconds:.1f} s",
-                          together)
-
-    def _startup(self, member: Member, alone: float, what: str, together: int) -> None:
-        revised = with_startup(member, alone)
-        at_once = f" ({together} folds starting on its card at once)" if together > 1 else ""
-        self.apply(Change(revised, f"{what}{at_once}: later folds expect {alone:.1f} s of start-up alone (was "
-                                   f"{member.startup_seconds:.1f} s) and need at least {revised.min_fold_seconds:.1f} "
-                                   f"s; its epochs stay {member.step_seconds:.3g} s"))
 
     def on_epoch(self, item: Running, line: dict, samples: list[dict]) -> None:
         start = item.started - self.budget.started
