@@ -2,8 +2,8 @@
 
 It reads each running fold's epoch lines, holds a member's first timed step against its plan (re-timing it, or
 having its engine plan it again for the window left), keeps each fold's start-up (until it says it is ready) apart
-from its epochs (runner.control.startup_watch), applies the monitor's rules to GPU folds, and samples the cores again when a step is far slower
-than planned. Every change reaches the units not yet started through the
+from its epochs (runner.control.startup_watch), applies the monitor's rules to GPU folds, and samples the cores
+again when a step is far slower than planned. Every change reaches the units not yet started through the
 scheduler, and every action is logged with its evidence.
 """
 from __future__ import annotations
