@@ -20,7 +20,7 @@ pytestmark = pytest.mark.slow  # whole runs through processes, containers or Pre
 
 def test_compete_runs_grades_and_publishes_artifacts(prefect_server, spaceship, demo_root, tmp_path):
     # 12 s: at 8 s, on a core another test's run took half of, the run was still importing scikit-learn at the
-    # watchdog (exit 124, the baseline kept); a quiet core ends it in about 5 s whatever the budget
+    # watchdog (exit 124, the baseline kept); on a quiet core a model learns within 4 s and bags fill the rest
     state = compete(competition="spaceship", budget="12s", data_root=str(demo_root), out_root=str(tmp_path),
                     return_state=True)
     summary = state.result()
