@@ -32,7 +32,8 @@ ENDS = "60s"
 # another process the run has planned at 4.3 s, its first fold waits for the server's imports and stops having
 # learned nothing at 7-7.6 s, and the second learns in 0.5 s; at 8 s with every table engine such runs trained nothing,
 # at 10 s half of them. On a quiet core a first fold has learned by 4 s and bags fill the rest of the window (16.5 s
-# of 20 in all); at 12 s, with four test workers on two cores, four of nine ended with the baseline (the window closed at 10.2 s before a fold learned): 20 s
+# of 20 in all); at 12 s, with four test workers on two cores, four of nine ended with the baseline (the window
+# closed at 10.2 s before a fold learned): 20 s
 TRAINS = "20s"
 # A run whose point is the submission's rows (the sample found under another name, the test file's ids without
 # one): planned with the tests' engine that plans nothing (conftest.TOY_ENGINE), it ends once its baseline is written
