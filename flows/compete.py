@@ -118,14 +118,15 @@ def publish(report: RunReport, graded: dict | None, launched: dict, out_dir: str
 def compete(competition: str, budget: str = "10m", data_root: str = "runs/demo/data",
             out_root: str = "runs/prefect", backend: str = "local", image: str = "competition-runner",
             gpus: str = "auto", host_python: bool = False, slot: str | None = None,
-            weights_cache: str | None = None) -> dict:
+            weights_cache: str | None = None, max_members: int | None = None) -> dict:
     """Train one competition within `budget` and grade it when its answers are present (`weights_cache`: a
-    Hugging Face cache of pretrained weights on the worker's machine, mounted read-only into the container)."""
+    Hugging Face cache of pretrained weights on the worker's machine, mounted read-only into the container;
+    `max_members`: the run trains at most that many members, as `runner run --max-members`)."""
     spec = load_spec(competition)
     public, private = locate(competition, data_root)
     out_dir = str(confined(out_root) / spec.id)
     settings = leased(Launch(spec.id, public, out_dir, parse_duration(budget), image=image, gpus=gpus,
-                             host_python=host_python, weights_cache=weights_cache),
+                             host_python=host_python, weights_cache=weights_cache, max_members=max_members),
                       Lease.from_environment(dict(os.environ)))  # the worker's cards, cores and memory, if it holds any
     launched = launch(settings, backend, slot)
     report = collect(out_dir, launched)

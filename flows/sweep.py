@@ -83,11 +83,12 @@ def publish(rows: list[dict], missing: list[str], split: str, out_root: str) -> 
 @flow(name="sweep", log_prints=True)
 def sweep(split: str = "demo", budget: str = "10m", data_root: str = "runs/demo/data",
           out_root: str = "runs/prefect", backend: str = "local", via_deployments: bool = False,
-          slot: str | None = None, host_python: bool = False) -> dict:
-    """Every competition of `split` that has data under `data_root`; returns the rows and the grading JSONL."""
+          slot: str | None = None, host_python: bool = False, max_members: int | None = None) -> dict:
+    """Every competition of `split` that has data under `data_root` (each run training at most `max_members`
+    members, when given); returns the rows and the grading JSONL."""
     ready, missing = competitions_with_data(split, data_root)
     parameters = dict(budget=budget, data_root=data_root, out_root=out_root, backend=backend, slot=slot,
-                      host_python=host_python)
+                      host_python=host_python, max_members=max_members)
     if via_deployments:
         rows = run_via_deployments(ready, parameters)
     else:

@@ -53,7 +53,8 @@ def _run(args) -> int:
     with run_progress(budget) as status:
         report = run_competition(args.competition, Path(args.data), budget, out,
                                  on_plan=lambda plan: console.print(plan_table(plan)), on_status=status,
-                                 engines=_engines(args.engines), gpus=args.gpus, memory=args.memory)
+                                 engines=_engines(args.engines), gpus=args.gpus, memory=args.memory,
+                                 max_members=args.max_members)
     console.print(summary_table(report))
     if report.error:  # plain lines: the message must survive any terminal width
         print(f"runner: error: {report.error}", file=sys.stderr)
@@ -114,6 +115,12 @@ def _size(text: str) -> int:
         return parse_size(text)
     except ValueError as exc:  # argparse names the option and this reason
         raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    return int(text)
 
 
 def _demo_data(args) -> int:
@@ -200,6 +207,9 @@ def parser() -> argparse.ArgumentParser:
                                     "(GPU-…, MIG-…) or 'none' (default: CUDA_VISIBLE_DEVICES, else all)")
     run.add_argument("--memory", type=_size, default=None,
                      help="memory the run may use: 8G, 512M (default: the machine's, within its cgroup's limit)")
+    run.add_argument("--max-members", type=_positive, default=None, metavar="N",
+                     help="train at most N members: the plan's first ones, then extra ones while they still improve "
+                          "CV (default 100); a run that has trained them ends before its window closes")
     run.add_argument("-v", "--verbose", action="store_true")
     run.set_defaults(func=_run)
     grade = sub.add_parser("grade", help="score a submission with MLE-bench's rules")

@@ -37,7 +37,7 @@ from runner.machine.hardware import Hardware, probe_hardware
 from runner.machine.monitor import Monitor, read_samples
 from runner.results.run_folder import RunOutputs
 from runner.planning.planner import plan_for
-from runner.planning.portfolio import Member, Plan
+from runner.planning.portfolio import MAX_MEMBERS, Member, Plan
 from runner.results.oof import unit_dir
 from runner.results.card_usage import CardUsage, card_usage
 from runner.results.report import RunReport
@@ -106,10 +106,12 @@ class Supervisor:
         self.update(resumed=dict(folds_reused=folds, members={n: sorted(r.folds) for n, r in self.reused.items()}),
                     **self.ensemble.publish(), members=self.member_rows(), folds=self.fold_rows())
 
-    def make_plan(self, hardware: Hardware, engines: list[str] | None = None, probed: bool = False) -> Plan:
+    def make_plan(self, hardware: Hardware, engines: list[str] | None = None, probed: bool = False,
+                  max_members: int = MAX_MEMBERS) -> Plan:
         """The plan; members an earlier run trained keep their settings (their folds must agree), and those it
         did not finish go first."""
-        planned, costs = plan_for(self.spec, self.dataset, hardware, self.budget, self.out, engines=engines)
+        planned, costs = plan_for(self.spec, self.dataset, hardware, self.budget, self.out, engines=engines,
+                                  max_members=max_members)
         unfinished = [r.member for r in self.reused.values() if len(r.folds) < r.member.folds]
         members = unfinished + [m for m in planned.members if m.name not in self.reused]
         sampled = self.dataset.sampled  # data cut to the budget or memory: said first
@@ -252,11 +254,13 @@ class Supervisor:
 
 def run_competition(name: str, data_dir: Path, budget: Budget, out_dir: Path, hardware: Hardware | None = None,
                     on_plan=lambda plan: None, on_status=lambda report, running: None,
-                    engines: list[str] | None = None, gpus: str | None = None, memory: int | None = None) -> RunReport:
+                    engines: list[str] | None = None, gpus: str | None = None, memory: int | None = None,
+                    max_members: int | None = None) -> RunReport:
     """The whole run. Raises RunnerError only when not even the sample submission can be read; otherwise returns
     a report whose `error` explains what stopped training (a valid submission exists either way). `gpus` limits
     the run to those cards (`runner run --gpus`; else CUDA_VISIBLE_DEVICES; else every card), `memory` to those
-    bytes (`runner run --memory`; else the machine's within its cgroup's limit)."""
+    bytes (`runner run --memory`; else the machine's within its cgroup's limit), `max_members` to that many
+    members, planned and extra (`runner run --max-members`; else MAX_MEMBERS)."""
     write_given_sample(Path(data_dir), Path(out_dir))
     adopting = (why := processes.adopt_orphans()) is None  # units whose fork server dies stay in this tree
     if not adopting:
@@ -288,7 +292,7 @@ def run_competition(name: str, data_dir: Path, budget: Budget, out_dir: Path, ha
             outputs.update(status="baseline", error=None, stop_reason=why)
             return outputs.report
         supervisor.resume()
-        plan = supervisor.make_plan(hardware, engines, probed)
+        plan = supervisor.make_plan(hardware, engines, probed, max_members or MAX_MEMBERS)
         plan.save(Path(out_dir) / "plan.json")
         outputs.update(plan=plan.to_json(), members=supervisor.member_rows(), timings=outputs.mark("planned"))
         on_plan(plan)

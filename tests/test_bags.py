@@ -82,6 +82,17 @@ def test_a_lane_stops_when_no_extra_member_improves_any_more():
     assert why_stop("cpu", states, *args) is None
 
 
+def test_a_lane_stops_at_the_most_members_a_run_trains():
+    """`runner run --max-members N`: the planned members count, and the lane takes none past N, whatever CV does."""
+    states = {"lightgbm": done(member("lightgbm"), cv=0.80), "lightgbm-2": done(member("lightgbm-2"), 0.8, 0.05)}
+    args = ({"lightgbm": 1.0}, walls("lightgbm", 2.0), 100.0, 1.0, 2)
+    assert why_stop("cpu", states, *args) is None  # the default: far more than two
+    assert why_stop("cpu", states, *args, most=3) is None
+    assert why_stop("cpu", states, *args, most=2) == "2 members is the most this run trains (--max-members)"
+    del states["lightgbm-2"]
+    assert why_stop("cpu", states, *args, most=1) == "1 member is the most this run trains (--max-members)"
+
+
 def test_a_lane_stops_when_no_fold_fits_or_nothing_finished():
     states = {"lightgbm": MemberState(member("lightgbm"))}
     assert "finished a fold" in why_stop("cpu", states, {}, [], 100.0, 1.0, 2)

@@ -64,13 +64,15 @@ def deployment_run(stack, name: str, *params: str) -> subprocess.CompletedProces
 def test_deployment_run_completes_with_a_valid_submission(stack, tmp_path):
     root = stack[2]
     out = tmp_path / "runs"
-    result = deployment_run(stack, "compete/spaceship", "budget=10s", f"data_root={root / 'demo-data'}",
-                            f"out_root={out}")
+    result = deployment_run(stack, "compete/spaceship", "budget=10s", "max_members=1",
+                            f"data_root={root / 'demo-data'}", f"out_root={out}")
     assert result.returncode == 0 and "Completed" in result.stdout, result.stdout[-3000:] + result.stderr[-2000:]
     submission = pd.read_csv(out / "spaceship-titanic" / "submission.csv")
     sample = pd.read_csv(root / "demo-data" / "spaceship-titanic" / "prepared" / "public" / "sample_submission.csv")
     assert submission["PassengerId"].tolist() == sample["PassengerId"].tolist()
     assert submission["Transported"].dtype == bool
+    report = json.loads((out / "spaceship-titanic" / "report.json").read_text())
+    assert report["plan"]["max_members"] == 1  # the deployment's parameter reached the run
 
 
 def test_a_sweep_fans_out_through_deployments(stack, tmp_path):
@@ -78,8 +80,8 @@ def test_a_sweep_fans_out_through_deployments(stack, tmp_path):
     data = tmp_path / "data"  # only spaceship-titanic: one compete run is started through its deployment
     shutil.copytree(root / "demo-data" / "spaceship-titanic", data / "spaceship-titanic")
     out = tmp_path / "runs"
-    result = deployment_run(stack, "sweep/demo", "budget=10s", "via_deployments=true", f"data_root={data}",
-                            f"out_root={out}")
+    result = deployment_run(stack, "sweep/demo", "budget=10s", "max_members=1", "via_deployments=true",
+                            f"data_root={data}", f"out_root={out}")
     assert result.returncode == 0 and "Completed" in result.stdout, result.stdout[-3000:] + result.stderr[-2000:]
     lines = (out / "sweep-demo.jsonl").read_text().splitlines()
     assert len(lines) == 1 and "spaceship-titanic" in lines[0]

@@ -17,11 +17,11 @@ SPACESHIP_BUDGET = 45  # five folds are planned only for a training window of 30
 LEARNED_LOG_LOSS = 0.1  # nats below the prior's: a model learned something (not how much a quiet core affords)
 
 
-def run_and_grade(competition, root, out, budget_seconds, console: list | None = None):
-    """Run through the command line and grade; `console`, when given, gets the run's stderr."""
+def run_and_grade(competition, root, out, budget_seconds, console: list | None = None, *options: str):
+    """Run through the command line (`options` added) and grade; `console`, when given, gets the run's stderr."""
     started = time.monotonic()
     result = run_cli("run", competition, "--data", str(root / "prepared" / "public"), "--budget",
-                     f"{budget_seconds}s", "--out", str(out))
+                     f"{budget_seconds}s", "--out", str(out), *options)
     elapsed = time.monotonic() - started
     assert result.returncode == 0, result.stderr[-3000:]
     if console is not None:
@@ -104,21 +104,22 @@ def test_dog_breed_trains_a_cnn_skips_corrupt_images_and_beats_the_baseline(dog_
 
 def test_text_competition_trains_tfidf(tmp_path):
     root = write_spooky(tmp_path / "spooky")
-    # 16 s: at 12 s, its core shared by two other workers' runs (three workers on two cores), the window closed at
-    # 10.2 s before the first fold could start (its fork server, the dataset and scikit-learn's import took from
-    # 3.1 s to 9.3 s); on a quiet core the run trains its first fold by 4 s and at a half core by 7 s
-    report, graded, baseline, _ = run_and_grade("spooky", root, tmp_path / "out", 16)
-    assert graded.valid_submission and report["plan"]["members"][0]["engine"] == "tfidf"
+    # the lead alone (--max-members 1): the run ends once it is trained; 16 s for a shared core: at 12 s, its core
+    # shared by two other workers' runs (three workers on two cores), the window closed at 10.2 s before the first
+    # fold could start (its fork server, the dataset and scikit-learn's import took from 3.1 s to 9.3 s); on a
+    # quiet core the run trains its first fold by 4 s and at a half core by 7 s
+    report, graded, baseline, _ = run_and_grade("spooky", root, tmp_path / "out", 16, None, "--max-members", "1")
+    assert graded.valid_submission and [m["engine"] for m in report["plan"]["members"]] == ["tfidf"]
     assert graded.score < baseline.score - 0.3
 
 
 def test_regression_with_two_targets_and_rmsle(tmp_path):
     root = write_nomad(tmp_path / "nomad")
-    # 16 s: at 12 s, on a core another test's run took half of, the fork server's imports of five table engines took
-    # until 9 s and the window closed (10.2 s) before a fold could end; on a quiet core a fold ends within 4 s (bags
-    # fill the rest: 12.7 s of 16)
-    report, graded, baseline, _ = run_and_grade("nomad2018", root, tmp_path / "out", 16)
-    assert graded.valid_submission and report["plan"]["members"][0]["engine"] == "lightgbm"
+    # the lead alone (--max-members 1): the run ends once it is trained (bags filled 12.7 s of 16 before); 16 s for
+    # a shared core: at 12 s, on a core another test's run took half of, the fork server's imports of five table
+    # engines took until 9 s and the window closed (10.2 s) before a fold could end
+    report, graded, baseline, _ = run_and_grade("nomad2018", root, tmp_path / "out", 16, None, "--max-members", "1")
+    assert graded.valid_submission and [m["engine"] for m in report["plan"]["members"]] == ["lightgbm"]
     assert graded.score < baseline.score * 0.6, (graded.score, baseline.score)
 
 

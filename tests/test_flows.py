@@ -20,9 +20,10 @@ pytestmark = pytest.mark.slow  # whole runs through processes, containers or Pre
 
 def test_compete_runs_grades_and_publishes_artifacts(prefect_server, spaceship, demo_root, tmp_path):
     # 12 s: at 8 s, on a core another test's run took half of, the run was still importing scikit-learn at the
-    # watchdog (exit 124, the baseline kept); on a quiet core a model learns within 4 s and bags fill the rest
+    # watchdog (exit 124, the baseline kept); one member (max_members), so on a quiet core the run ends once it has
+    # learned, within 6 s, instead of filling the window with the others
     state = compete(competition="spaceship", budget="12s", data_root=str(demo_root), out_root=str(tmp_path),
-                    return_state=True)
+                    max_members=1, return_state=True)
     summary = state.result()
     assert summary["grade"]["valid_submission"]
     assert summary["launch"]["backend"] == "local" and summary["launch"]["exit_code"] == 0
@@ -35,6 +36,7 @@ def test_compete_runs_grades_and_publishes_artifacts(prefect_server, spaceship, 
     report = json.loads((out / "report.json").read_text())
     assert summary["grade"]["score"] == grade(out / "submission.csv", spec, private).score
     assert summary["status"] == report["status"] and summary["budget_seconds"] == 12
+    assert len(report["plan"]["members"]) == 1 and report["plan"]["max_members"] == 1  # the flow's max_members
     baseline = grade(Path(report["submission"]).with_name("baseline.csv"), spec, private).score  # the run's folder
     if report["submission_source"].startswith("blend:"):
         assert summary["grade"]["score"] > baseline + 0.05, (summary["grade"]["score"], baseline)
@@ -66,14 +68,15 @@ def test_a_slot_limit_is_held_for_the_launch(prefect_server, spaceship, demo_roo
 
     asyncio.run(create())
     summary = compete(competition="spaceship", budget="8s", data_root=str(demo_root), out_root=str(tmp_path),
-                      slot="test-slot")
+                      slot="test-slot", max_members=1)
     assert summary["grade"]["valid_submission"]
 
 
 def test_local_sweep_writes_a_table_and_grading_jsonl(prefect_server, spaceship, tmp_path):
     data_root = tmp_path / "data"  # holds only spaceship-titanic: dog-breed is reported missing
     shutil.copytree(spaceship, data_root / "spaceship-titanic")
-    result = sweep(split="demo", budget="8s", data_root=str(data_root), out_root=str(tmp_path / "out"))
+    result = sweep(split="demo", budget="8s", data_root=str(data_root), out_root=str(tmp_path / "out"),
+                   max_members=1)
     assert [r["competition_id"] for r in result["rows"]] == ["spaceship-titanic"]
     assert result["missing"] == ["dog-breed-identification"]
     lines = [json.loads(line) for line in open(result["jsonl"])]

@@ -168,7 +168,7 @@ def test_a_one_line_megabyte_description_does_not_delay_the_baseline(spaceship, 
     root = spaceship_copy(spaceship, tmp_path)
     (root / "prepared" / "public" / "description.md").write_text("column wise " * 100_000)  # 1.2 MB, one line
     result = run_cli("run", "some-unknown-competition", "--data", str(root / "prepared" / "public"), "--budget",
-                     "8s", "--out", str(tmp_path / "out"))
+                     "8s", "--out", str(tmp_path / "out"), "--max-members", "1")
     assert result.returncode == 0, result.stderr[-2000:]
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["timings"]["baseline_written"] < 3
@@ -180,7 +180,7 @@ def test_a_sample_with_only_ids_still_gives_a_valid_submission(spaceship, tmp_pa
     sample = root / "prepared" / "public" / "sample_submission.csv"
     pd.read_csv(sample)[["PassengerId"]].to_csv(sample, index=False)
     result = run_cli("run", "spaceship", "--data", str(root / "prepared" / "public"), "--budget", "8s", "--out",
-                     str(tmp_path / "out"))
+                     str(tmp_path / "out"), "--max-members", "1")
     assert result.returncode == 0, result.stderr[-2000:]
     assert "no column(s) ['Transported']; added" in result.stderr
     assert grade(tmp_path / "out" / "submission.csv", load_spec("spaceship"),

@@ -70,6 +70,15 @@ def test_a_table_gets_several_engines_led_by_lightgbm_on_cpu_slots():
     assert any("order:" in r for r in plan.reasons) and all(m.reasons for m in plan.members)
 
 
+def test_at_most_max_members_are_planned_the_first_in_the_plans_order():
+    whole = make_plan(SPACESHIP, profile("cpu"), 600, TABLE)
+    plan = make_plan(SPACESHIP, profile("cpu"), 600, TABLE, max_members=2)
+    assert plan.members == whole.members[:2] and plan.max_members == 2 and whole.max_members == 100
+    left = ", ".join(m.name for m in whole.members[2:])
+    assert f"not {left}: at most 2 member(s) (--max-members)" in plan.reasons
+    assert Plan.model_validate_json(plan.model_dump_json()).max_members == 2  # saved with the plan (a resumed run)
+
+
 def test_texts_are_led_by_tfidf_and_get_the_sentence_encoder():
     spooky = load_spec("spooky")
     data = DataShape(15_000, 2000, classes=3, inputs=frozenset({"text"}), text_chars=2_000_000)

@@ -18,9 +18,9 @@ from runner.competition.catalog import load_spec
 pytestmark = pytest.mark.slow  # whole runs through processes, containers or Prefect: the fast subset leaves them out
 
 
-def start(root: Path, out: Path, budget: int) -> subprocess.Popen:
+def start(root: Path, out: Path, budget: int, *options: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "runner.cli", "run", "spaceship", "--data",
-                             str(root / "prepared" / "public"), "--budget", f"{budget}s", "--out", str(out)],
+                             str(root / "prepared" / "public"), "--budget", f"{budget}s", "--out", str(out), *options],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 
@@ -82,6 +82,9 @@ def test_a_sigterm_while_the_scheduler_runs_is_raised_between_its_steps_not_insi
 
 
 FINISHED_BUDGET = 20  # seconds: the finished run's, and the killed and resumed runs' each
+# the planned members (five on one core at this budget), no extra ones: each of those runs ends once they are trained
+# (about 9 s of 20 on a quiet core) and the resumed run trains what the finished one did
+MEMBERS = ("--max-members", "5")
 
 
 @pytest.fixture(scope="module")
@@ -89,21 +92,21 @@ def finished_run(spaceship, tmp_path_factory) -> Path:
     """A run that ended by itself: the uninterrupted run a killed and resumed one scores as, read by another test,
     copied and taken up again by a third."""
     out = tmp_path_factory.mktemp("finished") / "out"
-    start(spaceship, out, FINISHED_BUDGET).communicate(timeout=90)
+    start(spaceship, out, FINISHED_BUDGET, *MEMBERS).communicate(timeout=90)
     return out
 
 
 def test_a_killed_run_resumes_from_its_finished_folds_and_scores_as_an_uninterrupted_one(spaceship, finished_run,
                                                                                          tmp_path):
     out = tmp_path / "killed"
-    process = start(spaceship, out, FINISHED_BUDGET)
+    process = start(spaceship, out, FINISHED_BUDGET, *MEMBERS)
     wait_for_folds(out, 8)
     os.killpg(process.pid, signal.SIGKILL)  # the whole run, as a container kill would
     process.wait()
     time.sleep(2)  # fold processes of their own session end by their deadlines
     assert graded(spaceship, out).valid_submission  # the last submission written stays valid
     done = finished_folds(out)
-    resumed = start(spaceship, out, FINISHED_BUDGET)
+    resumed = start(spaceship, out, FINISHED_BUDGET, *MEMBERS)
     _, stderr = resumed.communicate(timeout=90)
     assert resumed.returncode == 0, stderr[-3000:]
     report = json.loads((out / "report.json").read_text())

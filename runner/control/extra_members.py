@@ -28,7 +28,7 @@ import numpy as np
 
 from runner.engines import get_engine
 from runner.units.tasks import PREPARE, FoldResult
-from runner.planning.portfolio import Member
+from runner.planning.portfolio import MAX_MEMBERS, Member
 from runner.results.ensemble import Ensemble
 from runner.results.member_state import MemberState
 from runner.units.deadlines import MIN_FOLD_SECONDS, fold_need, lane_capacity, starting_together
@@ -36,7 +36,6 @@ from runner.units.scheduler import EVERY_MEMBER_FINISHED, WINDOW_CLOSED, Schedul
 
 log = logging.getLogger("runner")
 
-MAX_MEMBERS = 100  # extras included: each is a blend candidate, and choosing weights grows with their number
 FAIR_SHARE = 0.5  # of its base's typical fold time that an extra member's fold must still be able to get
 STALE = 5  # extra members in a row that did not improve the blend: CV is no longer improving
 MIN_GAIN = 1e-6  # relative fall of the pool's loss below which a member added nothing (beyond rounding)
@@ -87,11 +86,12 @@ def base_for(lane: str, states: dict[str, MemberState], weights: dict[str, float
 
 
 def why_stop(lane: str, states: dict[str, MemberState], weights: dict[str, float], results: list[FoldResult],
-             left: float, least: float, capacity: int) -> str | None:
+             left: float, least: float, capacity: int, most: int = MAX_MEMBERS) -> str | None:
     """Why this lane gets no more members (None: it may have one). `least`: the shortest unit the scheduler
-    starts; `capacity`: folds of the base member that can run at once."""
-    if len(states) >= MAX_MEMBERS:
-        return f"{MAX_MEMBERS} members is the most a run trains"
+    starts; `capacity`: folds of the base member that can run at once; `most`: members the run trains at most."""
+    if len(states) >= most:
+        asked = "" if most == MAX_MEMBERS else " (--max-members)"
+        return f"{most} member{'s' if most > 1 else ''} is the most this run trains{asked}"
     base = base_for(lane, states, weights)
     if base is None:
         return "no member in this lane finished a fold to extend"
@@ -185,8 +185,9 @@ class ExtraMembers:
     def more(self, lane: str) -> Member | None:
         """An extra member for this lane, or None (the reason kept for the report)."""
         budget, weights = self.ensemble.outputs.budget, self.ensemble.weights
+        plan = self.scheduler.plan
         why = why_stop(lane, self.states, weights, self.results, budget.training_left(), MIN_FOLD_SECONDS,
-                       lane_capacity(self.scheduler.plan, lane))
+                       lane_capacity(plan, lane), plan.max_members)
         if why:
             if lane not in self.lane_closed:  # said once; asked again as units end, it may re-open
                 log.info("no more %s members: %s", lane, why)

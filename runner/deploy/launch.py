@@ -35,6 +35,7 @@ class Launch(Saved):
     kill_after_seconds: float | None = None  # hard deadline from the start; default: budget + GRACE_SECONDS
     resume: bool = False  # keep what an earlier launch left in out_dir: the run reuses its finished folds
     weights_cache: str | None = None  # a host Hugging Face cache of pretrained weights, mounted read-only
+    max_members: int | None = None  # `runner run --max-members`: the most members the run trains (None: its default)
 
     @property
     def devices(self) -> tuple[str, ...]:
@@ -84,7 +85,9 @@ def collect(launch: "Launch", result: "LaunchResult") -> "LaunchResult":
 
 
 def run_args(launch: Launch, data: str, out: str) -> list[str]:
-    return ["run", launch.competition, "--data", data, "--budget", f"{launch.budget_seconds:g}s", "--out", out]
+    members = ["--max-members", str(launch.max_members)] if launch.max_members else []
+    return ["run", launch.competition, "--data", data, "--budget", f"{launch.budget_seconds:g}s", "--out", out,
+            *members]
 
 
 def container_user() -> tuple[int, int]:

@@ -22,7 +22,7 @@ from runner.engines import engine_names, get_engine, pretrained_models
 from runner.engines.base import TARGET_MEMORY_FRACTION
 from runner.machine.hardware import GiB, Hardware
 from runner.machine.monitor import tree_memory
-from runner.planning.portfolio import DataShape, Member, Plan, PlanContext
+from runner.planning.portfolio import MAX_MEMBERS, DataShape, Member, Plan, PlanContext
 from runner.competition.spec import CompetitionSpec
 from runner.planning.unit_memory import dataset_bytes, with_memory
 
@@ -113,11 +113,12 @@ def _others_on_gpus(hardware: Hardware) -> list[str]:
 
 def make_plan(spec: CompetitionSpec, hardware: Hardware, window_seconds: float, data: DataShape,
               costs: dict | None = None, pretrained: frozenset = frozenset(), seed: int = 0,
-              engines: list[str] | None = None, held_bytes: int = 0) -> Plan:
+              engines: list[str] | None = None, held_bytes: int = 0, max_members: int = MAX_MEMBERS) -> Plan:
     """The plan for one run; `window_seconds` is the training time left (the budget up to its cut, less what has
     already been spent); `costs` holds each engine's measurements by name; `pretrained` names the image models
     with local weights; `engines` limits the portfolio to these names; `held_bytes` what the supervisor holds
-    (measured where the plan is for this process; 0: its copy of the data)."""
+    (measured where the plan is for this process; 0: its copy of the data); `max_members` the most members the
+    run trains (the first ones in the plan's order are kept)."""
     costs = costs or {}
     names = applicable(spec, data, engines)
     if not names:
@@ -166,6 +167,10 @@ def make_plan(spec: CompetitionSpec, hardware: Hardware, window_seconds: float, 
         reasons.append(f"{tried.name} tried all the same: nothing else fits, and its cost, measured at most "
                        f"{STILL_TRIED:g}x the window, may be a busy machine's; its times are taken as "
                        f"{tried.min_fold_seconds + tried.prepare_seconds:.0f} s, its folds end at their deadlines")
+    if len(members) > max_members:
+        reasons.append(f"not {', '.join(m.name for m in members[max_members:])}: at most {max_members} member(s) "
+                       f"(--max-members)")
+        members = members[:max_members]
     reasons.append("order: " + ", ".join(f"{m.name} ({m.expected_gain:.3f} expected gain, ~{m.core_seconds:.0f} "
                                          f"core-s)" for m in members)
                    + "; the lead first (after members that cost next to nothing and ask to go first), then by "
@@ -173,7 +178,7 @@ def make_plan(spec: CompetitionSpec, hardware: Hardware, window_seconds: float, 
                      "member with the largest blend weight follow while they fit and still improve CV")
     plan = Plan(members=tuple(members), folds=folds, cpus=hardware.cpus, gpus=len(hardware.gpus),
                 devices=_devices(hardware), window_seconds=round(window_seconds, 1), seed=seed, reasons=tuple(reasons),
-                lane_cores={"gpu": hardware.cpus - reserve, "cpu": cpu_cores})
+                lane_cores={"gpu": hardware.cpus - reserve, "cpu": cpu_cores}, max_members=max_members)
     return with_memory(plan, hardware.ram_bytes, data.data_bytes, held_bytes) if data.data_bytes else plan
 
 
@@ -210,14 +215,14 @@ def measure_costs(spec: CompetitionSpec, dataset: Dataset, hardware: Hardware, b
 
 def plan_for(spec: CompetitionSpec, dataset: Dataset, hardware: Hardware, budget: Budget, out: Path,
              here: bool = True, engines: list[str] | None = None,
-             pretrained: frozenset[str] | None = None) -> tuple[Plan, dict]:
+             pretrained: frozenset[str] | None = None, max_members: int = MAX_MEMBERS) -> tuple[Plan, dict]:
     """Measure what needs measuring, then plan the training window that is left (with `engines` only, if given;
-    `pretrained`: the models with weights where the run will be, by default this machine's cache); the plan and
-    the costs it was made from."""
+    `pretrained`: the models with weights where the run will be, by default this machine's cache; at most
+    `max_members` members); the plan and the costs it was made from."""
     costs = measure_costs(spec, dataset, hardware, budget.seconds, Path(out), here, engines)
     write_json(Path(out) / "costs.json", {n: to_jsonable_python(c, fallback=lambda o: o.to_json())
                                          for n, c in costs.items()})
     pretrained = pretrained_models() if pretrained is None else pretrained
     held = tree_memory() if here else 0  # this process and its fork server, the data read: what units cannot have
     return make_plan(spec, hardware, budget.training_left(), data_shape(dataset), costs, pretrained,
-                     engines=engines, held_bytes=held), costs
+                     engines=engines, held_bytes=held, max_members=max_members), costs

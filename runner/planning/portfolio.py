@@ -18,6 +18,10 @@ from runner.common.sampling import Sampled
 from runner.common.saved import Saved
 from runner.competition.spec import CompetitionSpec
 
+# members a run trains at most, extra ones included: each is a blend candidate, and choosing weights grows with their
+# number (`runner run --max-members` asks for fewer)
+MAX_MEMBERS = 100
+
 
 class Settings(BaseModel):
     """What one member of an engine trains with. Each engine subclasses it with its own fields."""
@@ -116,6 +120,7 @@ class Plan(Saved, BaseModel):
     sampled: tuple[Sampled, ...] = ()  # what the members learn from only a part of (the dataset's), and why
     unit_bytes: int = 0  # memory one unit (a fold, a prepare step) is expected to hold (0: not bounded)
     memory_bytes: int = 0  # memory the run's units may hold together (0: not bounded)
+    max_members: int = MAX_MEMBERS  # the most members the run trains, planned and extra (`runner run --max-members`)
 
     def member(self, name: str) -> Member:
         return next(m for m in self.members if m.name == name)
