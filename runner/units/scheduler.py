@@ -78,6 +78,30 @@ def stop_reason(pending: UnitQueue, budget: Budget) -> str:
 
 
 @dataclass
+class DryLanes:
+    """The lanes `more` had nothing for, each with how many units had ended then: a lane is asked again only once
+    more units have ended (what they measured may show that a member fits after all), and says so when it
+    re-opens."""
+
+    more: Callable[[str], Member | None]  # lane: "gpu" | "cpu"
+    on_action: Callable[[str], None]
+    closed: dict[str, int] = field(default_factory=dict)
+
+    def ask(self, lane: str, ended: int, left: float) -> Member | None:
+        """Another member for the lane, or None; `ended`: units that ran and ended so far; `left`: seconds of
+        the window."""
+        if self.closed.get(lane) == ended:
+            return None
+        member = self.more(lane)
+        if member is None:
+            self.closed[lane] = ended
+        elif self.closed.pop(lane, None) is not None:
+            self.on_action(f"the {lane} lane re-opened: {member.name} fits the {left:.0f} s left, by what the "
+                           "units that ended measured")
+        return member
+
+
+@dataclass
 class Scheduler:
     """Runs the plan's members, then whatever `more` adds, until nothing fits or the training window closes."""
 
@@ -90,14 +114,13 @@ class Scheduler:
     on_action: Callable[[str], None] = lambda _: None
     results: list[FoldResult] = field(default_factory=list)
     records: list[UnitRecord] = field(default_factory=list)
-    # lanes `more` had nothing for, with how many units had ended then: asked again once more have
-    closed: dict[str, int] = field(default_factory=dict)
     fork: bool = True  # units forked from a fork server with the engines' libraries imported (else started)
     reused: dict[str, set[int]] = field(default_factory=dict)  # member -> folds an earlier run already finished
 
     def __post_init__(self) -> None:
         self.slots = Slots(tuple(mod for m in self.plan.members for mod in get_engine(m.engine).preload), self.fork)
         self.pending = UnitQueue(self.reused)
+        self.lanes = DryLanes(self.more, self.on_action)
         for member in self.plan.members:
             self.add(member)
 
@@ -192,29 +215,15 @@ class Scheduler:
             if self._fits_in_time(unit, now):
                 self._start(unit, now, None, threads, self.slots.cpu_lane(threads, self.plan.cpus))
 
-    def _ended_units(self) -> int:
-        """Units that ran and ended (those skipped unstarted measure nothing)."""
-        return sum(1 for r in self.results if r.status != "skipped")
-
     def _ask_for_more(self) -> None:
-        """A lane with room and nothing queued asks for another member; one that had none is asked again only once
-        more units have ended, and re-opens when one fits now."""
-        for lane in ("gpu", "cpu"):
-            if self.closed.get(lane) == self._ended_units() or (lane == "gpu" and not self.plan.gpus):
-                continue
+        """A lane with room and nothing queued asks for another member (see DryLanes)."""
+        ended = sum(1 for r in self.results if r.status != "skipped")  # those skipped unstarted measure nothing
+        for lane in ("gpu", "cpu") if self.plan.gpus else ("cpu",):
             busy = any((u.on_gpu if lane == "gpu" else not u.on_gpu) for u in self.queue)
             room = self.free_cores() > 0 and (lane == "cpu" or any(self.free_gpu(Unit(m, 0)) is not None
                                                                    for m in self.plan.members if m.slot == "gpu"))
-            if busy or not room:
-                continue
-            member = self.more(lane)
-            if member is None:
-                self.closed[lane] = self._ended_units()
-                continue
-            if self.closed.pop(lane, None) is not None:
-                self.on_action(f"the {lane} lane re-opened: {member.name} fits the "
-                               f"{self.budget.training_left():.0f} s left, by what the units that ended measured")
-            self.add(member)
+            if not busy and room and (member := self.lanes.ask(lane, ended, self.budget.training_left())):
+                self.add(member)
 
     def _unstartable(self) -> None:
         """With nothing running, units that still cannot start never will (more cores or a GPU than the run has,
