@@ -61,22 +61,19 @@ def test_a_strict_slot_that_does_not_exist_stops_the_run(prefect_server, spacesh
     assert not (tmp_path / "spaceship-titanic" / "submission.csv").exists()
 
 
-def test_a_slot_limit_is_held_for_the_launch(prefect_server, spaceship, demo_root, tmp_path):
+def test_local_sweep_holds_a_slot_for_each_launch_and_writes_a_table_and_grading_jsonl(prefect_server, spaceship,
+                                                                                      tmp_path):
+    """Each competition's launch holds a slot of a strict global concurrency limit of one (the limit exists: a
+    missing one stops the run, above) and releases it; the sweep's table and grading lines follow."""
     async def create():
         async with get_client() as client:
             await client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(name="test-slot", limit=1))
 
     asyncio.run(create())
-    summary = compete(competition="spaceship", budget="8s", data_root=str(demo_root), out_root=str(tmp_path),
-                      slot="test-slot", max_members=1)
-    assert summary["grade"]["valid_submission"]
-
-
-def test_local_sweep_writes_a_table_and_grading_jsonl(prefect_server, spaceship, tmp_path):
     data_root = tmp_path / "data"  # holds only spaceship-titanic: dog-breed is reported missing
     shutil.copytree(spaceship, data_root / "spaceship-titanic")
     result = sweep(split="demo", budget="8s", data_root=str(data_root), out_root=str(tmp_path / "out"),
-                   max_members=1)
+                   max_members=1, slot="test-slot")
     assert [r["competition_id"] for r in result["rows"]] == ["spaceship-titanic"]
     assert result["missing"] == ["dog-breed-identification"]
     lines = [json.loads(line) for line in open(result["jsonl"])]
@@ -84,3 +81,9 @@ def test_local_sweep_writes_a_table_and_grading_jsonl(prefect_server, spaceship,
     assert all(pd.read_csv(line["submission_path"]).shape[0] > 0 for line in lines)
     table = json.loads(Artifact.get("sweep-demo").data)
     assert any(row["competition_id"] == "spaceship-titanic" and row["valid"] for row in table)
+
+    async def held():
+        async with get_client() as client:
+            return (await client.read_global_concurrency_limit_by_name("test-slot")).active_slots
+
+    assert asyncio.run(held()) == 0  # the launch gave its slot back

