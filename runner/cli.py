@@ -100,8 +100,9 @@ def _plan(args) -> int:
     dataset = load_dataset(spec, Path(args.data), out / "work")
     pulled = args.hardware is not None and args.weights == "pulled"
     pretrained = pretrained_models() | frozenset(weight_models()) if pulled else None
+    members = dict(max_members=args.max_members) if args.max_members else {}
     plan, _ = plan_for(spec, dataset, hardware, budget, out, here=args.hardware is None,
-                       engines=_engines(args.engines), pretrained=pretrained)
+                       engines=_engines(args.engines), pretrained=pretrained, **members)
     if pulled:
         plan = plan.model_copy(update=dict(reasons=(*plan.reasons, PULLED_REASON)))
     console.print(plan_table(plan))
@@ -227,6 +228,8 @@ def parser() -> argparse.ArgumentParser:
     plan.add_argument("--budget", required=True)
     plan.add_argument("--out", help="write plan.json (and the measured costs) here")
     plan.add_argument("--engines", help="comma-separated engines to use (default: every one that applies)")
+    plan.add_argument("--max-members", type=_positive, default=None, metavar="N",
+                      help="plan at most N members, as `runner run --max-members` would")
     plan.add_argument("--hardware", help="plan for a named machine instead of this one: cpu, a10-24gb, l4-24gb, "
                       "a100-40gb, a100-80gb, h100-80gb, h200-141gb")
     plan.add_argument("--weights", choices=("pulled", "here"), default="pulled",

@@ -35,7 +35,8 @@ RUN_ELSEWHERE = {"dog-breed-identification":  # the demo's replica, corrupt phot
 # every image, audio and image-to-image replica beat its sample by a wide margin (the pixel and sound members where
 # the CNN's first fold finished no epoch: aerial 1.0, ranzcr 0.78 and birds 0.78 against 0.5); the text and table
 # replicas learn within 3.6-4.7 s on a core of their own (spooky 0.32 against 1.08, the taxi fares 2.50 against 8.44)
-# and bags fill the rest of the window (about 8 s of 10), so their 10 s are for a shared core (at 6 s,
+# and the rest of the portfolio fills the window (about 8 s of 10: three members do not fit it on one core, so a
+# smaller --max-members would not end them sooner), so their 10 s are for a shared core (at 6 s,
 # leaf-classification's window closed before a fold learned there); text normalization at 12 s (its five
 # normalisers and token table take about 1 s before the plan; at 6 s a CLI run met its watchdog)
 BUDGET = {"image": 15, "text": 10, "tabular": 10, "audio": 15, "image_to_image": 12, "text_normalization": 12,

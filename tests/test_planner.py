@@ -733,9 +733,10 @@ def test_runner_plan_prints_and_writes_a_plan_for_a_profile(dog_breed, tmp_path,
     from conftest import run_cli
 
     result = run_cli("plan", "dog-breed", "--data", str(dog_breed / "prepared" / "public"), "--budget", budget,
-                     "--hardware", hardware, "--out", str(tmp_path))
+                     "--hardware", hardware, "--out", str(tmp_path), "--max-members", "2")
     assert result.returncode == 0, result.stderr[-2000:]
     plan = Plan.from_json(json.loads((tmp_path / "plan.json").read_text()))
+    assert plan.max_members == 2 and 1 <= len(plan.members) <= 2  # as `runner run --max-members 2` would plan
     member = timm(plan)
     assert member.settings.device == device and plan.reasons and member.reasons
     assert any(member.settings.model in r for r in member.reasons)
