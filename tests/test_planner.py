@@ -70,13 +70,22 @@ def test_a_table_gets_several_engines_led_by_lightgbm_on_cpu_slots():
     assert any("order:" in r for r in plan.reasons) and all(m.reasons for m in plan.members)
 
 
-def test_at_most_max_members_are_planned_the_first_in_the_plans_order():
+def test_at_most_max_members_are_planned_the_first_in_the_plans_order_the_lead_among_them():
     whole = make_plan(SPACESHIP, profile("cpu"), 600, TABLE)
     plan = make_plan(SPACESHIP, profile("cpu"), 600, TABLE, max_members=2)
     assert plan.members == whole.members[:2] and plan.max_members == 2 and whole.max_members == 100
     left = ", ".join(m.name for m in whole.members[2:])
-    assert f"not {left}: at most 2 member(s) (--max-members)" in plan.reasons
+    assert f"not {left}: at most 2 member(s) (--max-members), the lead lightgbm among them" in plan.reasons
     assert Plan.model_validate_json(plan.model_dump_json()).max_members == 2  # saved with the plan (a resumed run)
+    # photos on a card: members that cost next to nothing go before the CNN, but a cap keeps the CNN, the lead
+    photos = DataShape(4800, 1200, classes=120, inputs=frozenset({"image"}), image_side=240)
+    cheap_first = make_plan(load_spec("dog-breed"), profile("a100-40gb"), 1800, photos, {"timm": gpu_costs()},
+                            frozenset({"efficientnet_b0"}))
+    lead = next(m.name for m in cheap_first.members if m.engine == "timm")
+    assert cheap_first.members[0].name != lead  # the case the lead must be kept in
+    one = make_plan(load_spec("dog-breed"), profile("a100-40gb"), 1800, photos, {"timm": gpu_costs()},
+                    frozenset({"efficientnet_b0"}), max_members=1)
+    assert [m.name for m in one.members] == [lead]
 
 
 def test_texts_are_led_by_tfidf_and_get_the_sentence_encoder():

@@ -168,9 +168,7 @@ def make_plan(spec: CompetitionSpec, hardware: Hardware, window_seconds: float, 
                        f"{STILL_TRIED:g}x the window, may be a busy machine's; its times are taken as "
                        f"{tried.min_fold_seconds + tried.prepare_seconds:.0f} s, its folds end at their deadlines")
     if len(members) > max_members:
-        reasons.append(f"not {', '.join(m.name for m in members[max_members:])}: at most {max_members} member(s) "
-                       f"(--max-members)")
-        members = members[:max_members]
+        members = _at_most(members, max_members, ordered[0].name, reasons)
     reasons.append("order: " + ", ".join(f"{m.name} ({m.expected_gain:.3f} expected gain, ~{m.core_seconds:.0f} "
                                          f"core-s)" for m in members)
                    + "; the lead first (after members that cost next to nothing and ask to go first), then by "
@@ -180,6 +178,20 @@ def make_plan(spec: CompetitionSpec, hardware: Hardware, window_seconds: float, 
                 devices=_devices(hardware), window_seconds=round(window_seconds, 1), seed=seed, reasons=tuple(reasons),
                 lane_cores={"gpu": hardware.cpus - reserve, "cpu": cpu_cores}, max_members=max_members)
     return with_memory(plan, hardware.ram_bytes, data.data_bytes, held_bytes) if data.data_bytes else plan
+
+
+def _at_most(members: list[Member], most: int, lead: str, reasons: list[str]) -> list[Member]:
+    """The first `most` members in the plan's order, the lead always among them (members that cost next to nothing
+    go before it, but a cap of one means the strongest model, and on a card the member that uses it)."""
+    kept = {lead} & {m.name for m in members}
+    for member in members:
+        if len(kept) >= most:
+            break
+        kept.add(member.name)
+    among = f", the lead {lead} among them" if lead in kept else ""
+    reasons.append(f"not {', '.join(m.name for m in members if m.name not in kept)}: at most {most} member(s) "
+                   f"(--max-members){among}")
+    return [m for m in members if m.name in kept]
 
 
 def lane_of(engine: str, hardware: Hardware) -> str:
