@@ -88,16 +88,6 @@ def test_at_most_max_members_are_planned_the_first_in_the_plans_order_the_lead_a
     assert [m.name for m in one.members] == [lead]
 
 
-def test_cheap_heads_go_before_a_cnn_that_fills_a_small_cpu_window():
-    """The whale replica on one core at a 20 s budget: the band-statistics heads (estimated 4.9 core-s, under a
-    third of the 15.8 s window) train before the spectrogram CNN, so a core shared with another process still
-    gets a model that learned before the CNN takes the rest of the window."""
-    whale = load_spec("the-icml-2013-whale-challenge-right-whale-redux")
-    one_core = dataclasses.replace(profile("cpu"), cpus=1)
-    plan = make_plan(whale, one_core, 15.8, DataShape(300, 120, classes=2, inputs=frozenset({"audio"})))
-    assert [m.engine for m in plan.members] == ["sound", "sound", "spectrogram"]
-
-
 def test_texts_are_led_by_tfidf_and_get_the_sentence_encoder():
     spooky = load_spec("spooky")
     data = DataShape(15_000, 2000, classes=3, inputs=frozenset({"text"}), text_chars=2_000_000)

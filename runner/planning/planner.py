@@ -35,11 +35,8 @@ CPU_RESERVE_SHARE = 0.25  # of the cores, kept from GPU folds' loaders when CPU 
 FEW_FOLDS_WINDOW = 30.0  # below this many seconds of training, at most 3 folds (each fold pays its start-up)
 LONG_TEXT_PERCENTILE = 95  # a text model's max length covers this share of the texts whole; the rest are cut
 # of the window's core-seconds: a `cheap_first` member this cheap goes before the lead. 5% kept LightGBM on the
-# pixels of sklearn's digits (16 core-s) behind a CNN at 60 s, whose blend then lost to LightGBM alone (0.18 / 0.08);
-# 20% kept the whale replica's band-statistics heads (estimated 4.9 core-s of 15.8, 0.7 s when run) behind a
-# spectrogram CNN whose two folds took the window of a core shared with another process and learned noise (AUC
-# 0.58, 0.41): the run kept the prior, where the heads alone reach 0.75
-CHEAP_FIRST_SHARE = 1 / 3
+# pixels of sklearn's digits (16 core-s) behind a CNN at 60 s, whose blend then lost to LightGBM alone (0.18 / 0.08)
+CHEAP_FIRST_SHARE = 0.2
 # when no member's shortest fold fits the window, the cheapest is still tried if it measured at most this many times
 # the window: a machine busy while measuring times everything slower (one run on two busy cores timed TF-IDF's
 # 3 s fold at 53 s, planned nothing and kept the class prior); its folds end at their deadlines, so only time that
