@@ -118,7 +118,7 @@ def make_plan(spec: CompetitionSpec, hardware: Hardware, window_seconds: float, 
     already been spent); `costs` holds each engine's measurements by name; `pretrained` names the image models
     with local weights; `engines` limits the portfolio to these names; `held_bytes` what the supervisor holds
     (measured where the plan is for this process; 0: its copy of the data); `max_members` the most members the
-    run trains (the first ones in the plan's order are kept)."""
+    run trains (the first ones in the plan's order are kept, the lead among them)."""
     costs = costs or {}
     names = applicable(spec, data, engines)
     if not names:
