@@ -90,6 +90,7 @@ def _plan(args) -> int:
     from runner.machine.hardware import probe_hardware
     from runner.machine.profiles import profile
     from runner.planning.planner import plan_for
+    from runner.planning.portfolio import MAX_MEMBERS
     from runner.competition.catalog import load_spec
 
     spec = load_spec(args.competition, Path(args.data))
@@ -100,9 +101,9 @@ def _plan(args) -> int:
     dataset = load_dataset(spec, Path(args.data), out / "work")
     pulled = args.hardware is not None and args.weights == "pulled"
     pretrained = pretrained_models() | frozenset(weight_models()) if pulled else None
-    members = dict(max_members=args.max_members) if args.max_members else {}
     plan, _ = plan_for(spec, dataset, hardware, budget, out, here=args.hardware is None,
-                       engines=_engines(args.engines), pretrained=pretrained, **members)
+                       engines=_engines(args.engines), pretrained=pretrained,
+                       max_members=args.max_members or MAX_MEMBERS)
     if pulled:
         plan = plan.model_copy(update=dict(reasons=(*plan.reasons, PULLED_REASON)))
     console.print(plan_table(plan))

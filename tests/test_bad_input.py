@@ -41,7 +41,7 @@ NO_MEMBERS = dict(engines="toyprep", env=TOY_ENGINE)
 
 
 def run(public, tmp_path, budget=ENDS, competition="spaceship", engines: str | None = None, env: dict | None = None,
-        *options: str):
+        options: tuple[str, ...] = ()):
     out = tmp_path / "out"
     result = run_cli("run", competition, "--data", str(public), "--budget", budget, "--out", str(out),
                      *(["--engines", engines] if engines else []), *options, env=env)
@@ -50,7 +50,7 @@ def run(public, tmp_path, budget=ENDS, competition="spaceship", engines: str | N
 
 def trained_run(public, tmp_path, competition="spaceship"):
     """A run that is to train a model on the damaged input: one LightGBM member, and it ends."""
-    return run(public, tmp_path, TRAINS, competition, "lightgbm", None, "--max-members", "1")
+    return run(public, tmp_path, TRAINS, competition, "lightgbm", options=("--max-members", "1"))
 
 
 def assert_learned(report):

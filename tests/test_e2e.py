@@ -17,7 +17,7 @@ SPACESHIP_BUDGET = 45  # five folds are planned only for a training window of 30
 LEARNED_LOG_LOSS = 0.1  # nats below the prior's: a model learned something (not how much a quiet core affords)
 
 
-def run_and_grade(competition, root, out, budget_seconds, console: list | None = None, *options: str):
+def run_and_grade(competition, root, out, budget_seconds, console: list | None = None, options: tuple[str, ...] = ()):
     """Run through the command line (`options` added) and grade; `console`, when given, gets the run's stderr."""
     started = time.monotonic()
     result = run_cli("run", competition, "--data", str(root / "prepared" / "public"), "--budget",
@@ -108,7 +108,7 @@ def test_text_competition_trains_tfidf(tmp_path):
     # shared by two other workers' runs (three workers on two cores), the window closed at 10.2 s before the first
     # fold could start (its fork server, the dataset and scikit-learn's import took from 3.1 s to 9.3 s); on a
     # quiet core the run trains its first fold by 4 s and at a half core by 7 s
-    report, graded, baseline, _ = run_and_grade("spooky", root, tmp_path / "out", 16, None, "--max-members", "1")
+    report, graded, baseline, _ = run_and_grade("spooky", root, tmp_path / "out", 16, options=("--max-members", "1"))
     assert graded.valid_submission and [m["engine"] for m in report["plan"]["members"]] == ["tfidf"]
     assert graded.score < baseline.score - 0.3
 
@@ -118,7 +118,7 @@ def test_regression_with_two_targets_and_rmsle(tmp_path):
     # the lead alone (--max-members 1): the run ends once it is trained (bags filled 12.7 s of 16 before); 16 s for
     # a shared core: at 12 s, on a core another test's run took half of, the fork server's imports of five table
     # engines took until 9 s and the window closed (10.2 s) before a fold could end
-    report, graded, baseline, _ = run_and_grade("nomad2018", root, tmp_path / "out", 16, None, "--max-members", "1")
+    report, graded, baseline, _ = run_and_grade("nomad2018", root, tmp_path / "out", 16, options=("--max-members", "1"))
     assert graded.valid_submission and [m["engine"] for m in report["plan"]["members"]] == ["lightgbm"]
     assert graded.score < baseline.score * 0.6, (graded.score, baseline.score)
 
