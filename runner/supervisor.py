@@ -16,6 +16,7 @@ import logging
 import os
 import pickle
 import shutil
+import threading
 from pathlib import Path
 
 from runner.units import processes
@@ -50,7 +51,9 @@ from runner.results.submission import write_given_sample
 from runner.units.unit_queue import Unit
 
 log = logging.getLogger("runner")
-
+# scikit-learn's splitter and metrics, which the supervisor needs at its first result (runner.units.tasks,
+# runner.common.metrics): a second of imports on a quiet core, several on a busy one
+SCORING_MODULES = ("sklearn.model_selection", "sklearn.metrics")
 
 
 class Supervisor:
@@ -213,10 +216,7 @@ class Supervisor:
         processes.warm_up(tuple(m for member in self.plan.members for m in get_engine(member.engine).preload),
                           self.out / "fork_server.log")
         self.write_dataset()
-        # the folds' splitter and the metrics (scikit-learn) imported now, beside the fork server's imports, not at
-        # the first result: at a small budget's end a second of imports on a busy core outran the watchdog
-        importlib.import_module("sklearn.model_selection")
-        importlib.import_module("sklearn.metrics")
+        _import_behind(SCORING_MODULES)
         self.on_status = on_status
         scheduler = self.scheduler = self.controller.scheduler = self.extras.scheduler = self._slots()
         scheduler.results.extend(r for reused in self.reused.values() for r in reused.results)
@@ -250,6 +250,16 @@ class Supervisor:
     def _status(self, running: list[Running]) -> None:
         self.controller.watch(running)
         self.on_status(self.report, running)
+
+
+def _import_behind(modules: tuple[str, ...]) -> threading.Thread:
+    """`modules` imported in a thread while the units start: the first result finds them imported, and a slow
+    import (a busy core) holds up neither the scheduler nor the run's end; a result that needs them waits for the
+    import there, and a run that ends first leaves the thread behind (a daemon)."""
+    thread = threading.Thread(target=lambda: [importlib.import_module(m) for m in modules], daemon=True,
+                              name="import " + ", ".join(modules))
+    thread.start()
+    return thread
 
 
 def run_competition(name: str, data_dir: Path, budget: Budget, out_dir: Path, hardware: Hardware | None = None,

@@ -14,13 +14,14 @@ from runner.data.loading import load_dataset
 from runner.demo import write_demo
 from runner.demo._sounds import chirp, write_aiff, write_wav
 from runner.engines import get_engine
-from runner.engines.sound import SoundSettings, band_table
+from runner.engines.sound import CLIPS_PER_CORE_SECOND, SoundSettings, band_table
 from runner.units.worker import as_predictions, fold_data
 from runner.units.tasks import assign_folds
-from runner.planning.planner import make_plan
+from runner.machine.hardware import GiB, Hardware
+from runner.planning.planner import data_shape, make_plan
 from runner.planning.portfolio import DataShape
 from runner.machine.profiles import profile
-from runner.data.sounds import Framing, decode, framing, log_mel, mel_filters, spectrograms
+from runner.data.sounds import Framing, clip_seconds, decode, framing, log_mel, mel_filters, spectrograms
 from runner.competition.inference import infer_spec
 from runner.competition.catalog import load_spec
 
@@ -112,6 +113,31 @@ def test_the_sound_members_learn_whale_up_calls_far_beyond_the_prior(whale, tmp_
         auc = metrics.score(spec.metric, data.y_val, as_predictions(result.val_pred, data.classes))
         assert auc > 0.7, (head, auc)  # the sample's constant scores 0.5
         assert result.test_pred.shape == (120, 2)
+
+
+def test_a_clips_decode_is_measured_and_the_sound_members_prepare_is_planned_from_it(whale, tmp_path):
+    """Ten seconds at 44.1 kHz (resampled) cost many times a second at 2 kHz: the measure tells them apart, and
+    the band members' prepare step is planned from it. The whale replica's short clips make its band members cheap
+    enough to go before the spectrogram CNN that would otherwise fill a one-core window (on a busy core it did, and
+    learned noise)."""
+    rng = np.random.default_rng(0)
+    for name, rate, seconds in (("short", 2000, 1), ("long", 44100, 10)):
+        (tmp_path / name).mkdir()
+        for i in range(6):
+            write_wav(tmp_path / name / f"{i}.wav", rng.normal(0, 0.1, rate * seconds), rate)
+    short, long = (clip_seconds(sorted((tmp_path / n).iterdir())) for n in ("short", "long"))
+    assert 0 < short * 5 < long, (short, long)
+    assert clip_seconds([None]) == 0.0
+    spec = load_spec(WHALE)
+    prepares = [make_plan(spec, profile("cpu"), 600, DataShape(3000, 1000, classes=2, inputs=frozenset({"audio"}),
+                                                                 image_side=64, decode_seconds=each)
+                          ).member("sound").prepare_seconds for each in (short, long)]
+    assert prepares[0] < prepares[1], prepares
+    dataset = load_dataset(spec, whale, tmp_path / "work", budget_seconds=20)
+    assert 0 < dataset.decode_seconds < 1 / CLIPS_PER_CORE_SECOND  # the replica's 1 s clips at 2 kHz
+    one_core = Hardware(gpus=(), cpus=1, ram_bytes=8 * GiB, shm_bytes=GiB, disk_free_bytes=50 * GiB)
+    plan = make_plan(spec, one_core, 20, data_shape(dataset))
+    assert [m.engine for m in plan.members][-1] == "spectrogram", [m.name for m in plan.members]
 
 
 @pytest.mark.parametrize("machine", ["cpu", "h100-80gb"])

@@ -336,3 +336,19 @@ def gone(pid: int, killed_at: float) -> bool:
         return process.status() == psutil.STATUS_ZOMBIE or process.create_time() > killed_at
     except psutil.NoSuchProcess:
         return True
+
+
+def test_an_import_the_supervisor_waits_on_holds_neither_its_folds_nor_its_end(spaceship, tmp_path, monkeypatch):
+    """The supervisor's scikit-learn import (its first result needs it) runs beside the units: here one of the
+    modules it imports hangs, as an import on a busy core outran a 6 s run's watchdog; the folds still train and
+    the run ends within its budget."""
+    (tmp_path / "hung_scoring_import.py").write_text("import time\ntime.sleep(60)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr("runner.supervisor.SCORING_MODULES", ("hung_scoring_import", "sklearn.metrics"))
+    seconds, out = 10.0, tmp_path / "out"
+    budget = Budget.start(seconds)
+    report = run_competition("spaceship", spaceship / "prepared" / "public", budget, out, engines=["linear"],
+                             max_members=1)
+    assert budget.elapsed() < seconds
+    assert report.status == "trained" and any(f["status"] == "completed" for f in report.folds), report.folds
+    assert grade(out / "submission.csv", load_spec("spaceship"), spaceship / "prepared" / "private").valid_submission

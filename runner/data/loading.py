@@ -18,6 +18,7 @@ from runner.data.image_draw import affordable_train, decode_seconds
 from runner.data.listed import listed_dataset
 from runner.data.pages import pixel_dataset
 from runner.data.reading import read_table
+from runner.data.sounds import clip_seconds
 from runner.data.table_features import tabular_features
 from runner.data.targets import align_test, file_inputs, files_with_labels, read_labels, read_sample, value_columns
 from runner.data.tokens import token_dataset
@@ -61,6 +62,8 @@ def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_s
                                          str(data_dir / spec.image_dir))
             sampled += (cut,) if cut else ()
             warnings.extend([cut.say()] if cut else [])
+        elif budget_seconds:  # clips: what their prepare steps will take, planned from a measured few
+            seconds_each = clip_seconds(train_paths)
         views[spec.task] = (train_paths, test_paths)
         side = typical_side(train_paths) if spec.task == "image" else SPECTROGRAM_SIDE
     elif spec.test_file is None:

@@ -17,6 +17,7 @@ import numpy as np
 from numpy.lib.format import open_memmap
 
 from runner.common.atomic import replacing
+from runner.data.image_draw import decode_seconds
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +70,6 @@ def framing(paths: list[Path | None]) -> Framing:
 def decode(path: Path | None, rate: int, samples: int) -> np.ndarray | None:
     """A clip as mono float32 at `rate`, cut or padded with silence to `samples`; None when it cannot be read."""
     import soundfile
-    from scipy.signal import resample_poly
 
     if path is None:
         return None
@@ -80,6 +80,8 @@ def decode(path: Path | None, rate: int, samples: int) -> np.ndarray | None:
         return None
     signal = signal.mean(axis=1)
     if native != rate and len(signal):
+        from scipy.signal import resample_poly  # here: clips at the competition's rate never pay its import
+
         common = gcd(int(native), rate)
         signal = resample_poly(signal, rate // common, int(native) // common).astype(np.float32)
     out = np.zeros(samples, dtype=np.float32)
@@ -107,6 +109,21 @@ def log_mel(signal: np.ndarray, shape: Framing, filters: np.ndarray) -> np.ndarr
     return np.maximum(10.0 * np.log10(power @ filters.T + 1e-10), FLOOR_DB).T.astype(np.float32)
 
 
+def clip_spectrum(path: Path | None, shape: Framing, filters: np.ndarray) -> np.ndarray | None:
+    """One clip's log-mel spectrogram (mels x frames), or None when it cannot be read."""
+    signal = decode(path, shape.rate, shape.samples)
+    return None if signal is None else log_mel(signal, shape, filters)
+
+
+def clip_seconds(paths: list[Path | None]) -> float:
+    """One core's seconds to make one clip's spectrogram, measured as an image's decode is (a median over a few
+    clips: runner.data.image_draw); 0.0 when none decodes. Clips differ by 50x in what that costs (a second at
+    2 kHz, ten at 44.1 kHz resampled), so the audio members' prepare steps are planned from this."""
+    shape = framing(paths)
+    filters = mel_filters(shape.rate, shape.n_fft, shape.mels)
+    return decode_seconds(paths, lambda path, _side: clip_spectrum(path, shape, filters))
+
+
 def spectrogram_cache(paths: list[Path | None], out: Path, workers: int) -> tuple[np.ndarray, Framing]:
     """Write every clip's log-mel spectrogram into `out` (.npy, clips x mels x frames, float16); returns a mask
     of the clips that decoded (the others stay at FLOOR_DB) and the framing used."""
@@ -116,8 +133,7 @@ def spectrogram_cache(paths: list[Path | None], out: Path, workers: int) -> tupl
     ok = np.zeros(len(paths), dtype=bool)
 
     def one(path):
-        signal = decode(path, shape.rate, shape.samples)
-        return None if signal is None else log_mel(signal, shape, filters)
+        return clip_spectrum(path, shape, filters)
 
     # threads: libsndfile and numpy's FFT work outside the GIL, and no fork from a process that runs threads
     with ThreadPool(max(1, workers)) as pool:

@@ -46,11 +46,12 @@ class DataShape:
     image_side: int = 0  # the training images' median shorter side in pixels (0: no images, or unknown)
     text_long_chars: int = 0  # the 95th percentile of a text's characters (0: no texts): what a max length covers
     train_pixels: int = 0  # image to image: every pixel of the training pages (0: another task)
-    decode_seconds: float = 0.0  # one core's seconds to decode one image, measured on a few (0: not measured)
+    decode_seconds: float = 0.0  # one core's seconds to decode one image or clip, measured on a few (0: not measured)
     data_bytes: int = 0  # the dataset's size in memory, every view's train and test inputs (0: not known)
 
     def decode_each(self, per_core_second: float) -> float:
-        """One core's seconds to decode one image: measured where the data has it, else an engine's usual rate."""
+        """One core's seconds to decode one image or clip: measured where the data has it, else an engine's usual
+        rate."""
         return self.decode_seconds or 1 / per_core_second
 
 
