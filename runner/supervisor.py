@@ -215,8 +215,16 @@ class Supervisor:
         # has its own log, in the run's folder
         processes.warm_up(tuple(m for member in self.plan.members for m in get_engine(member.engine).preload),
                           self.out / "fork_server.log")
+        scoring = _import_behind(SCORING_MODULES)
         self.write_dataset()
-        _import_behind(SCORING_MODULES)
+        # units start once it is in (a unit started meanwhile shares a busy core with the import, and its deadline
+        # pays for it), but never later than the window's close: a run whose import outlasts it keeps its baseline
+        scoring.join(max(0.0, self.budget.training_left()))
+        if scoring.is_alive():
+            reason = f"the training window closed while the supervisor was still importing {scoring.name}"
+            log.warning(reason)
+            self.update(status="baseline", stop_reason=reason, timings=self.outputs.mark("training_done"))
+            return
         self.on_status = on_status
         scheduler = self.scheduler = self.controller.scheduler = self.extras.scheduler = self._slots()
         scheduler.results.extend(r for reused in self.reused.values() for r in reused.results)
@@ -253,11 +261,10 @@ class Supervisor:
 
 
 def _import_behind(modules: tuple[str, ...]) -> threading.Thread:
-    """`modules` imported in a thread while the units start: the first result finds them imported, and a slow
-    import (a busy core) holds up neither the scheduler nor the run's end; a result that needs them waits for the
-    import there, and a run that ends first leaves the thread behind (a daemon)."""
+    """`modules` imported in a thread, so that the run can wait for them with a deadline (a run that ends first
+    leaves the thread behind: a daemon); the thread is named for them."""
     thread = threading.Thread(target=lambda: [importlib.import_module(m) for m in modules], daemon=True,
-                              name="import " + ", ".join(modules))
+                              name=", ".join(modules))
     thread.start()
     return thread
 

@@ -83,8 +83,8 @@ def test_a_sigterm_while_the_scheduler_runs_is_raised_between_its_steps_not_insi
 
 FINISHED_BUDGET = 20  # seconds: the finished run's, and the killed and resumed runs' each
 # the finished run trains the planned members (five on one core at this budget), no extra ones, and ends (about 9 s
-# of 20 on a quiet core). The killed run is not held to them: on a core shared with another test's run its five
-# members had once finished fewer than the 8 folds the kill waits for, where extra members bring more
+# of 20 on a quiet core), as the resumed run does. The killed run is not held to them: on a core shared with another
+# test's run its five members had once finished fewer than the 8 folds the kill waits for, where extras bring more
 MEMBERS = ("--max-members", "5")
 
 
@@ -107,7 +107,7 @@ def test_a_killed_run_resumes_from_its_finished_folds_and_scores_as_an_uninterru
     time.sleep(2)  # fold processes of their own session end by their deadlines
     assert graded(spaceship, out).valid_submission  # the last submission written stays valid
     done = finished_folds(out)
-    resumed = start(spaceship, out, FINISHED_BUDGET)
+    resumed = start(spaceship, out, FINISHED_BUDGET, *MEMBERS)  # held to the finished run's members: it ends too
     _, stderr = resumed.communicate(timeout=90)
     assert resumed.returncode == 0, stderr[-3000:]
     report = json.loads((out / "report.json").read_text())

@@ -338,17 +338,17 @@ def gone(pid: int, killed_at: float) -> bool:
         return True
 
 
-def test_an_import_the_supervisor_waits_on_holds_neither_its_folds_nor_its_end(spaceship, tmp_path, monkeypatch):
-    """The supervisor's scikit-learn import (its first result needs it) runs beside the units: here one of the
-    modules it imports hangs, as an import on a busy core outran a 6 s run's watchdog; the folds still train and
-    the run ends within its budget."""
+def test_an_import_the_supervisor_waits_on_never_holds_the_run_past_its_window(spaceship, tmp_path, monkeypatch):
+    """The supervisor's scikit-learn import (its first result needs it) is waited for with the training window's
+    close as its deadline: here one of the modules hangs, as an import on a busy core once held a 6 s run until its
+    watchdog stopped it (exit 124); the run ends within its budget, exit 0, its baseline kept and the import named."""
     (tmp_path / "hung_scoring_import.py").write_text("import time\ntime.sleep(60)\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr("runner.supervisor.SCORING_MODULES", ("hung_scoring_import", "sklearn.metrics"))
-    seconds, out = 10.0, tmp_path / "out"
+    seconds, out = 6.0, tmp_path / "out"
     budget = Budget.start(seconds)
     report = run_competition("spaceship", spaceship / "prepared" / "public", budget, out, engines=["linear"],
                              max_members=1)
     assert budget.elapsed() < seconds
-    assert report.status == "trained" and any(f["status"] == "completed" for f in report.folds), report.folds
+    assert report.status == "baseline" and "still importing hung_scoring_import" in report.stop_reason, report
     assert grade(out / "submission.csv", load_spec("spaceship"), spaceship / "prepared" / "private").valid_submission
