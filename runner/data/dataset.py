@@ -41,7 +41,7 @@ class Dataset:
     source_pixels: int = 0  # image to image: every pixel of the training pages, however many rows the table keeps
     choices: np.ndarray | None = None  # text normalisation: each test row's string for each class (runner.data.textnorm.candidates)
     sampled: tuple[Sampled, ...] = ()  # what the engines learn from only a part of, and why (runner.common.sampling)
-    decode_seconds: float = 0.0  # one core's seconds to decode one training image or clip, measured (0: not measured)
+    decode_seconds: float = 0.0  # one core's seconds to decode one training image or clip (0: not measured)
 
     @property
     def n_outputs(self) -> int:
