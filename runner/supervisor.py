@@ -217,13 +217,9 @@ class Supervisor:
                           self.out / "fork_server.log")
         scoring = _import_behind(SCORING_MODULES)
         self.write_dataset()
-        # units start once it is in (a unit started meanwhile shares a busy core with the import, and its deadline
-        # pays for it), but never later than the window's close: a run whose import outlasts it keeps its baseline
-        scoring.join(max(0.0, self.budget.training_left()))
-        if scoring.is_alive():
-            reason = f"the training window closed while the supervisor was still importing {scoring.name}"
-            log.warning(reason)
-            self.update(status="baseline", stop_reason=reason, timings=self.outputs.mark("training_done"))
+        if why := _not_imported(scoring, self.budget):  # a run whose import outlasts its window keeps its baseline
+            log.warning(why)
+            self.update(status="baseline", stop_reason=why, timings=self.outputs.mark("training_done"))
             return
         self.on_status = on_status
         scheduler = self.scheduler = self.controller.scheduler = self.extras.scheduler = self._slots()
@@ -267,6 +263,15 @@ def _import_behind(modules: tuple[str, ...]) -> threading.Thread:
                               name=", ".join(modules))
     thread.start()
     return thread
+
+
+def _not_imported(thread: threading.Thread, budget: Budget) -> str | None:
+    """None once `thread` (`_import_behind`) is done, waited for until the training window closes and no longer;
+    else why training ends there. Units start only once it is done: a unit started meanwhile shares a busy core
+    with the import, and its deadline pays for it."""
+    thread.join(max(0.0, budget.training_left()))
+    return f"the training window closed while the supervisor was still importing {thread.name}" \
+        if thread.is_alive() else None
 
 
 def run_competition(name: str, data_dir: Path, budget: Budget, out_dir: Path, hardware: Hardware | None = None,
