@@ -19,15 +19,18 @@ import time
 
 from gpu_common import CLASSES, Check, child_env
 
-# benchmark_limit: how many cuDNN algorithms benchmark mode tries per convolution (torch's default 10). A few still
-# choose among the fastest while compiling fewer of the run-time plans depthwise convolutions need (cuDNN 9.10+,
-# about 1.5 s each per process on an H200)
-BENCHMARK_LIMIT = 3
-POLICIES = {"benchmark": (True, None), "no_benchmark": (False, None),
-            f"benchmark_limit_{BENCHMARK_LIMIT}": (True, BENCHMARK_LIMIT)}  # name: (cudnn.benchmark, its limit)
-MEASUREMENT_SECONDS = 90.0  # one process's cap: a first step longer is recorded as at least this (47 s on an H200)
+# the policies, cheapest start first: a section cut short by its budget still has the ones the card can start soonest
+POLICY_ORDER = ("no_benchmark", "benchmark_limit_3", "benchmark")
+# one process's cap: a first step longer is recorded as at least this (47 s on an H200); a loan's short command
+# may set it lower (GPU_COLD_START_CAP)
+MEASUREMENT_SECONDS = float(os.environ.get("GPU_COLD_START_CAP", 90.0))
 REAP_SECONDS = 5.0  # past its cap a process that sent nothing more is killed
-SECTION_SECONDS = 360.0  # the section's own budget: no process starts that could not end within it
+# the section's own budget: no process starts that could not end within it (GPU_COLD_START_SECONDS: a loan's)
+SECTION_SECONDS = float(os.environ.get("GPU_COLD_START_SECONDS", 360.0))
+# a loan's short command may measure fewer: these models' rungs, in this order (comma-separated), under these
+# policies (GPU_COLD_START_MODELS, GPU_COLD_START_POLICIES; empty: every rung, every policy)
+MODELS = tuple(m for m in os.environ.get("GPU_COLD_START_MODELS", "").split(",") if m)
+POLICIES = tuple(p for p in os.environ.get("GPU_COLD_START_POLICIES", "").split(",") if p) or POLICY_ORDER
 # the images a policy's choice is shown for: the dog-breed run's fold, 16 epochs of 3,840 photos (an H200, 180 s)
 TABLE_IMAGES = 16 * 3840
 PRELOAD = ["torch", "timm", "runner.engines.vision.measure", "gpu_cold_start"]  # as the runner's fork server preloads
@@ -51,13 +54,11 @@ def measured(rung: Rung, policy: str, device: str, conn, cap: float = MEASUREMEN
     import torch
 
     from runner.engines.vision.costs import Candidate
+    from runner.engines.vision.cudnn import apply_policy
     from runner.engines.vision.measure import STEP_WAIT_VARIABLE, Found, OutOfTime, Watch, time_candidate
 
     os.environ[STEP_WAIT_VARIABLE] = str(wait)
-    benchmark, limit = POLICIES[policy]
-    torch.backends.cudnn.benchmark = benchmark
-    if limit is not None:
-        torch.backends.cudnn.benchmark_limit = limit
+    apply_policy(policy)
     started = time.monotonic()
     if device == "cuda":
         torch.zeros(1, device=device)
@@ -181,7 +182,7 @@ def repays(quick: dict, slow: dict) -> int | None:
     return round(extra / saved) if extra > 0 and saved > 0 else None
 
 
-def measure_rows(context, chosen: list[Rung], device: str, seconds: float, policies=tuple(POLICIES)) -> list[dict]:
+def measure_rows(context, chosen: list[Rung], device: str, seconds: float, policies=POLICY_ORDER) -> list[dict]:
     """Each rung under each policy, rung after rung, while the next measurement fits in `seconds`; a rung left
     out is a row saying so."""
     end, rows = time.monotonic() + seconds, []
@@ -198,7 +199,9 @@ def measure_rows(context, chosen: list[Rung], device: str, seconds: float, polic
 def cold_start(check: Check) -> dict:
     """The table: every rung a plan may take on this card, under every policy, a fresh process each."""
     chosen = rungs(check)
-    rows = measure_rows(fork_server(), chosen, check.device, SECTION_SECONDS)
+    if MODELS:
+        chosen = sorted((r for r in chosen if r.model in MODELS), key=lambda r: MODELS.index(r.model))
+    rows = measure_rows(fork_server(), chosen, check.device, SECTION_SECONDS, POLICIES)
     table = policy_table(rows)
     measured_rows = [r for r in rows if r.get("first_step_seconds") is not None]
     out = dict(rows=rows, table=table, images=TABLE_IMAGES, policies=list(POLICIES),
@@ -211,7 +214,9 @@ def cold_start(check: Check) -> dict:
     return out
 
 
-def bare_loop(rung: Rung, device: str, policy: str = "benchmark") -> dict:
+def bare_loop(rung: Rung, device: str) -> dict:
     """The bare training loop of one model and batch in a fresh process (random batches already on the device, no
     loader, no augmentation), under the policy folds train with: what a run's member is compared against."""
-    return in_fresh_process(fork_server(), rung, policy, device)
+    from runner.engines.vision.cudnn import policy_name
+
+    return dict(in_fresh_process(fork_server(), rung, policy_name(), device), policy=policy_name())

@@ -93,14 +93,18 @@ def training_spans(report: dict, members: set[str]) -> list[tuple[float, float]]
 def card_use(report: dict, samples: list[dict]) -> dict:
     """How the run used its card in the training window (from planning's end to the cut, as the plan sized it):
     NVML's mean busy share over the samples in it, the seconds a CNN fold trained in it (folds side by side counted
-    once), the CNN folds done of those planned, and the CNN folds' images a second (the median over their epochs
+    once), the planned CNN members' folds done of theirs (and apart, those of the repeats and bags the run added
+    while the card had room), and the CNN folds' images a second (the median over their epochs
     after the first, each fold's own: folds sharing the card each get a part of it) and the batch they trained at."""
     start = (report.get("timings") or {}).get("planned")
     window = (report.get("plan") or {}).get("window_seconds")
     cnn = {m["name"]: m for m in report.get("members") or [] if m.get("engine") in CNN_ENGINES}
     planned = {m["name"]: m for m in (report.get("plan") or {}).get("members") or [] if m["name"] in cnn}
-    out = dict(cnn_folds_done=sum(m.get("folds_done") or 0 for m in cnn.values()),
-               cnn_folds=sum(m.get("folds") or 0 for m in cnn.values()))
+    extras = {name: m for name, m in cnn.items() if name not in planned}  # repeats and bags added to fill the card
+    out = dict(cnn_folds_done=sum(m.get("folds_done") or 0 for name, m in cnn.items() if name in planned),
+               cnn_folds=sum(m.get("folds") or 0 for name, m in cnn.items() if name in planned),
+               extra_cnn_folds_done=sum(m.get("folds_done") or 0 for m in extras.values()),
+               extra_cnn_folds=sum(m.get("folds") or 0 for m in extras.values()))
     if start is None or not window:
         return out
     inside = [s for s in samples if start <= s.get("t", -1) <= start + window]
@@ -160,21 +164,27 @@ def dog_breed_run(check: Check) -> dict:
 
     use = card_use(report, read_samples(out / "monitor.jsonl"))
     use.update(against_bare_loop(use, check.device))
-    result["card"] = use
+    result["card_use"] = use
+    from runner.engines.vision.cudnn import policy_name
+
+    result["cudnn_policy"] = policy_name()
     wide = [s is not None and p is not None and s <= BEAT_PRIOR * p for s, p in ((cv, prior_cv), (test, prior_test))]
     every_fold = use["cnn_folds"] > 0 and use["cnn_folds_done"] == use["cnn_folds"]
     result["ok"] = done.returncode == 0 and wall <= DOG_BREED_RUN + EXIT_SLACK and all(wide) and every_fold
     result["summary"] = f"{photos['train']} + {photos['test']} photos (written in {written} s), every engine: " \
                         f"exit {done.returncode} in {wall} s of {DOG_BREED_RUN}; log loss CV {cv} (prior " \
                         f"{prior_cv}), test {test} (prior {prior_test}); {result['blend']}; planned pretrained: " \
-                        f"{', '.join(result['pretrained']) or 'none'}; " + card_line(use)
+                        f"{', '.join(result['pretrained']) or 'none'}; cuDNN {result['cudnn_policy']}; " \
+                        + card_line(use)
     return with_killed(result, report)
 
 
 def card_line(use: dict) -> str:
     """The card's use in one line."""
     bare = (use.get("bare_loop") or {}).get("images_per_second")
-    return (f"CNN folds {use['cnn_folds_done']} of {use['cnn_folds']}; in the {use.get('window')} s training window "
-            f"the card was busy {use.get('busy_share')} of it and the CNN trained {use.get('cnn_training_seconds')} s "
+    return (f"CNN folds {use['cnn_folds_done']} of {use['cnn_folds']} (added repeats and bags "
+            f"{use.get('extra_cnn_folds_done')} of {use.get('extra_cnn_folds')}); in the {use.get('window')} s "
+            f"training window the card was busy {use.get('busy_share')} of it and the CNN trained "
+            f"{use.get('cnn_training_seconds')} s "
             f"({use.get('cnn_training_share')}); a fold {use.get('fold_images_per_second')} img/s at batch "
             f"{use.get('batch')} ({use.get('per_gpu')} a card) against the bare loop's {bare}")

@@ -251,14 +251,14 @@ def test_the_cold_start_rows_make_a_table_of_policies(cold):
     """Per rung, the policy that trains a fold's images soonest, and the images past which a slower start pays:
     benchmark's 47 s search against 2 s without it, 3,000 against 2,500 img/s, repays after 675,000 images (far
     more than a fold's 61,440), so no benchmark wins; a small limit's 10 s repays after 120,000."""
-    limited = f"benchmark_limit_{cold.BENCHMARK_LIMIT}"
+    limited = "benchmark_limit_3"
     rows = [_row(cold, "efficientnet_lite0", "benchmark", 47.0, 3000.0),
             _row(cold, "efficientnet_lite0", "no_benchmark", 2.0, 2500.0),
             _row(cold, "efficientnet_lite0", limited, 10.0, 3000.0),
             _row(cold, "resnet18", "benchmark", 3.0, 9000.0), _row(cold, "resnet18", "no_benchmark", 1.0, 6000.0),
             dict(_row(cold, "resnet18", limited, 30.0, None, first_step_ended=False), stopped="killed past its cap")]
     lite, resnet = cold.policy_table(rows, images=61_440)
-    assert lite["model"] == "efficientnet_lite0" and set(lite["policies"]) == set(cold.POLICIES)
+    assert lite["model"] == "efficientnet_lite0" and set(lite["policies"]) == set(cold.POLICY_ORDER)
     assert lite["soonest"] == "no_benchmark"
     assert lite["seconds_for_images"]["benchmark"] == pytest.approx(47 + 61_440 / 3000, abs=0.1)
     assert lite["repays_after_images"] == {"benchmark": 675_000, limited: 120_000}
@@ -284,7 +284,7 @@ def test_a_cold_start_stopped_inside_its_first_step_counts_as_far_as_it_went(col
     assert "stopped" not in ended
     # a section whose time is spent starts no process: each policy's row says so
     left = cold.measure_rows(None, [rung], "cuda", seconds=10.0)
-    assert [r["policy"] for r in left] == list(cold.POLICIES)
+    assert [r["policy"] for r in left] == list(cold.POLICY_ORDER)
     assert all(r["stopped"] == "not measured: the section's 10 s were spent" for r in left)
 
 
@@ -317,7 +317,8 @@ def test_the_dog_breed_run_reports_how_it_used_the_card(dog_breed):
             {"name": "timm", "per_gpu": 3, "settings": dict(model="efficientnet_lite0", image_size=224,
                                                             precision="bf16", batch_size=240)}]},
         "members": [dict(name="timm", engine="timm", folds=5, folds_done=1),
-                    dict(name="features", engine="features", folds=5, folds_done=5)],
+                    dict(name="features", engine="features", folds=5, folds_done=5),
+                    dict(name="timm-2", engine="timm", folds=5, folds_done=2, repeat_of="timm")],
         "units": [dict(member="timm", fold=-1, start=30.0, end=45.0), dict(member="features", fold=0, start=54.0,
                                                                            end=58.0),
                   *(dict(member="timm", fold=k, start=54.0, end=104.0) for k in (0, 1)),
@@ -332,7 +333,9 @@ def test_the_dog_breed_run_reports_how_it_used_the_card(dog_breed):
     samples = [dict(t=float(t), gpus=[dict(util=60 if 102 <= t <= 130 else 0, used=1, total=10)])
                for t in range(0, 180)]
     use = dog_breed.card_use(report, samples)
+    # the planned member's folds; a repeat the run added while the card had room is counted apart
     assert (use["cnn_folds_done"], use["cnn_folds"]) == (1, 5)
+    assert (use["extra_cnn_folds_done"], use["extra_cnn_folds"]) == (2, 5)
     assert use["window"] == [30.0, 153.0] and use["samples"] == 124  # t = 30 ... 153
     assert use["busy_share"] == pytest.approx(0.6 * 29 / 124, abs=0.002)
     # fold 2's 27 s of epochs before its 5.5 s of predictions, fold 1's 4 s before its kill: [102.3, 129.3] and
@@ -341,4 +344,4 @@ def test_the_dog_breed_run_reports_how_it_used_the_card(dog_breed):
     assert use["cnn_training_share"] == pytest.approx(29.3 / 123, abs=0.001)
     assert use["fold_images_per_second"] == 3134.8 and use["batch"] == 192 and use["per_gpu"] == 3
     assert (use["model"], use["image_size"], use["precision"]) == ("efficientnet_lite0", 224, "bf16")
-    assert "CNN folds 1 of 5" in dog_breed.card_line(use)
+    assert "CNN folds 1 of 5 (added repeats and bags 2 of 5)" in dog_breed.card_line(use)

@@ -142,3 +142,25 @@ def test_costs_with_start_ups_round_trip_through_json():
     stopped = _with_startup(read, 103.25)
     assert stopped.starting is None
     assert stopped.startup == (StartUp(QUICK, "cpu", 1.5), StartUp(QUICK, "cpu", 3.25, ended=False))
+
+
+def test_the_cudnn_policy_is_the_one_the_environment_names(monkeypatch):
+    """Folds and the measuring process choose cuDNN's kernels as RUNNER_CUDNN says (the default where it says
+    nothing); a name that is no policy is an error naming the variable and the choices."""
+    import torch
+
+    from runner.engines.vision import cudnn
+
+    monkeypatch.delenv(cudnn.POLICY_VARIABLE, raising=False)
+    assert cudnn.policy_name() == cudnn.DEFAULT_POLICY
+    kept = torch.backends.cudnn.benchmark, torch.backends.cudnn.benchmark_limit
+    try:
+        monkeypatch.setenv(cudnn.POLICY_VARIABLE, "benchmark_limit_3")
+        assert cudnn.apply_policy() == "benchmark_limit_3"
+        assert torch.backends.cudnn.benchmark and torch.backends.cudnn.benchmark_limit == 3
+        assert cudnn.apply_policy("no_benchmark") == "no_benchmark" and not torch.backends.cudnn.benchmark
+    finally:
+        torch.backends.cudnn.benchmark, torch.backends.cudnn.benchmark_limit = kept
+    monkeypatch.setenv(cudnn.POLICY_VARIABLE, "fastest")
+    with pytest.raises(ValueError, match=r"RUNNER_CUDNN='fastest' names no cuDNN policy.*no_benchmark"):
+        cudnn.policy_name()

@@ -40,8 +40,8 @@ TIMED_EPOCH = 2
 STALL_EPOCHS = 5
 # the first epoch's own warm-up after start-up (loader workers starting; on a card kernels chosen for shapes the
 # batch probe did not run, such as an epoch's last, smaller batch); also what a start-up may overrun its estimate
-# by before it is said (cudnn.benchmark's search took 7 s for resnet18 on an H200, ~47 s for efficientnet_lite0
-# with three folds starting at once)
+# by before it is said (cudnn.benchmark's search, now off, took 7 s for resnet18 on an H200, ~47 s for
+# efficientnet_lite0 with three folds starting at once; without it Lite2's folds start in 12-15 s)
 STALL_GRACE_SECONDS = {"cpu": 10.0, "cuda": 25.0}
 # a measured start-up this far from the member's estimate (and at least STARTUP_TOLERANCE_SECONDS) replaces it:
 # a forked CPU fold starts in a second where four were planned, and the waves' deadlines should know

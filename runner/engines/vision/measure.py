@@ -34,6 +34,7 @@ from typing import Callable
 
 from runner.common.atomic import write_json
 from runner.common.heap import tunables
+from runner.engines.vision.cudnn import apply_policy
 from runner.engines.vision.costs import Candidate, FirstStep, ImageCosts, StartUp, Throughput
 from runner.engines.vision.estimates import estimate, forward_flops, ladder_estimates
 from runner.machine.card_memory import CUDA_RUNTIME_BYTES, is_oom
@@ -416,7 +417,7 @@ def main(argv: list[str]) -> int:
     memory, flops = estimate(candidates, request["classes"], deadline) if estimating else kept
     _write(out, ImageCosts((), memory, flops))
     if request["device"].startswith("cuda"):
-        torch.backends.cudnn.benchmark = True  # as folds train: cuDNN's fastest kernels for the fixed shapes
+        apply_policy()  # as folds train
         candidates = timing_batches(candidates, memory, torch.cuda.get_device_properties(0).total_memory)
     if request.get("time"):
         found = Found(on_change=lambda now: _write(out, ImageCosts(tuple(now.timed), memory, flops,

@@ -28,6 +28,7 @@ from runner.engines.base import EPOCH_LOG, DeadlineReached, EngineResult, FoldDa
 from runner.engines.networks import (EpochStats, epoch_seconds, fold_share_of_card, log_epoch, probe_batch,
                                      refitted_epochs, smaller_batch, warm_peak_bytes)
 from runner.engines.vision.augment import DeviceAugment
+from runner.engines.vision.cudnn import apply_policy
 from runner.engines.vision.images import cache_side
 from runner.engines.vision.loading import loaders
 from runner.engines.vision.settings import ImageSettings, useful_batch
@@ -286,7 +287,7 @@ class FoldTraining:
 def train(settings: ImageSettings, data: FoldData, out_dir: Path, deadline: float) -> EngineResult:
     torch.set_num_threads(settings.threads)
     torch.manual_seed(settings.seed)
-    torch.backends.cudnn.benchmark = True  # fixed shapes: pick the fastest kernels once
+    apply_policy()  # fixed shapes: kernels chosen once, as the run's policy says
     torch.set_float32_matmul_precision("high")  # TF32 for an fp32 plan's matrix multiplies, as convolutions have
     probe_started = time.monotonic()
     settings, probed = confirm_batch(settings, data.n_outputs, max_batch=useful_batch(len(data.x_train)))
