@@ -859,3 +859,25 @@ def test_lightgbm_rounds_are_timed_on_tables_whose_rows_it_is_soon_sure_of():
                      columns=[f"f{i}" for i in range(64)])
     costs = measure_rounds(x, y, 99, 1, time.monotonic() + 20)
     assert costs and costs[0].seconds_per_round > 0 and costs[0].rows == 891
+
+
+def test_members_tied_on_gain_per_core_second_go_cheaper_first():
+    """Expected gains per core-second within a fifth of each other are a tie, and the cheaper member goes first
+    (plant's replica: LightGBM on the pixels at 0.010 for 6 core-s against the logistic member's 0.005 for 3);
+    beyond a fifth the order is by the ratio alone, and a run of ties is measured from its first member."""
+    from runner.planning.planner import _by_gain_per_second
+    from runner.planning.portfolio import Member
+
+    def member(name, gain, fold_seconds):
+        return Member(name=name, engine="lightgbm", slot="cpu", settings=get_engine("lightgbm").Settings(threads=1),
+                      folds=1, fold_seconds=fold_seconds, min_fold_seconds=0.1, max_fold_seconds=10.0,
+                      expected_gain=gain)
+
+    gbm, logistic = member("pixels-gbm", 0.010, 6.0), member("pixels", 0.005, 3.0)
+    assert [m.name for m in _by_gain_per_second([gbm, logistic])] == ["pixels", "pixels-gbm"]
+    best, worst = member("best", 0.05, 2.0), member("worst", 0.001, 10.0)
+    assert [m.name for m in _by_gain_per_second([worst, gbm, best, logistic])] == [
+        "best", "pixels", "pixels-gbm", "worst"]
+    # ratios 1.0, 0.85, 0.7: the second ties the first, the third is past a fifth of the first, its own run
+    chain = [member("a", 1.0, 1.0), member("b", 0.85 * 0.5, 0.5), member("c", 0.7 * 0.25, 0.25)]
+    assert [m.name for m in _by_gain_per_second(chain)] == ["b", "a", "c"]

@@ -37,6 +37,11 @@ LONG_TEXT_PERCENTILE = 95  # a text model's max length covers this share of the 
 # of the window's core-seconds: a `cheap_first` member this cheap goes before the lead. 5% kept LightGBM on the
 # pixels of sklearn's digits (16 core-s) behind a CNN at 60 s, whose blend then lost to LightGBM alone (0.18 / 0.08)
 CHEAP_FIRST_SHARE = 0.2
+# members within this share of each other's expected gain per core-second are a tie (the priors are not finer than
+# that), and the cheaper goes first: near the window's close a costlier one cut before its last fold gives nothing,
+# where the cheaper would have finished (plant pathology's replica on a busy core: LightGBM on the pixels, tied with
+# the logistic member at half its cost, was cut and the logistic never ran)
+NEAR_TIE = 0.2
 # when no member's shortest fold fits the window, the cheapest is still tried if it measured at most this many times
 # the window: a machine busy while measuring times everything slower (one run on two busy cores timed TF-IDF's
 # 3 s fold at 53 s, planned nothing and kept the class prior); its folds end at their deadlines, so only time that
@@ -78,8 +83,20 @@ def _cheap_first(members: list[Member], window_seconds: float, cores: int, one_l
             and m.core_seconds <= CHEAP_FIRST_SHARE * window_seconds * cores]
 
 
+def _by_gain_per_second(members: list[Member]) -> list[Member]:
+    """Best expected gain per core-second first; members within NEAR_TIE of the first of their run of ties,
+    cheapest first."""
+    ordered, ties = [], []
+    for member in sorted(members, key=lambda m: m.gain_per_second, reverse=True):
+        if ties and member.gain_per_second < (1 - NEAR_TIE) * ties[0].gain_per_second:
+            ordered += sorted(ties, key=lambda m: m.core_seconds)
+            ties = []
+        ties.append(member)
+    return ordered + sorted(ties, key=lambda m: m.core_seconds)
+
+
 def _lead_first(members: list[Member], spec: CompetitionSpec) -> list[Member]:
-    ordered = sorted(members, key=lambda m: m.gain_per_second, reverse=True)
+    ordered = _by_gain_per_second(members)
     primary = PRIMARY_INPUT.get(spec.task)
     own = [m for m in ordered if get_engine(m.engine).inputs == primary and not m.left_out]
     if not own:
@@ -172,7 +189,8 @@ def make_plan(spec: CompetitionSpec, hardware: Hardware, window_seconds: float, 
     reasons.append("order: " + ", ".join(f"{m.name} ({m.expected_gain:.3f} expected gain, ~{m.core_seconds:.0f} "
                                          f"core-s)" for m in members)
                    + "; the lead first (after members that cost next to nothing and ask to go first), then by "
-                     "expected gain per core-second; when all have run, bags of the "
+                     "expected gain per core-second (within a fifth of each other: cheaper first); when all have "
+                     "run, bags of the "
                      "member with the largest blend weight follow while they fit and still improve CV")
     plan = Plan(members=tuple(members), folds=folds, cpus=hardware.cpus, gpus=len(hardware.gpus),
                 devices=_devices(hardware), window_seconds=round(window_seconds, 1), seed=seed, reasons=tuple(reasons),
