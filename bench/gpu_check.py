@@ -83,6 +83,7 @@ from gpu_dog_breed import dog_breed_run
 from gpu_memory import confirm, hardware, memory, oom_backoff
 from gpu_runs import audio, fork_safety, image_to_image, leased_gpus
 from gpu_speed import monitor, planned_vs_failure, precision_layout_compile, shared_fold, shared_gpu, text_finetune
+from runner.engines.vision.cudnn import apply_policy
 
 NAME = "gpu"  # bench/results/gpu.json
 # the ImageNet checkpoints `make gpu-wheels` packs in 16 bits for a card without a hub (timm model: the package
@@ -182,7 +183,7 @@ def run(check: Check, out: Path | None, sections: tuple = SECTIONS) -> int:
     if check.sizes.threads:
         torch.set_num_threads(check.sizes.threads)
     if check.cuda:
-        torch.backends.cudnn.benchmark = True  # as the vision engine's train sets it: fixed shapes, fastest kernels
+        apply_policy()  # as the vision engine's folds choose their kernels
     path = None
     for key, function, on_cpu in sections:
         if not check.cuda and not on_cpu:

@@ -219,4 +219,5 @@ def bare_loop(rung: Rung, device: str) -> dict:
     loader, no augmentation), under the policy folds train with: what a run's member is compared against."""
     from runner.engines.vision.cudnn import policy_name
 
-    return dict(in_fresh_process(fork_server(), rung, policy_name(), device), policy=policy_name())
+    policy = policy_name()
+    return dict(in_fresh_process(fork_server(), rung, policy, device), policy=policy)

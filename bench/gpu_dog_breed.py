@@ -14,6 +14,8 @@ import sys
 import time
 from pathlib import Path
 
+from runner.engines.vision.cudnn import policy_name
+
 from gpu_common import EXIT_SLACK, REPO, Check, child_env, gpu_busy, graded, runner_run, with_killed
 
 DOG_BREED_RUN = 180  # seconds: the realistic dog-breed run's budget on a card, every engine (no --engines)
@@ -164,10 +166,7 @@ def dog_breed_run(check: Check) -> dict:
 
     use = card_use(report, read_samples(out / "monitor.jsonl"))
     use.update(against_bare_loop(use, check.device))
-    result["card_use"] = use
-    from runner.engines.vision.cudnn import policy_name
-
-    result["cudnn_policy"] = policy_name()
+    result["card_use"], result["cudnn_policy"] = use, policy_name()
     wide = [s is not None and p is not None and s <= BEAT_PRIOR * p for s, p in ((cv, prior_cv), (test, prior_test))]
     every_fold = use["cnn_folds"] > 0 and use["cnn_folds_done"] == use["cnn_folds"]
     result["ok"] = done.returncode == 0 and wall <= DOG_BREED_RUN + EXIT_SLACK and all(wide) and every_fold

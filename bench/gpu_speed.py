@@ -36,9 +36,10 @@ COMBOS = ((False, False, False), (False, True, False), (True, False, False), (Tr
 def shared_fold(model: str, size: int, batch: int) -> dict:
     """One of the folds sharing the GPU, in its own process: confirm_batch with per_gpu set (which caps this
     process's memory), then a few training steps at the confirmed batch."""
+    from runner.engines.vision.cudnn import apply_policy
     from runner.engines.vision.training import confirm_batch
 
-    torch.backends.cudnn.benchmark = True  # as runner.engines.vision.training.train sets it
+    apply_policy()  # as runner.engines.vision.training.train does
     check = Check("cuda", FULL, Path("."), {})
     settings, note = confirm_batch(image_settings(check, model, size, batch, per_gpu=SHARED_FOLDS), CLASSES)
     torch.cuda.reset_peak_memory_stats()
