@@ -10,6 +10,9 @@ DEMO_DIR := runs/demo
 # 0: one process on every core. With three on 2 cores the suite ended sooner (9 min 46 s against 12 min) but runs
 # given half a core missed a small budget's window (docs/testing.md)
 TEST_WORKERS ?= 2
+# waiting workers beside them: workers that take only the files whose tests mostly wait on a clock
+# (tests/waiting_workers.py), each sharing a computing worker's core
+TEST_WAITING ?= 1
 DEMO_BUDGET ?=  # empty: each demo competition's own budget (dog-breed 3m, spaceship 1m)
 
 .PHONY: install demo test test-busy bench bench-scale gpu-check gpu-wheels gpu-check-offline up down clean
@@ -31,7 +34,9 @@ demo: $(STAMP)
 # pytest exits 5 when it collected nothing; that must fail too, and it does since make fails on any non-zero exit.
 # The container tests need a Docker engine and debootstrap: installed here when missing (root + apt), started by
 # the tests themselves.
-PYTEST = $(PY) -m pytest -q $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
+XDIST_WORKERS = $(if $(filter auto,$(TEST_WORKERS)),auto,$(shell echo $$(( $(TEST_WORKERS) + $(TEST_WAITING) ))))
+PYTEST = WAITING_WORKERS=$(if $(filter-out 0,$(TEST_WORKERS)),$(TEST_WAITING),0) $(PY) -m pytest -q \
+	$(if $(filter-out 0,$(TEST_WORKERS)),-n $(XDIST_WORKERS) --dist loadfile --no-loadscope-reorder)
 test: $(STAMP)
 	docker/install-engine.sh
 	$(PYTEST)
@@ -41,7 +46,7 @@ test: $(STAMP)
 BUSY_CORE ?= 0
 test-busy: $(STAMP)
 	docker/install-engine.sh
-	$(PY) bench/busy_core.py --core $(BUSY_CORE) & busy=$$!; trap 'kill $$busy' EXIT; $(PYTEST)
+	$(PY) bench/busy_core.py --core $(BUSY_CORE) & busy=$$!; trap 'kill $$busy' EXIT; BUSY_CORE=$(BUSY_CORE) $(PYTEST)
 
 # A local Prefect stack (server on 127.0.0.1:4200, a process worker, every deployment); state in .prefect-stack/
 up: $(STAMP)

@@ -1,6 +1,7 @@
 import os
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -8,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from waiting_workers import WAITING_FILES, WaitingWorkers, is_waiting, worker_cores
 from runner.demo import write_demo
 
 
@@ -44,6 +46,22 @@ def run_cli(*args: str, timeout: float = 600, env: dict | None = None) -> subpro
     return subprocess.run([sys.executable, "-m", "runner.cli", *args], capture_output=True, text=True,
                           timeout=timeout, env={**os.environ, **(env or {})})
 
+
+
+def measuring_pid(timeout: float = 30.0) -> int:
+    """The pid of the measuring process this test process started, once it runs the measuring module."""
+    import psutil
+
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        for child in psutil.Process().children(recursive=True):
+            try:
+                if "runner.engines.vision.measure" in " ".join(child.cmdline()):
+                    return child.pid
+            except psutil.Error:
+                continue
+        time.sleep(0.01)
+    raise AssertionError("no measuring process started")
 
 TESTS = Path(__file__).resolve().parent
 # engines from outside the package (the second plans nothing: scheduling tests hand it members)
@@ -113,27 +131,41 @@ os.environ.setdefault("PREFECT_LOGGING_TO_API_WHEN_MISSING_FLOW", "ignore")
 
 
 # `-n auto` (`make test TEST_WORKERS=auto`): a worker for each core other processes leave free, pinned to it, plus
-# EXTRA_WORKERS. One more than the cores (three on this machine's two) ended the suite in 9 min 46 s and 9 min 55 s
-# against 12 min 4 s with two, since most of it is whole runs that take their budget's seconds whatever CPU they
-# get; but each run on a shared core then gets half of it or less, and 1 and 3 of 685 failed (spooky's TF-IDF, whose
-# window closed before its fork server and imports were done; aptos' CNN predicting one class; dog-breed's CNN no
-# better than the prior; a 6 s run past its watchdog importing scikit-learn), so none is added
+# EXTRA_WORKERS, plus the waiting workers (tests/waiting_workers.py). One computing worker more than the cores
+# (three on this machine's two) ended the suite in 9 min 46 s and 9 min 55 s against 12 min 4 s with two, since most
+# of it is whole runs that take their budget's seconds whatever CPU they get; but each run on a shared core then
+# gets half of it or less, and 1 and 3 of 685 failed (spooky's TF-IDF, whose window closed before its fork server
+# and imports were done; aptos' CNN predicting one class; dog-breed's CNN no better than the prior; a 6 s run past
+# its watchdog importing scikit-learn), so none is added: a waiting worker takes only files that mostly wait
 EXTRA_WORKERS = 0
+WAITING = int(os.environ.get("WAITING_WORKERS", "0"))  # the last WAITING workers wait (Makefile: TEST_WAITING)
+# the core another process keeps busy (`make test-busy`): a waiting worker shares another
+BUSY_CORE = int(os.environ["BUSY_CORE"]) if os.environ.get("BUSY_CORE") else None
+# this process is a waiting worker
+WAITS = bool(os.environ.get("PYTEST_XDIST_WORKER")) and is_waiting(
+    os.environ["PYTEST_XDIST_WORKER"], int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")), WAITING)
 
 
 def pytest_xdist_auto_num_workers(config) -> int:
     """`-n auto`: a worker a core plus EXTRA_WORKERS, less one for each core other processes keep busy (sampled
-    for half a second, as the runner samples them), at least one."""
+    for half a second, as the runner samples them), at least one; then the waiting workers."""
     from runner.machine.hardware import busy_elsewhere
 
-    return max(1, len(os.sched_getaffinity(0)) - busy_elsewhere() + EXTRA_WORKERS)
+    return max(1, len(os.sched_getaffinity(0)) - busy_elsewhere() + EXTRA_WORKERS) + WAITING
 
 
-def worker_cores(worker: str, workers: int, cores: list[int]) -> set[int]:
-    """The cores xdist worker `gwN` of `workers` keeps for itself: an equal share, at least one."""
-    share = max(1, len(cores) // workers)
-    start = int(worker.removeprefix("gw")) * share % len(cores)
-    return set(cores[start:start + share])
+def pytest_ignore_collect(collection_path, config):
+    """A waiting worker collects only the waiting files (tests/waiting_workers.py)."""
+    if WAITS and collection_path.name.startswith("test_") and collection_path.suffix == ".py":
+        return collection_path.name not in WAITING_FILES or None
+    return None
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """With waiting workers, files go to workers as `--dist loadfile` hands them out, the waiting files to them."""
+    if WAITING and config.getoption("dist") == "loadfile":
+        return WaitingWorkers(config, log, WAITING)
+    return None  # xdist's own
 
 
 if os.environ.get("PYTEST_XDIST_WORKER"):
@@ -141,8 +173,8 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     # keeps its own cores, so a run sees the same machine whatever the other worker does instead of a share of
     # both cores that changes with it. Set at import, before torch or OpenMP start a thread.
     os.sched_setaffinity(0, worker_cores(os.environ["PYTEST_XDIST_WORKER"],
-                                         int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")),
-                                         sorted(os.sched_getaffinity(0))))
+                                         int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")), WAITING,
+                                         sorted(os.sched_getaffinity(0)), BUSY_CORE))
     # an OpenMP thread waiting at a barrier sleeps instead of spinning on a core another process needs
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 

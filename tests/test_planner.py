@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from conftest import measuring_pid
 from runner.engines import get_engine
 from runner.engines.boosting import RoundCost
 from runner.engines.gbm import measure_rounds
@@ -542,22 +543,6 @@ def test_a_replan_with_no_time_for_a_replacement_keeps_the_running_member():
     assert roomy.min_fold_seconds < 1200 and roomy.step_seconds > member.step_seconds
 
 
-def _measuring_pid(timeout: float = 30.0) -> int:
-    """The pid of the measuring process this test process started, once it runs the measuring module."""
-    import psutil
-
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        for child in psutil.Process().children(recursive=True):
-            try:
-                if "runner.engines.vision.measure" in " ".join(child.cmdline()):
-                    return child.pid
-            except psutil.Error:
-                continue
-        time.sleep(0.01)
-    raise AssertionError("no measuring process started")
-
-
 @pytest.mark.parametrize("failure", ["SIGSEGV", "CUDA"])
 def test_a_measuring_process_that_dies_leaves_a_plan_from_the_ladders_estimates(tmp_path, caplog, failure):
     """The H100's measuring process died with SIGSEGV and the plan fell back to resnet18 at 128 px, "nothing was
@@ -576,7 +561,7 @@ def test_a_measuring_process_that_dies_leaves_a_plan_from_the_ladders_estimates(
     with caplog.at_level("INFO", logger="runner"):
         measuring.start()
         if failure == "SIGSEGV":
-            os.kill(_measuring_pid(), signal.SIGSEGV)
+            os.kill(measuring_pid(), signal.SIGSEGV)
         measuring.join(60)
     costs = result["costs"]
     assert costs.note.startswith("measuring died with SIGSEGV" if failure == "SIGSEGV" else
@@ -633,70 +618,6 @@ def test_rungs_capped_to_the_images_side_scale_their_kept_estimates_by_pixels():
     assert ladder.kept_flops("convnext_tiny", 200, table) == pytest.approx(
         ladder.flops_of("convnext_tiny", 224, table) * (200 / 224) ** 2, rel=1e-6)
     assert ladder.kept_memory("resnet10t", 28, "bf16", table) is None  # not on the ladder: counted, not guessed
-
-
-# a candidate that takes far longer to time than any measuring window here: ~20 s a step on 2 cores, 5 steps or more.
-# The measuring processes below compute on one thread: on a busy machine two threads of one process wait on each
-# other for whole time slices, and a step of the quick candidate took seconds
-SLOW_TO_TIME = Candidate("resnet18", 192, "fp32", 256)
-
-
-def _timed_in(out) -> bool:
-    """Whether the measuring process's file (written whole, by rename) holds a timed candidate yet."""
-    try:
-        return bool(json.loads(out.read_text())["throughput"])
-    except (OSError, ValueError):
-        return False
-
-
-@pytest.mark.slow
-def test_a_measuring_process_that_stops_answering_is_killed_at_its_deadline_and_what_it_wrote_stands(tmp_path):
-    """The nemesis: once the measuring process has timed a first candidate it is stopped (SIGSTOP: as a hang in a
-    driver call looks to the supervisor). It is killed just past its deadline, its start included, and the
-    candidate it timed is planned from."""
-    import signal
-    import threading
-
-    from runner.engines.vision.measure import OVERRUN_SECONDS, REAP_SECONDS, gather_costs
-
-    seconds, quick = 20.0, Candidate("mobilenetv3_small_100", 64, "fp32", 8)
-    result, out = {}, tmp_path / "measured_costs.json"
-    measuring = threading.Thread(target=lambda: result.update(costs=gather_costs(
-        [quick, SLOW_TO_TIME], "cpu", 10, 1, seconds, True, tmp_path)))
-    started = time.monotonic()
-    measuring.start()
-    pid = _measuring_pid()
-    while measuring.is_alive() and not _timed_in(out):
-        time.sleep(0.01)
-    os.kill(pid, signal.SIGSTOP)
-    measuring.join(60)
-    took = time.monotonic() - started
-    assert seconds <= took <= seconds + OVERRUN_SECONDS + REAP_SECONDS + 1.0, took
-    costs = result["costs"]
-    assert costs.note.startswith("measuring stopped at its deadline")
-    assert [t.candidate for t in costs.throughput] == [quick]
-
-
-@pytest.mark.slow
-def test_a_measuring_process_past_its_deadline_leaves_its_stacks_in_the_runs_log(tmp_path, caplog):
-    """A timing that overruns the measuring window is not waited for: the process writes its stacks past its
-    deadline (where the time went: timing, or on a busy core still importing torch) and is killed just after, its
-    start included in the window; the run's log gets the dump from its innermost frame on."""
-    from runner.engines.vision.measure import OVERRUN_SECONDS, REAP_SECONDS, gather_costs
-
-    # the process must reach its own code to write anything: its start and first imports took 1 s on a quiet core
-    # and up to 8 s on one shared with two other processes (6 s left it no time to, now and then)
-    seconds = 10.0
-    started = time.monotonic()
-    with caplog.at_level("INFO", logger="runner"):
-        costs = gather_costs([SLOW_TO_TIME], "cpu", 10, 1, seconds, True, tmp_path)
-    took = time.monotonic() - started
-    assert seconds <= took <= seconds + OVERRUN_SECONDS + REAP_SECONDS + 1.0, took
-    assert costs.note.startswith("measuring stopped at its deadline") and not costs.throughput
-    dump = (tmp_path / "measure.log").read_text().splitlines()  # the measuring process's own log
-    header = next(i for i, line in enumerate(dump) if line.endswith("(most recent call first):"))
-    assert dump[header + 1].startswith('  File "'), dump
-    assert f"measure: {dump[header]}" in caplog.text and f"measure: {dump[header + 1]}" in caplog.text
 
 
 def test_a_deep_stack_dump_reaches_the_runs_log_from_its_innermost_frame(caplog):

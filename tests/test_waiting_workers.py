@@ -1,0 +1,110 @@
+"""The test suite's own scheduling (tests/waiting_workers.py): which worker takes which file, and which cores each is
+pinned to. xdist's scheduler driven as its controller drives it, with workers that record what they are sent."""
+from types import SimpleNamespace
+
+import pytest
+
+from waiting_workers import WAITING_FILES, WaitingWorkers, is_waiting, worker_cores
+
+WAITING = sorted(WAITING_FILES)[:2]
+COMPUTING = ["test_lite.py", "test_e2e.py", "test_docker.py", "test_grade.py"]
+
+
+class Worker:
+    """What the scheduler sees of an xdist worker: its id, the tests it is sent, its shutdown."""
+
+    def __init__(self, worker_id: str):
+        self.gateway = SimpleNamespace(id=worker_id)
+        self.sent, self.shutting_down = [], False
+
+    def send_runtest_some(self, indices):
+        self.sent.extend(indices)
+
+    def shutdown(self):
+        self.shutting_down = True
+
+    def __repr__(self):
+        return self.gateway.id
+
+
+def nodeids(files, per_file=3):
+    return [f"tests/{name}::test_{i}" for name in files for i in range(per_file)]
+
+
+def scheduler(workers=3, waiting=1):
+    config = SimpleNamespace(getvalue=lambda name: [f"{workers}*popen"] if name == "tx" else None,
+                             option=SimpleNamespace(loadscopereorder=False), hook=None)
+    return WaitingWorkers(config, None, waiting), [Worker(f"gw{i}") for i in range(workers)]
+
+
+def collected(schedule, workers, everything):
+    """Each worker registered and collected, the waiting one only the waiting files (registered first: it is
+    quicker), then scheduled."""
+    for worker in workers:
+        schedule.add_node(worker)
+    for worker in reversed(workers):
+        waits = is_waiting(worker.gateway.id, len(workers), 1)
+        schedule.add_node_collection(worker, [n for n in everything if not waits or n.split("/")[1].split("::")[0]
+                                              in WAITING_FILES])
+    assert schedule.collection_is_completed
+    schedule.schedule()
+
+
+def files_sent(schedule, worker):
+    return {schedule.registered_collections[worker][i].split("::")[0].split("/")[1] for i in worker.sent}
+
+
+def finish(schedule, worker):
+    """The worker runs every test it was sent."""
+    for index in list(worker.sent):
+        if not schedule.assigned_work.get(worker):
+            break
+        schedule.mark_test_complete(worker, index)
+
+
+def test_the_waiting_worker_takes_only_the_waiting_files_and_the_others_none_while_another_is_left():
+    schedule, workers = scheduler()
+    everything = nodeids(COMPUTING[:2] + WAITING + COMPUTING[2:])
+    collected(schedule, workers, everything)
+    computing, waiting = workers[:2], workers[2]
+    assert files_sent(schedule, waiting) <= set(WAITING) and files_sent(schedule, waiting)
+    assert all(not files_sent(schedule, w) & set(WAITING) for w in computing)
+    # each test is sent to one worker, as the collection of that worker numbers it
+    sent = [schedule.registered_collections[w][i] for w in workers for i in w.sent]
+    assert len(sent) == len(set(sent))
+    for worker in computing:
+        finish(schedule, worker)
+    finish(schedule, waiting)
+    assert waiting.shutting_down  # nothing waiting is left for it: it ends
+    sent = {schedule.registered_collections[w][i] for w in workers for i in w.sent}
+    assert sent == set(everything)
+
+
+def test_a_computing_worker_takes_a_waiting_file_only_when_nothing_else_is_left():
+    schedule, workers = scheduler()
+    collected(schedule, workers, nodeids(WAITING + COMPUTING[:1], per_file=4))
+    waited = files_sent(schedule, workers[2])
+    assert len(waited) == 1 and waited <= set(WAITING)
+    # the lone computing file went to one computing worker; the other took the waiting file left rather than idle
+    assert {frozenset(files_sent(schedule, w)) for w in workers[:2]} == {frozenset({COMPUTING[0]}),
+                                                                         frozenset(set(WAITING) - waited)}
+
+
+def test_a_waiting_worker_whose_collection_differs_is_refused():
+    schedule, workers = scheduler()
+    for worker in workers:
+        schedule.add_node(worker)
+    everything = nodeids(COMPUTING[:1] + WAITING)
+    schedule.add_node_collection(workers[0], everything)
+    schedule.add_node_collection(workers[1], everything)
+    schedule.add_node_collection(workers[2], everything)  # every file: it should have collected the waiting ones
+    schedule.log = lambda *args: None
+    assert not schedule._check_nodes_have_same_collection()
+
+
+@pytest.mark.parametrize("busy, waiting_core", [(None, {1}), (1, {0})])
+def test_workers_are_pinned_a_core_each_and_the_waiting_one_beside_the_core_another_process_keeps(busy, waiting_core):
+    assert [worker_cores(f"gw{i}", 3, 1, [0, 1], busy) for i in range(2)] == [{0}, {1}]
+    assert worker_cores("gw2", 3, 1, [0, 1], busy) == waiting_core
+    # without waiting workers, each takes an equal share
+    assert [worker_cores(f"gw{i}", 2, 0, [0, 1, 2, 3]) for i in range(2)] == [{0, 1}, {2, 3}]
