@@ -32,8 +32,12 @@ def test_an_engine_from_outside_the_package_runs_through_the_supervisor_and_ends
     report, graded, result = run("spaceship", spaceship, out, 40, "--engines", "toy", env=TOY_ENGINE)
     assert graded.valid_submission
     toy = [m for m in report["members"] if m["engine"] == "toy"]
-    assert toy[0]["name"] == "toy" and toy[0]["folds_done"] == 5 and toy[0]["weight"] > 0
-    assert all((out / "members" / "toy" / str(k) / "toy.json").is_file() for k in range(5))
+    # every fold planned: five where the window is 30 s or more at planning, three where a shared core's start left
+    # less (planned at 5.1 s, a 28.9 s window)
+    folds = report["plan"]["folds"]
+    assert folds in (3, 5), folds
+    assert toy[0]["name"] == "toy" and toy[0]["folds_done"] == folds and toy[0]["weight"] > 0
+    assert all((out / "members" / "toy" / str(k) / "toy.json").is_file() for k in range(folds))
     # its model ignores the training rows, so every extra member predicts the same: CV stops improving
     assert len(toy) >= 6 and all(m["gain"] == 0 for m in toy[1:])
     assert "CV no longer improving" in report["stop_reason"]
