@@ -47,7 +47,6 @@ def run_cli(*args: str, timeout: float = 600, env: dict | None = None) -> subpro
                           timeout=timeout, env={**os.environ, **(env or {})})
 
 
-
 def measuring_pid(timeout: float = 30.0) -> int:
     """The pid of the measuring process this test process started, once it runs the measuring module."""
     import psutil
@@ -62,6 +61,7 @@ def measuring_pid(timeout: float = 30.0) -> int:
                 continue
         time.sleep(0.01)
     raise AssertionError("no measuring process started")
+
 
 TESTS = Path(__file__).resolve().parent
 # engines from outside the package (the second plans nothing: scheduling tests hand it members)
