@@ -141,9 +141,9 @@ EXTRA_WORKERS = 0
 WAITING = int(os.environ.get("WAITING_WORKERS", "0"))  # the last WAITING workers wait (Makefile: TEST_WAITING)
 # the core another process keeps busy (`make test-busy`): a waiting worker shares another
 BUSY_CORE = int(os.environ["BUSY_CORE"]) if os.environ.get("BUSY_CORE") else None
-# this process is a waiting worker
-WAITS = bool(os.environ.get("PYTEST_XDIST_WORKER")) and is_waiting(
-    os.environ["PYTEST_XDIST_WORKER"], int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")), WAITING)
+WORKER = os.environ.get("PYTEST_XDIST_WORKER")  # gwN under xdist, else None
+WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+WAITS = bool(WORKER) and is_waiting(WORKER, WORKERS, WAITING)  # this process is a waiting worker
 
 
 def pytest_xdist_auto_num_workers(config) -> int:
@@ -168,13 +168,11 @@ def pytest_xdist_make_scheduler(config, log):
     return None  # xdist's own
 
 
-if os.environ.get("PYTEST_XDIST_WORKER"):
+if WORKER:
     # Each worker (and every run it starts: children inherit the mask, and the runner plans for the cores in it)
     # keeps its own cores, so a run sees the same machine whatever the other worker does instead of a share of
     # both cores that changes with it. Set at import, before torch or OpenMP start a thread.
-    os.sched_setaffinity(0, worker_cores(os.environ["PYTEST_XDIST_WORKER"],
-                                         int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")), WAITING,
-                                         sorted(os.sched_getaffinity(0)), BUSY_CORE))
+    os.sched_setaffinity(0, worker_cores(WORKER, WORKERS, WAITING, sorted(os.sched_getaffinity(0)), BUSY_CORE))
     # an OpenMP thread waiting at a barrier sleeps instead of spinning on a core another process needs
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 

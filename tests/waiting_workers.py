@@ -84,13 +84,12 @@ class WaitingWorkers(LoadFileScheduling):
         return same
 
     def _assign_work_unit(self, node) -> None:
-        waits = self._waits(node)
-        queued = [scope for scope in self.workqueue if is_waiting_file(scope)]
-        others = [scope for scope in self.workqueue if scope not in queued]
-        chosen = (queued or [None])[0] if waits else (others or queued)[0]
-        if chosen is None:
+        waiting = [scope for scope in self.workqueue if is_waiting_file(scope)]
+        others = [scope for scope in self.workqueue if scope not in waiting]
+        choices = waiting if self._waits(node) else others or waiting
+        if not choices:  # a waiting worker with no waiting file left
             if not node.shutting_down:
                 node.shutdown()
             return
-        self.workqueue.move_to_end(chosen, last=False)  # the parent hands out the queue's first file
+        self.workqueue.move_to_end(choices[0], last=False)  # the parent hands out the queue's first file
         super()._assign_work_unit(node)
