@@ -164,7 +164,7 @@ def pytest_ignore_collect(collection_path, config):
 def pytest_xdist_make_scheduler(config, log):
     """With waiting workers, files go to workers as `--dist loadfile` hands them out, the waiting files to them."""
     if WAITING and config.getoption("dist") == "loadfile":
-        return WaitingWorkers(config, log, WAITING)
+        return WaitingWorkers(config, log, WAITING, sorted(os.sched_getaffinity(0)), BUSY_CORE)
     return None  # xdist's own
 
 

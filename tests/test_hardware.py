@@ -6,7 +6,18 @@ import pytest
 
 from runner.common.budget import parse_size
 from runner.machine.hardware import (
-    GiB, Gpu, Hardware, available_cpus, available_memory, cgroup_cpu_quota, cgroup_memory_limit, probe_hardware)
+    NO_CPU_BF16, GiB, Gpu, Hardware, available_cpus, available_memory, cgroup_cpu_quota, cgroup_memory_limit,
+    cpu_runs_bf16, probe_hardware)
+
+# the flags lines of /proc/cpuinfo on an AVX2-only AMD EPYC (KVM guest) and an Intel Sapphire Rapids, and the
+# Features line of an Arm Neoverse V1
+EPYC_AVX2 = ("processor\t: 0\nvendor_id\t: AuthenticAMD\nflags\t\t: fpu vme de pse tsc msr pae mce cx8 sse sse2 ssse3 "
+             "fma cx16 sse4_1 sse4_2 movbe popcnt aes xsave avx f16c rdrand hypervisor lahf_lm abm sse4a bmi1 avx2 "
+             "smep bmi2 rdseed adx clflushopt sha_ni xsaveopt xsavec xgetbv1 clzero xsaveerptr arat umip vaes "
+             "vpclmulqdq rdpid\n")
+SAPPHIRE_RAPIDS = ("flags\t\t: fpu vme avx avx2 avx512f avx512dq avx512cd avx512bw avx512vl avx512_bf16 avx512_vnni "
+                   "amx_bf16 amx_tile amx_int8 avx512_fp16\n")
+NEOVERSE_V1 = "Features\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid sve bf16 i8mm\n"
 
 
 def test_cgroup_v2_quota(tmp_path):
@@ -68,6 +79,19 @@ def test_hardware_round_trips_through_json():
 def test_probe_on_this_machine_sees_cpus_and_memory(tmp_path):
     hardware = probe_hardware(tmp_path)
     assert hardware.cpus >= 1 and hardware.ram_bytes > GiB and hardware.disk_free_bytes > 0
+
+
+def test_bf16_on_the_cpu_is_native_only_with_its_flags():
+    assert not cpu_runs_bf16(EPYC_AVX2) and not cpu_runs_bf16(EPYC_AVX2 + EPYC_AVX2.replace("processor\t: 0",
+                                                                                             "processor\t: 1"))
+    assert cpu_runs_bf16(SAPPHIRE_RAPIDS) and cpu_runs_bf16(NEOVERSE_V1)
+    assert cpu_runs_bf16("")  # nothing listed: bf16 is timed, and kept only where it is faster
+
+
+def test_the_probe_says_when_this_cpu_emulates_bf16(tmp_path):
+    hardware = probe_hardware(tmp_path, busy_seconds=0)
+    assert hardware.cpu_bf16 == cpu_runs_bf16(open("/proc/cpuinfo").read())
+    assert (NO_CPU_BF16 in hardware.notes) == (not hardware.cpu_bf16 and not hardware.gpus)
 
 
 def test_a_core_kept_busy_by_another_process_is_left_out(tmp_path):

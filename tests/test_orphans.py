@@ -72,10 +72,9 @@ class KillTheForkServer(threading.Thread):
 
     def _watch(self) -> None:
         try:
-            if self.orphan.status() == psutil.STATUS_ZOMBIE:
-                self.parents.add(self.orphan.ppid())
-                return
-            self.parents.add(self.orphan.ppid())
+            parent = self.orphan.ppid()
+            if parent != self.server:  # the server's exit, and so the re-parenting, lags its SIGKILL on a busy core
+                self.parents.add(parent)
         except psutil.NoSuchProcess:  # waited on by whoever its parent was
             self.reaped = self.run_process.poll() is None
 

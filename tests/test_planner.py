@@ -648,6 +648,10 @@ def test_nothing_measured_falls_back_to_the_smallest_model_with_a_reason():
 def test_candidates_to_measure_follow_the_hardware():
     assert {c.precision for c in image_candidates(profile("a100-40gb"))} == {"bf16"}
     assert {c.precision for c in image_candidates(profile("cpu"))} == {"fp32", "bf16"}
+    emulated = image_candidates(dataclasses.replace(profile("cpu"), cpu_bf16=False))
+    assert {c.precision for c in emulated} == {"fp32"}
+    assert {(c.model, c.image_size) for c in emulated} == {(c.model, c.image_size) for c in image_candidates(
+        profile("cpu"))}
 
 
 def test_image_costs_round_trip_through_json():

@@ -4,10 +4,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from waiting_workers import WAITING_FILES, WaitingWorkers, is_waiting, worker_cores
+from waiting_workers import QUIET_FILES, WAITING_FILES, WaitingWorkers, is_waiting, worker_cores
 
 WAITING = sorted(WAITING_FILES)[:2]
 COMPUTING = ["test_lite.py", "test_e2e.py", "test_docker.py", "test_grade.py"]
+QUIET = [name for name in COMPUTING if name in QUIET_FILES]
 
 
 class Worker:
@@ -31,10 +32,10 @@ def nodeids(files, per_file=3):
     return [f"tests/{name}::test_{i}" for name in files for i in range(per_file)]
 
 
-def scheduler(workers=3, waiting=1):
+def scheduler(workers=3, waiting=1, busy=None):
     config = SimpleNamespace(getvalue=lambda name: [f"{workers}*popen"] if name == "tx" else None,
                              option=SimpleNamespace(loadscopereorder=False), hook=None)
-    return WaitingWorkers(config, None, waiting), [Worker(f"gw{i}") for i in range(workers)]
+    return WaitingWorkers(config, None, waiting, [0, 1], busy), [Worker(f"gw{i}") for i in range(workers)]
 
 
 def collected(schedule, workers, everything):
@@ -108,3 +109,27 @@ def test_workers_are_pinned_a_core_each_and_the_waiting_one_beside_the_core_anot
     assert worker_cores("gw2", 3, 1, [0, 1], busy) == waiting_core
     # without waiting workers, each takes an equal share
     assert [worker_cores(f"gw{i}", 2, 0, [0, 1, 2, 3]) for i in range(2)] == [{0, 1}, {2, 3}]
+
+
+def test_the_runs_that_want_a_core_of_their_own_go_to_the_worker_that_has_one_while_a_waiting_worker_runs():
+    schedule, workers = scheduler()
+    # the quiet files queued behind the others: the worker with its own core (gw0) still takes them first
+    collected(schedule, workers, nodeids(["test_docker.py", "test_grade.py", *WAITING, *QUIET], per_file=1))
+    own, shared, waiting = workers
+    assert len(QUIET) == 2 and files_sent(schedule, own) <= set(QUIET) and files_sent(schedule, own)
+    assert not files_sent(schedule, shared) & set(QUIET)
+    finish(schedule, waiting)  # the waiting files done: the waiting worker ends, and its core is gw1's alone
+    assert waiting.shutting_down
+    schedule.remove_node(waiting)
+    finish(schedule, shared)
+    finish(schedule, own)
+    sent = {name for worker in (own, shared) for name in files_sent(schedule, worker)}
+    assert sent >= set(QUIET) | {"test_docker.py", "test_grade.py"}
+
+
+def test_with_every_computing_core_shared_the_quiet_runs_go_in_the_queues_order():
+    # core 1 kept busy by another process (make test-busy): the waiting worker beside gw0 on core 0, gw1 beside
+    # the busy process: no worker has a core of its own, so none is kept from the quiet files
+    schedule, workers = scheduler(busy=1)
+    collected(schedule, workers, nodeids([*QUIET, *WAITING, "test_docker.py", "test_grade.py"], per_file=1))
+    assert {name for worker in workers[:2] for name in files_sent(schedule, worker)} >= set(QUIET)

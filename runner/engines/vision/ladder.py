@@ -63,7 +63,8 @@ def image_candidates(hardware: Hardware, pretrained: frozenset[str] = frozenset(
     # those with weights first (a plan prefers them), then cheapest first, so a short measuring window still
     # covers the models a short budget can afford
     order = sorted(reversed(rungs), key=lambda rung: rung[0] not in pretrained)
-    return [Candidate(m, s, p, 32) for m, s in order for p in ("fp32", "bf16")]
+    precisions = ("fp32", "bf16") if hardware.cpu_bf16 else ("fp32",)  # emulated bf16 would only eat the window
+    return [Candidate(m, s, p, 32) for m, s in order for p in precisions]
 
 
 def ladder_models() -> tuple[str, ...]:
