@@ -174,11 +174,12 @@ def planned_settings(check: Check, n_train: int, size: int):
     from runner.planning.portfolio import DataShape, PlanContext
     from runner.competition.catalog import load_spec
 
-    precisions = (check.low_precision,) if check.cuda else ("fp32", "bf16")
+    hardware = probe_hardware()
+    # on a CPU, the precisions the runner would time there (bf16 only where the CPU runs it natively)
+    precisions = (check.low_precision,) if check.cuda else ("fp32", "bf16") if hardware.cpu_bf16 else ("fp32",)
     candidates = [Candidate("resnet18", size, p, 32) for p in precisions]
     memory_estimates, flops = estimate(candidates, CLASSES)
     timed = measure(candidates, check.device, CLASSES, time.monotonic() + 120)
-    hardware = probe_hardware()
     shape = DataShape(n_train, 0, classes=CLASSES, inputs=frozenset({"image"}))
     context = PlanContext(load_spec("dog-breed"), hardware, PLAN_WINDOW, shape,
                           ImageCosts(tuple(timed), memory_estimates, flops), PLAN_FOLDS, hardware.cpus)

@@ -299,12 +299,13 @@ def test_each_cold_start_is_a_fresh_process_killed_past_its_cap(cold, monkeypatc
     context, rung = cold.fork_server(), cold.Rung("mobilenetv3_small_100", 64, 8, "fp32")
     try:
         quick = cold.in_fresh_process(context, rung, "benchmark", "cpu")
-        slow = cold.in_fresh_process(context, rung, "no_benchmark", "cpu", wait=60.0, cap=1.0)
+        # the step's start took up to 6 s on a slower CPU's busy core: a cap that leaves seconds in the step
+        slow = cold.in_fresh_process(context, rung, "no_benchmark", "cpu", wait=60.0, cap=5.0)
     finally:  # multiprocessing keeps one fork server a process: the runs tests start later need the runner's own
         fork_server.stop()
     assert quick["first_step_ended"] and quick["first_step_seconds"] > 0 and quick["images_per_second"] > 0
     assert slow["first_step_ended"] is False and slow["first_step_seconds"] >= 1.0
-    assert slow["stopped"] == "killed past its 1 s cap" and "images_per_second" not in slow
+    assert slow["stopped"] == "killed past its 5 s cap" and "images_per_second" not in slow
 
 
 def test_the_dog_breed_run_reports_how_it_used_the_card(dog_breed):
