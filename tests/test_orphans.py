@@ -21,7 +21,9 @@ from runner.competition.grade import grade
 
 pytestmark = pytest.mark.slow  # a whole run in its own process
 
-BUDGET = 26  # seconds: start-up and a first wave of folds take 5-9 s; each fold is killed 9 s after it starts
+# seconds: start-up and a first wave of folds take 5-9 s (at 26 s, on a 1.7x slower CPU's shared core, no unit had
+# reached its fold by the window's close); each fold is killed 9 s after it starts
+BUDGET = 34
 DEADLINE = 4  # seconds a fold is given (TOY_MAX_FOLD_SECONDS); it sleeps far past them, SIGTERM ignored
 OVERRUN = {"TOY_SLEEP": "100", "TOY_OVERRUN": "1", "TOY_MAX_FOLD_SECONDS": str(DEADLINE)}
 POLL = 0.05

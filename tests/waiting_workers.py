@@ -7,8 +7,10 @@ that shares a core with a computing worker, it overlaps that worker's runs. `mak
 computing workers, each pinned to its own cores, and `TEST_WAITING` waiting workers (the environment's
 `WAITING_WORKERS`), the last workers by number, each pinned to the last core that `BUSY_CORE` (another process's,
 `make test-busy`) does not name. Those files' tests hold on a core shared with another process (`make test-busy`),
-as a waiting worker's is, and compute about a third of their seconds.
+as a waiting worker's is, and compute about a third of their seconds. The files whose runs want a core of their
+own (QUIET_FILES) go, while a waiting worker runs, to a computing worker whose core it does not share.
 """
+import os
 from pathlib import Path
 
 from xdist.scheduler import LoadFileScheduling
@@ -65,9 +67,10 @@ class WaitingWorkers(LoadFileScheduling):
     torch, timm, Prefect and scikit-learn, 15 s of a core, and the suite starts when the last worker has
     collected, so on its shared core a full collection had doubled the suite's start (29 s against 14)."""
 
-    def __init__(self, config, log=None, waiting: int = 1, cores: list[int] = (0, 1), busy: int | None = None):
+    def __init__(self, config, log=None, waiting: int = 1, cores: list[int] | None = None, busy: int | None = None):
         super().__init__(config, log)
-        self.waiting, self.cores, self.busy = waiting, list(cores), busy
+        # the cores the workers share out as tests/conftest.py pins them, and the one another process keeps busy
+        self.waiting, self.cores, self.busy = waiting, cores or sorted(os.sched_getaffinity(0)), busy
 
     def _waits(self, node) -> bool:
         return is_waiting(node.gateway.id, self.numnodes, self.waiting)  # numnodes: every worker, ended ones too
