@@ -11,10 +11,8 @@ DEMO_DIR := runs/demo
 # given half a core missed a small budget's window (docs/testing.md)
 TEST_WORKERS ?= 2
 # waiting workers beside them: workers that take only the files whose tests mostly wait on a clock
-# (tests/waiting_workers.py), each sharing a computing worker's core. 0 by default: on a CPU 1.7x slower than the
-# one the budgets were set on, the waiting files' deadlines failed on that shared core in 2 and 4 of 3 fresh runs
-# (docs/testing.md); 1 ended the suite about a minute sooner on the faster CPU
-TEST_WAITING ?= 0
+# (tests/waiting_workers.py), each sharing a computing worker's core
+TEST_WAITING ?= 1
 DEMO_BUDGET ?=  # empty: each demo competition's own budget (dog-breed 3m, spaceship 1m)
 
 .PHONY: install demo test test-busy bench bench-scale gpu-check gpu-wheels gpu-check-offline up down clean
