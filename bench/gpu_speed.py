@@ -170,13 +170,13 @@ def planned_settings(check: Check, n_train: int, size: int):
     from runner.machine.hardware import probe_hardware
     from runner.engines.vision.costs import Candidate, ImageCosts
     from runner.engines.vision.estimates import estimate
+    from runner.engines.vision.ladder import cpu_precisions
     from runner.engines.vision.measure import measure
     from runner.planning.portfolio import DataShape, PlanContext
     from runner.competition.catalog import load_spec
 
     hardware = probe_hardware()
-    # on a CPU, the precisions the runner would time there (bf16 only where the CPU runs it natively)
-    precisions = (check.low_precision,) if check.cuda else ("fp32", "bf16") if hardware.cpu_bf16 else ("fp32",)
+    precisions = (check.low_precision,) if check.cuda else cpu_precisions(hardware)  # what the runner would time
     candidates = [Candidate("resnet18", size, p, 32) for p in precisions]
     memory_estimates, flops = estimate(candidates, CLASSES)
     timed = measure(candidates, check.device, CLASSES, time.monotonic() + 120)

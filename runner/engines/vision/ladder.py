@@ -63,8 +63,13 @@ def image_candidates(hardware: Hardware, pretrained: frozenset[str] = frozenset(
     # those with weights first (a plan prefers them), then cheapest first, so a short measuring window still
     # covers the models a short budget can afford
     order = sorted(reversed(rungs), key=lambda rung: rung[0] not in pretrained)
-    precisions = ("fp32", "bf16") if hardware.cpu_bf16 else ("fp32",)  # emulated bf16 would only eat the window
-    return [Candidate(m, s, p, 32) for m, s in order for p in precisions]
+    return [Candidate(m, s, p, 32) for m, s in order for p in cpu_precisions(hardware)]
+
+
+def cpu_precisions(hardware: Hardware) -> tuple[str, ...]:
+    """The precisions worth timing on this CPU: bf16 too where it runs natively (emulated, it would only eat the
+    measuring window)."""
+    return ("fp32", "bf16") if hardware.cpu_bf16 else ("fp32",)
 
 
 def ladder_models() -> tuple[str, ...]:
