@@ -55,7 +55,8 @@ last line counts the PASS lines. The JSON is rewritten after each section; a run
 `--only`) keeps the others' figures. The exit status is 1 when any section failed. Without a GPU every section is a
 SKIP line saying so, nothing is written and it exits 0 (1 when NVML sees a GPU that torch cannot use: a driver too
 old for the wheel's CUDA). `--cpu-smoke --out PATH.json` runs the sections that can run on a CPU at tiny sizes (the
-others are marked skipped), so the code paths stay tested on machines without one. `--pack-weights MODEL FILE`
+others are marked skipped), so the code paths stay tested on machines without one; `--pace N` gives its whole runs
+N times their budget on a machine that much slower. `--pack-weights MODEL FILE`
 (`make gpu-wheels`) writes EfficientNet-Lite0's or -Lite2's ImageNet weights in 16 bits for a machine without a
 package index. From any folder:
 
@@ -78,7 +79,7 @@ import torch
 import _common
 from _common import save
 from gpu_cold_start import cold_start
-from gpu_common import FULL, NEEDS_CUDA, SMOKE, Check, absolute_paths, failed, mib, release
+from gpu_common import FULL, NEEDS_CUDA, SMOKE, Check, absolute_paths, failed, mib, paced, release
 from gpu_dog_breed import dog_breed_run
 from gpu_memory import confirm, hardware, memory, oom_backoff
 from gpu_runs import audio, fork_safety, image_to_image, leased_gpus
@@ -263,6 +264,8 @@ def main(argv: list[str] | None = None) -> int:
                       "figures of the others from its last run")
     parser.add_argument("--pack-weights", nargs=2, metavar=("MODEL", "FILE"), help="write MODEL's ImageNet weights "
                         f"from the package index ({', '.join(PACKED)}) in 16 bits to FILE (`make gpu-wheels`) and exit")
+    parser.add_argument("--pace", type=float, default=1.0, help="the CPU smoke's whole runs get PACE times their "
+                        "budget: a machine that much slower than the one it was set on (the tests measure it)")
     parser.add_argument("--work", type=Path, help="keep the scratch folder here (the runs' fold logs, for a failure's "
                         "cause) instead of a temporary one")
     parser.add_argument("--shared-fold", nargs=3, help=argparse.SUPPRESS)  # MODEL SIZE BATCH: one shared fold
@@ -297,7 +300,8 @@ def main(argv: list[str] | None = None) -> int:
     with scratch as work:
         out = args.out.resolve() if args.out else None
         kept = earlier(out) if args.only or args.group else {}
-        check = Check("cpu" if args.cpu_smoke else "cuda", SMOKE if args.cpu_smoke else FULL, Path(work), kept)
+        sizes = paced(SMOKE, args.pace) if args.cpu_smoke else FULL
+        check = Check("cpu" if args.cpu_smoke else "cuda", sizes, Path(work), kept)
         return run(check, out, sections)
 
 

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
@@ -49,7 +49,7 @@ class Sizes:
     demo_size: int
     failure_images: int
     planned_images: int
-    run_seconds: int  # the guarded whole run's budget
+    run_seconds: int  # the whole runs' budget: the guarded run's and the audio run's
     threads: int | None = None  # torch's CPU threads (None: its default)
 
 
@@ -63,6 +63,12 @@ SMOKE = Sizes(memory_models=(("resnet18", 64),), memory_batches=(4, 8), speed_mo
               run_seconds=20, threads=1)  # one thread: on a shared CPU, OpenMP threads spin at barriers for a
 # preempted peer (40x); 20 s: the fork server imports torch and timm (about 4 s here) before the first unit, and on
 # a loaded machine (4 times slower) the prepare step ended at 14 s, so a 16 s run's window closed before any fold
+
+
+def paced(sizes: Sizes, pace: float) -> Sizes:
+    """`sizes` with the whole runs' budget `pace` times as long: on a machine that much slower their processes'
+    imports alone took most of 20 s (an AVX2-only EPYC: 8.5 s of CPU for torch's and timm's against 3.5)."""
+    return replace(sizes, run_seconds=round(sizes.run_seconds * max(1.0, pace)))
 
 
 @dataclass

@@ -20,9 +20,10 @@ NO_SUCH_CARD = "GPU-00000000-0000-0000-0000-000000000000"
 # seconds for the run given NO_SUCH_CARD, which must stop at reading `--gpus`, spending none of them: room for a
 # loaded machine's imports and data reading to get there (5 s did not, on a CPU busy with other work)
 REFUSAL_BUDGET = 30
-AUDIO_RUN = {"cuda": (90, "spectrogram,sound"), "cpu": (20, "spectrogram")}  # budget, engines: the smoke run's
-# a CPU smoke run needs about 12 s for one fold of the CNN alone, and asserts only that a fold started: 20 s leave
-# room for the fork server's torch import on a core another test shares (about 10 s there)
+# the audio run's engines; its budget is the whole runs' (Sizes.run_seconds): a CPU smoke run needs about 12 s for
+# one fold of the CNN alone, and asserts only that a fold started: 20 s leave room for the fork server's torch
+# import on a core another test shares (about 10 s there)
+AUDIO_ENGINES = {"cuda": "spectrogram,sound", "cpu": "spectrogram"}
 DENOISE_RUN = 90  # seconds: the denoising replica's whole run on a GPU (its U-Net folds take seconds each)
 DENOISE_FOLD_SECONDS = 6.0  # the smoke run's one U-Net fold on the CPU
 NOISY_RMSE = 0.207  # the denoising replica's noisy test pages submitted as they are (bench/results/modalities.json)
@@ -117,7 +118,7 @@ def audio(check: Check) -> dict:
     from runner.demo import write_demo
 
     root = write_demo("the-icml-2013-whale-challenge-right-whale-redux", check.work / "audio-data") / "prepared"
-    out, (budget, engines) = check.work / "audio-run", AUDIO_RUN[check.device]
+    out, budget, engines = check.work / "audio-run", check.sizes.run_seconds, AUDIO_ENGINES[check.device]
     done, report, wall = runner_run("whale", root / "public", out, budget, "--engines", engines)
     cnn = next((m for m in report.get("members", []) if m["engine"] == "spectrogram"), {})
     planned = next((m for m in (report.get("plan") or {}).get("members", []) if m["engine"] == "spectrogram"), {})

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import pace
 from waiting_workers import WAITING_FILES, WaitingWorkers, is_waiting, worker_cores
 from runner.demo import write_demo
 
@@ -51,7 +52,7 @@ def measuring_pid(timeout: float = 30.0) -> int:
     """The pid of the measuring process this test process started, once it runs the measuring module."""
     import psutil
 
-    end = time.monotonic() + timeout
+    end = time.monotonic() + pace.paced(timeout)
     while time.monotonic() < end:
         for child in psutil.Process().children(recursive=True):
             try:
@@ -144,6 +145,26 @@ BUSY_CORE = int(os.environ["BUSY_CORE"]) if os.environ.get("BUSY_CORE") else Non
 WORKER = os.environ.get("PYTEST_XDIST_WORKER")  # gwN under xdist, else None
 WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
 WAITS = bool(WORKER) and is_waiting(WORKER, WORKERS, WAITING)  # this process is a waiting worker
+
+
+def pytest_configure(config):
+    """The machine's pace (tests/pace.py), measured once by the process that starts the workers, before it does."""
+    if not WORKER:
+        pace.settle()
+
+
+def pace_line() -> str:
+    return f"pace {pace.pace()}: time-bound tests' budgets stretched by it (tests/pace.py; {pace.VARIABLE}=1: as set)"
+
+
+def pytest_report_header(config):
+    return pace_line()
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The pace again at the end, where `-q` (make test) shows it beside the failures it may explain."""
+    if not WORKER:
+        terminalreporter.write_line(pace_line())
 
 
 def pytest_xdist_auto_num_workers(config) -> int:

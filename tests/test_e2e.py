@@ -6,6 +6,7 @@ import time
 import pytest
 
 from conftest import EXIT_SLACK, run_cli, training_share, write_nomad, write_spooky
+from pace import paced
 from runner.control.extra_members import MIN_GAIN, STALE
 from runner.competition.grade import grade
 from runner.competition.catalog import load_spec
@@ -86,7 +87,9 @@ def test_dog_breed_trains_a_cnn_skips_corrupt_images_and_beats_the_baseline(dog_
     train_images[0].write_bytes(train_images[0].read_bytes()[:300])  # truncated JPEG
     train_images[1].write_bytes(b"not an image at all")
     test_images[0].write_bytes(test_images[0].read_bytes()[:200])
-    budget = 80  # on one core: 2.90 at 80 s; 4.59 on a core shared with another process
+    # on one core: 2.90 at 80 s; 4.59 on a core shared with another process; stretched by the machine's pace
+    # (tests/pace.py): on a CPU that imported torch and timm 2.4x slower the CNN stayed at the prior at 80 s
+    budget = paced(80)
     report, graded, baseline, elapsed = run_and_grade("dog-breed", root, tmp_path / "out", budget)
     spec = load_spec("dog-breed")
     assert graded.valid_submission

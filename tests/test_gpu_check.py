@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from pace import pace, paced
+
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
 SECTIONS = ("hardware", "memory", "confirm_batch", "oom_backoff", "monitor", "precision_layout_compile",
@@ -31,7 +33,7 @@ def gpu_check(*args: str, cwd: Path = BENCH, paths: tuple = (ROOT, BENCH), **env
     """The script as `make gpu-check` runs it, with `paths` (relative ones from `cwd`) on PYTHONPATH."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, paths)), **env}
     return subprocess.run([sys.executable, str(BENCH / "gpu_check.py"), *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=300, env=env)
+                          text=True, timeout=paced(300), env=env)
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +79,8 @@ def test_cpu_smoke_runs_every_section_that_runs_on_a_cpu(tmp_path):
     (elsewhere / "site").mkdir(parents=True)
     (elsewhere / "site" / "sitecustomize.py").write_text(SITE)
     out = tmp_path / "gpu.json"
-    done = gpu_check("--cpu-smoke", "--out", str(out), cwd=elsewhere, GPU_CHECK_STARTED=str(started),
+    done = gpu_check("--cpu-smoke", "--out", str(out), "--pace", str(pace()), cwd=elsewhere,
+                     GPU_CHECK_STARTED=str(started),
                      paths=(os.path.relpath(ROOT, elsewhere), os.path.relpath(BENCH, elsewhere), "site"))
     assert done.returncode == 0, done.stdout + done.stderr
     results = json.loads(out.read_text())

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import measuring_pid
+from pace import paced
 from runner.competition.catalog import load_spec
 from runner.engines.vision import estimates as ladder
 from runner.engines.vision.costs import Candidate, FirstStep, ImageCosts, StartUp
@@ -28,8 +29,9 @@ ROOT = Path(__file__).resolve().parent.parent
 QUICK = Candidate("mobilenetv3_small_100", 64, "fp32", 8)  # a step in milliseconds on one core
 HEAVY = ("pandas", "sklearn", "pydantic")  # what the engines' shared helpers pull, seconds of imports on 2 cores
 # seconds of measuring window: room for the process to start and import torch and timm on a busy 2-core machine
-# (3 s idle, 10.5 s with two other processes on each core) before its first candidate starts
-WINDOW = 15.0
+# (3 s idle, 10.5 s with two other processes on each core) before its first candidate starts; stretched by the
+# machine's pace (tests/pace.py) as every time limit here
+WINDOW = paced(15.0)
 
 # written into a folder on the measuring process's PYTHONPATH: Python imports it at start, and at exit it leaves
 # the process's own sys.modules in a file named for its pid, the module it ran on the first line
@@ -65,7 +67,7 @@ def test_the_measuring_process_imports_no_pandas_sklearn_or_pydantic(tmp_path, m
     (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
     monkeypatch.setenv("PYTHONPATH", f"{site}:{ROOT}")
     monkeypatch.setenv("MODULES_OUT", str(dumps))
-    costs = gather_costs([QUICK], "cpu", 10, 1, 30.0, True, tmp_path)
+    costs = gather_costs([QUICK], "cpu", 10, 1, paced(30.0), True, tmp_path)
     assert costs.throughput and not costs.note, costs.note  # it measured, and ended by itself
     imported = _modules_of_measuring(dumps)
     assert {"torch", "timm"} <= imported
@@ -104,7 +106,7 @@ def test_measuring_checks_its_deadline_between_a_candidates_steps(tmp_path, monk
     by itself (not killed, no stacks); its first step had ended (with room for the second: imports up to about
     30 s; at 25 and 30 s, on a slower CPU's shared core, imports and steps outlasted the window, as at 20 s on a
     faster one with 4 s steps), so the candidate's start-up is whole, at least that step's wait."""
-    wait, window = 5.0, 40.0
+    wait, window = paced(5.0), paced(40.0)
     monkeypatch.setenv(STEP_WAIT_VARIABLE, str(wait))
     with caplog.at_level(logging.INFO, logger="runner"):
         costs = gather_costs([QUICK], "cpu", 10, 1, window, True, tmp_path)
@@ -134,7 +136,7 @@ def test_a_measuring_process_that_stops_answering_is_killed_at_its_deadline_and_
     """The nemesis: once the measuring process has timed a first candidate it is stopped (SIGSTOP: as a hang in a
     driver call looks to the supervisor). It is killed just past its deadline, its start included, and the
     candidate it timed is planned from."""
-    seconds, result, out = 20.0, {}, tmp_path / "measured_costs.json"
+    seconds, result, out = paced(20.0), {}, tmp_path / "measured_costs.json"
     measuring = threading.Thread(target=lambda: result.update(costs=gather_costs(
         [QUICK, SLOW_TO_TIME], "cpu", 10, 1, seconds, True, tmp_path)))
     started = time.monotonic()

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from pace import paced
 from runner.competition.grade import grade
 from runner.units.scheduler import TOO_LATE
 from runner.competition.catalog import load_spec
@@ -18,7 +19,7 @@ from runner.competition.catalog import load_spec
 pytestmark = pytest.mark.slow  # whole runs through processes, containers or Prefect: the fast subset leaves them out
 
 
-def start(root: Path, out: Path, budget: int, *options: str) -> subprocess.Popen:
+def start(root: Path, out: Path, budget: float, *options: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "runner.cli", "run", "spaceship", "--data",
                              str(root / "prepared" / "public"), "--budget", f"{budget}s", "--out", str(out), *options],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -29,7 +30,7 @@ def finished_folds(out: Path) -> int:
 
 
 def wait_for_folds(out: Path, count: int, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + paced(timeout)
     while finished_folds(out) < count:
         assert time.monotonic() < deadline, "the run finished no folds"
         time.sleep(0.2)
@@ -81,7 +82,7 @@ def test_a_sigterm_while_the_scheduler_runs_is_raised_between_its_steps_not_insi
         signal.signal(signal.SIGTERM, before)
 
 
-FINISHED_BUDGET = 20  # seconds: the finished run's, and the killed and resumed runs' each
+FINISHED_BUDGET = paced(20)  # seconds (tests/pace.py): the finished run's, and the killed and resumed runs' each
 # the finished run trains the planned members (five on one core at this budget), no extra ones, and ends (about 9 s
 # of 20 on a quiet core), as the resumed run does. The killed run is not held to them: on a core shared with another
 # test's run its five members had once finished fewer than the 8 folds the kill waits for, where extras bring more
@@ -93,7 +94,7 @@ def finished_run(spaceship, tmp_path_factory) -> Path:
     """A run that ended by itself: the uninterrupted run a killed and resumed one scores as, read by another test,
     copied and taken up again by a third."""
     out = tmp_path_factory.mktemp("finished") / "out"
-    start(spaceship, out, FINISHED_BUDGET, *MEMBERS).communicate(timeout=90)
+    start(spaceship, out, FINISHED_BUDGET, *MEMBERS).communicate(timeout=paced(90))
     return out
 
 
@@ -108,7 +109,7 @@ def test_a_killed_run_resumes_from_its_finished_folds_and_scores_as_an_uninterru
     assert graded(spaceship, out).valid_submission  # the last submission written stays valid
     done = finished_folds(out)
     resumed = start(spaceship, out, FINISHED_BUDGET, *MEMBERS)  # held to the finished run's members: it ends too
-    _, stderr = resumed.communicate(timeout=90)
+    _, stderr = resumed.communicate(timeout=paced(90))
     assert resumed.returncode == 0, stderr[-3000:]
     report = json.loads((out / "report.json").read_text())
     assert report["resumed"]["folds_reused"] >= min(done, 8) and "resumed:" in stderr

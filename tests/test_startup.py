@@ -22,6 +22,7 @@ from runner.units.tasks import PREPARE, FoldResult, FoldTask
 from runner.units.unit_queue import Unit
 
 from conftest import TESTS
+from pace import paced
 from toy_engine import ToyEpochsSettings, ToySettings, toy_network
 
 TOY_NETWORK = {"RUNNER_ENGINES": "toy=toy_engine:Toy,toyepochs=toy_engine:ToyEpochs", "PYTHONPATH": str(TESTS)}
@@ -208,7 +209,7 @@ def test_folds_whose_start_up_outlasts_the_stall_threshold_leave_the_pace_as_pla
     assert STALL_GRACE_SECONDS["cpu"] + STALL_EPOCHS * step < startup
     hardware = Hardware(gpus=(), cpus=2, ram_bytes=8 * GiB, shm_bytes=GiB, disk_free_bytes=50 * GiB)
     out = tmp_path / "out"
-    report = run_competition("spaceship", spaceship / "prepared" / "public", Budget.start(24), out,
+    report = run_competition("spaceship", spaceship / "prepared" / "public", Budget.start(paced(24)), out,
                              hardware=hardware, engines=["toyepochs"])
     folds = [r for r in report.folds if r["member"] == "toyepochs"]
     assert [(r["status"], r["epochs"]) for r in folds] == [("completed", 5)] * 2, folds

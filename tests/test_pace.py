@@ -1,0 +1,21 @@
+"""tests/pace.py: the machine's pace the time-bound tests stretch their limits by."""
+import pace
+
+
+def test_the_pace_is_the_import_over_the_reference_machines_within_its_bounds():
+    assert pace.pace_of(pace.REFERENCE_IMPORT_SECONDS) == 1.0
+    assert pace.pace_of(2 * pace.REFERENCE_IMPORT_SECONDS) == 2.0
+    assert pace.pace_of(0.5 * pace.REFERENCE_IMPORT_SECONDS) == 1.0  # a faster machine keeps the limits as set
+    assert pace.pace_of(100 * pace.REFERENCE_IMPORT_SECONDS) == pace.MAX_PACE
+
+
+def test_a_pace_given_in_the_environment_is_kept_and_stretches_limits(monkeypatch):
+    monkeypatch.setenv(pace.VARIABLE, "1.5")
+    assert pace.settle() == 1.5 and pace.paced(20) == 30.0
+
+
+def test_the_session_measured_its_pace_before_the_tests_ran():
+    """Set by the process that started the workers (or this one), for every worker and the runs they start."""
+    import os
+
+    assert 1.0 <= float(os.environ[pace.VARIABLE]) <= pace.MAX_PACE
