@@ -101,12 +101,14 @@ def test_a_candidate_stopped_in_its_first_step_leaves_its_start_up_and_its_stack
 
 @pytest.mark.slow
 def test_measuring_checks_its_deadline_between_a_candidates_steps(tmp_path, monkeypatch, caplog):
-    """Steps of 5 s each: the five training steps a candidate takes before it is timed never fit 40 s after the
-    process's start. The process leaves the candidate before the step that would end past its deadline, and ends
-    by itself (not killed, no stacks); its first step had ended (with room for the second: imports up to about
-    30 s; at 25 and 30 s, on a slower CPU's shared core, imports and steps outlasted the window, as at 20 s on a
-    faster one with 4 s steps), so the candidate's start-up is whole, at least that step's wait."""
-    wait, window = paced(5.0), paced(40.0)
+    """Steps of a 4.5th of the window each: the five training steps a candidate takes before it is timed never fit
+    the window after the process's start, however soon its imports end. The process leaves the candidate before the
+    step that would end past its deadline, and ends by itself (not killed, no stacks); its first step had ended
+    (with room for the second: imports up to 5/9 of the window, 22 s of 40 on the machine the limits were set on;
+    at 25 and 30 s windows with 5 s steps, on a slower CPU's shared core, imports and steps outlasted the window, so
+    it is stretched by the machine's pace), so the candidate's start-up is whole, at least that step's wait."""
+    window = paced(40.0)
+    wait = window / 4.5
     monkeypatch.setenv(STEP_WAIT_VARIABLE, str(wait))
     with caplog.at_level(logging.INFO, logger="runner"):
         costs = gather_costs([QUICK], "cpu", 10, 1, window, True, tmp_path)
