@@ -38,7 +38,8 @@ def left_over(engine, out: Path) -> list:
 
 
 def launch(data: Path, out: Path, **changes) -> Launch:
-    # 12 s, stretched by the machine's pace (tests/pace.py): on a slower CPU the container's run trained nothing in 12
+    # 12 s, stretched by the machine's pace (tests/pace.py): on a slower CPU the container's run trained nothing in
+    # 12 s
     settings = dict(competition="spaceship", data_dir=str(data), out_dir=str(out), budget_seconds=paced(12),
                     image=IMAGE, host_python=True, cpus=2, memory_gb=6, gpus="auto")
     return Launch(**{**settings, **changes})
