@@ -338,7 +338,7 @@ def test_a_layout_no_spec_knows_is_inferred_trained_and_its_choices_reported(rep
     private.mkdir()
     pd.read_csv(source / "private" / "answers.csv").rename(columns=rename).to_csv(private / "test.csv", index=False)
 
-    report = run_competition("scan-tumours", public, Budget.start(15), tmp_path / "out")
+    report = run_competition("scan-tumours", public, Budget.start(BUDGET["image"]), tmp_path / "out")
     spec = load_spec("scan-tumours", public)
     assert (spec.task, spec.train_file, spec.image_dir, spec.image_suffix) == ("image", "annotations.csv",
                                                                                 "scans_train", ".png")
