@@ -99,19 +99,38 @@ def test_a_candidate_stopped_in_its_first_step_leaves_its_start_up_and_its_stack
     assert f"measure: {dump[header]}" in caplog.text and f"measure: {dump[header + 1]}" in caplog.text
 
 
+def _measured_with_steps_of(window: float, folder: Path, monkeypatch, caplog) -> tuple[ImageCosts, float]:
+    """The quick candidate measured in `window` with steps of a 4.5th of it, and the step's wait."""
+    wait = window / 4.5
+    monkeypatch.setenv(STEP_WAIT_VARIABLE, str(wait))
+    folder.mkdir()
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="runner"):
+        return gather_costs([QUICK], "cpu", 10, 1, window, True, folder), wait
+
+
+def _second_step_overran(costs: ImageCosts) -> bool:
+    """Killed at the deadline after its first step ended: the second step, always started, did not fit what the
+    process's start left of the window."""
+    return costs.note.startswith("measuring stopped at its deadline") and any(s.ended for s in costs.startup)
+
+
 @pytest.mark.slow
 def test_measuring_checks_its_deadline_between_a_candidates_steps(tmp_path, monkeypatch, caplog):
     """Steps of a 4.5th of the window each: the five training steps a candidate takes before it is timed never fit
     the window after the process's start, however soon its imports end. The process leaves the candidate before the
-    step that would end past its deadline, and ends by itself (not killed, no stacks); its first step had ended
-    (with room for the second: imports up to 5/9 of the window, 22 s of 40 on the machine the limits were set on;
-    at 25 and 30 s windows with 5 s steps, on a slower CPU's shared core, imports and steps outlasted the window, so
-    it is stretched by the machine's pace), so the candidate's start-up is whole, at least that step's wait."""
+    step that would end past its deadline, and ends by itself (not killed, no stacks); its first step had ended, so
+    the candidate's start-up is whole, at least that step's wait.
+    The second step is started whatever the first took (the first is start-up, not pace), so the premise is that
+    the process's start leaves two steps: imports up to 5/9 of the window, 22 s of 40 on the machine the limits were
+    set on. It is stretched by the machine's pace; where it still failed (the session's first minute, three workers
+    importing torch at once on a slower CPU's two cores: over 62 s), the run is made once more at twice the window,
+    its imports then warm, and the assertions hold the second run."""
     window = paced(40.0)
-    wait = window / 4.5
-    monkeypatch.setenv(STEP_WAIT_VARIABLE, str(wait))
-    with caplog.at_level(logging.INFO, logger="runner"):
-        costs = gather_costs([QUICK], "cpu", 10, 1, window, True, tmp_path)
+    costs, wait = _measured_with_steps_of(window, tmp_path / "first", monkeypatch, caplog)
+    if _second_step_overran(costs):
+        logging.getLogger(__name__).warning("start-up left no room for a second step in %.0f s: again", window)
+        costs, wait = _measured_with_steps_of(2 * window, tmp_path / "again", monkeypatch, caplog)
     assert not costs.note, costs.note  # not stopped: it ended by itself
     assert not costs.throughput and "left at the deadline" in caplog.text
     assert "most recent call first" not in caplog.text  # no stacks: it was not past its deadline
