@@ -162,3 +162,44 @@ def test_a_blend_whose_cv_is_no_better_than_the_prior_is_not_submitted(spaceship
     supervisor.ensemble.predictions = {"right": MemberPredictions("right", right, np.ones(len(y), bool), mixed)}
     assert supervisor.ensemble.publish()["submission_source"].startswith("blend")
     assert pd.read_csv(tmp_path / "submission.csv")["Transported"].nunique() == 2  # the prior has one label
+
+
+# --- kappa: grades 0..4 -------------------------------------------------------------------------------------------
+
+K = 5
+GRADES = RNG.integers(0, K, N)
+
+
+def graded(name, signal, sharpness, covered=None):
+    """Grade probabilities peaked around a mix of the true grade (weight `signal`) and the middle grade, with noise;
+    `sharpness`: how confident (a logistic head on few rows is far too sure)."""
+    centre = signal * GRADES + (1 - signal) * (K - 1) / 2 + RNG.normal(0, 1.0, N)
+    logits = -sharpness * (np.arange(K)[None, :] - centre[:, None]) ** 2
+    p = np.exp(logits - logits.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    covered = np.ones(N, bool) if covered is None else covered
+    return MemberPredictions(name, np.where(covered[:, None], p, 0.0), covered, p[:10])
+
+
+def test_a_member_that_ties_the_prior_is_no_start_however_many_rows_it_covers():
+    """A CNN cut in its first epochs predicts one grade for every photo (kappa 0, the prior's) on all rows; a member
+    of 3 folds that learned is where the blend starts, and its CV is measured on its rows."""
+    prior = np.bincount(GRADES, minlength=K) / N
+    nothing = MemberPredictions("nothing", np.tile(prior, (N, 1)), np.ones(N, bool), np.tile(prior, (10, 1)))
+    covered = RNG.random(N) < 0.6
+    learned = graded("learned", 0.7, 1.0, covered)
+    blend = choose_blend("qwk", GRADES, [nothing, learned], prior)
+    assert blend.start == "learned" and blend.rows == covered.sum()
+    assert blend.cv > 0.3 and blend.cv >= blend.member_cv["learned"]
+    # where no member beats the prior, any may start: the widest
+    assert choose_blend("qwk", GRADES, [nothing], prior).start == "nothing"
+
+
+def test_under_kappa_an_overconfident_member_that_orders_the_grades_well_is_weighted_by_the_grades():
+    """Steps are judged in the squared error of the expected grade (kappa's quadratic weights, row by row): the
+    log loss of a member far too sure of itself would keep most of the weight on the weaker one."""
+    weak = graded("weak", 0.3, 0.3)
+    sure = graded("sure", 0.7, 10.0, RNG.random(N) < 0.6)
+    blend = choose_blend("qwk", GRADES, [weak, sure])
+    assert blend.weights["sure"] > 0.5, blend.weights
+    assert blend.cv > blend.member_cv["weak"] + 0.15, blend

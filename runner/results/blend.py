@@ -1,19 +1,22 @@
 """Blend weights chosen on out-of-fold predictions: greedy forward selection with replacement (Caruana et al.,
 2004, "Ensemble selection from libraries of models").
 
-A member's out-of-fold predictions cover the validation rows of the folds it finished, so a member with 2 of 5
-folds covers 40% of the rows. Selection starts from the best member among those covering the most rows, and the
-blend is scored on the start's rows: on each row, the members that cover it are mixed with their weights
-renormalised (a member is left out of rows it has no prediction for, as it is of nothing in the test set). Each
-step adds one more copy of the candidate that improves that mix most. Under a metric that sums over rows, a
-partial member's weight then only moves its own rows' terms, so it is fitted on them while the others' weights are
-fitted on all rows. A rank metric (ROC AUC) does not sum over rows: mixed on some rows only, a partial member
-lifts or lowers those rows against the rest, which the metric reads as signal (a member saying the same of every
-row it covers took 0.67 of a blend), so there each trial is judged on the rows every member in it covers, where
-the mix is the one every test row gets. Steps are judged in a smooth metric where
-the competition's is too coarse (accuracy moves in whole rows and is flat almost everywhere; the log loss of the
-same probabilities is not), in the metric itself otherwise. The blend kept is the last step not worse than the
-start member in the competition's metric on the same rows: never worse in CV than the member it started from,
+A member's out-of-fold predictions cover the validation rows of the folds it finished, so a member with 2 of 5 folds
+covers 40% of the rows. Selection starts from the best member among those covering the most rows of the ones that
+beat the prior on their own rows (a member that ties the prior learned nothing: a CNN cut in its first epochs
+predicting one grade for every photo, which as the widest start had kept the blend at the prior while a member of 3
+folds with a kappa of 0.48 stood by), and the blend is scored on the start's rows: on each row, the members that
+cover it are mixed with their weights renormalised (a member is left out of rows it has no prediction for, as it is
+of nothing in the test set). Each step adds one more copy of the candidate that improves that mix most. Under a
+metric that sums over rows, a partial member's weight then only moves its own rows' terms, so it is fitted on them
+while the others' weights are fitted on all rows. A rank metric (ROC AUC) does not sum over rows: mixed on some rows
+only, a partial member lifts or lowers those rows against the rest, which the metric reads as signal (a member
+saying the same of every row it covers took 0.67 of a blend), so there each trial is judged on the rows every member
+in it covers, where the mix is the one every test row gets. Steps are judged in a smooth metric where the
+competition's is too coarse (accuracy moves in whole rows and is flat almost everywhere; the log loss of the same
+probabilities is not; kappa's grades move in whole steps too, and its quadratic weights make the squared error of
+the expected grade its smooth form), in the metric itself otherwise. The blend kept is the last step not worse than
+the start member in the competition's metric on the same rows: never worse in CV than the member it started from,
 and its CV is measured on as many rows as the start's.
 """
 from __future__ import annotations
@@ -27,7 +30,11 @@ from runner.common import metrics
 MAX_STEPS = 25  # copies added at most; weights are multiples of 1/steps
 MIN_ROWS = 20  # rows two members must share before one is judged against the other
 SELECTION_ROWS = 50_000  # larger tables choose weights on a fixed sample of rows (the blend is then scored on all)
-SMOOTH = {"accuracy": "log_loss", "qwk": "log_loss"}  # what steps are judged in where the metric is too coarse
+# the squared error of the expected grade: kappa's quadratic weights as a sum over rows. Log loss, judged in before,
+# read a member of kappa 0.48 on 3 folds as making a 0.32 member worse (1.433 to 1.469) where kappa rose to 0.40
+GRADE_ERROR = "expected_grade_squared_error"
+SMOOTH = {"accuracy": "log_loss", "qwk": GRADE_ERROR}  # what steps are judged in where the metric is too coarse
+LOWER_IS_BETTER = {**metrics.LOWER_IS_BETTER, GRADE_ERROR: True}
 RANKED = {"roc_auc", "mean_column_roc_auc"}  # judged on ranks across rows: not a sum of one term per row
 
 
@@ -63,10 +70,12 @@ def smooth_metric(metric: str) -> str:
 
 def improvement(metric: str, before: float, after: float) -> float:
     """How much better `after` is than `before`, positive when better."""
-    return before - after if metrics.LOWER_IS_BETTER[metric] else after - before
+    return before - after if LOWER_IS_BETTER[metric] else after - before
 
 
 def _score(metric: str, y: np.ndarray, pred: np.ndarray, rows: np.ndarray) -> float:
+    if metric == GRADE_ERROR:
+        return float(np.mean((pred[rows] @ np.arange(pred.shape[1]) - y[rows]) ** 2))
     return metrics.fast_score(metric, y[rows], pred[rows])
 
 
@@ -123,14 +132,25 @@ def _greedy(smooth: str, y: np.ndarray, members: list[MemberPredictions], start:
     return steps
 
 
-def choose_blend(metric: str, y: np.ndarray, members: list[MemberPredictions]) -> Blend | None:
-    """Weights for the members (None when none covers a row)."""
+def _learned(metric: str, y: np.ndarray, member: MemberPredictions, own: float, prior: np.ndarray | None) -> bool:
+    """Whether the member beats the `prior` (the class prior or mean, one row) on its own rows; True without one."""
+    if prior is None:
+        return True
+    rows = member.covered
+    return metrics.better(metric, own, metrics.fast_score(metric, y[rows], np.tile(prior, (int(rows.sum()), 1))))
+
+
+def choose_blend(metric: str, y: np.ndarray, members: list[MemberPredictions],
+                 prior: np.ndarray | None = None) -> Blend | None:
+    """Weights for the members (None when none covers a row); `prior`: the baseline's prediction for one row, which a
+    member must beat on its rows to be the start (any may be when none does)."""
     members = [m for m in members if m.covered.sum() >= 1]
     if not members:
         return None
     own = {m.name: _score(metric, y, m.oof, m.covered) for m in members}
-    widest = max(int(m.covered.sum()) for m in members)
-    start = max((m for m in members if m.covered.sum() == widest),
+    starts = [m for m in members if _learned(metric, y, m, own[m.name], prior)] or members
+    widest = max(int(m.covered.sum()) for m in starts)
+    start = max((m for m in starts if m.covered.sum() == widest),
                 key=lambda m: -own[m.name] if metrics.LOWER_IS_BETTER[metric] else own[m.name])
     smooth = smooth_metric(metric)
     steps = _greedy(smooth, y, members, start)

@@ -51,7 +51,7 @@ class Ensemble:
 
     def publish(self) -> dict:
         """The blend chosen again and written as the submission when it beats the prior; the report's changes."""
-        blend = choose_blend(self.metric, self.dataset.y, list(self.predictions.values()))
+        blend = choose_blend(self.metric, self.dataset.y, list(self.predictions.values()), self.prior.values[0])
         if blend is None:
             return {}
         classes = tuple(self.dataset.classes) if self.dataset.classes is not None else None
