@@ -99,19 +99,33 @@ def test_a_lead_that_fills_its_window_leaves_the_fixed_time_units_queued_in_its_
     """The whale replica on a core shared with another process: its random-init spectrogram CNN led, three folds
     stretching to the window, and the band-statistics members queued behind it (a prepare step of 3.3 s, folds of
     half a second) never ran: the run kept the prior. The lead's folds now leave those their planned seconds, up
-    to a share of the window left."""
+    to a share of the training window."""
     cnn = network(startup=1.0, step=3.3, per_gpu=0, folds=3, slot="cpu")
     sound = Member(name="sound", engine="toy", slot="cpu", settings=ToySettings(), folds=3, fold_seconds=0.5,
                    min_fold_seconds=0.5, max_fold_seconds=1.5, prepare_seconds=3.3)
     queued = [(sound, True), *[(sound, False)] * 3]
-    kept = kept_for_queued(cnn, queued, 1, 16.0)
-    assert kept == pytest.approx(KEPT_SHARE * 16.0)  # at most a share of the window left
+    kept = kept_for_queued(cnn, queued, 1, 16.0, 16.0)
+    assert kept == pytest.approx(KEPT_SHARE * 16.0)  # at most a share of the window
     # the scheduler hands its folds the window less what is kept: every wave of them ends before it
     deadline, need = fold_window(cnn, 0.0, 16.0 - kept, [], 3, 1)
     assert need <= deadline <= 16.0 - kept
-    assert kept_for_queued(sound, queued, 1, 16.0) == 0.0  # a fixed-time member takes only its planned time
-    assert kept_for_queued(cnn, [(cnn, False), (network(slot="gpu"), False)], 1, 16.0) == 0.0  # itself, another lane
-    assert kept_for_queued(cnn, queued, 1, 40.0) == pytest.approx(3.3 + 3 * 0.5)
+    assert kept_for_queued(sound, queued, 1, 16.0, 16.0) == 0.0  # a fixed-time member takes only its planned time
+    assert kept_for_queued(cnn, [(cnn, False), (network(slot="gpu"), False)], 1, 16.0, 16.0) == 0.0  # another lane
+    assert kept_for_queued(cnn, queued, 1, 40.0, 40.0) == pytest.approx(3.3 + 3 * 0.5)
+
+
+def test_what_a_lead_keeps_for_the_units_queued_behind_it_does_not_shrink_as_its_folds_go():
+    """The dog-breed demo on a slower CPU: the CNN's third fold started with 64 s of 140 left, and a fifth of what
+    was left (13 s) did not hold the frozen features' 12-18 s embedding step, which never ran (CV 3.46; 2.56 with
+    it). The lead's later folds keep the same share of the whole window, never more than is left."""
+    cnn = network(startup=1.0, step=3.3, per_gpu=0, folds=3, slot="cpu")
+    features = Member(name="features", engine="toy", slot="cpu", settings=ToySettings(), folds=5, fold_seconds=3.5,
+                      min_fold_seconds=3.5, max_fold_seconds=10.5, prepare_seconds=23.0)
+    queued = [(features, True), *[(features, False)] * 5]
+    first, third = kept_for_queued(cnn, queued, 1, 140.0, 140.0), kept_for_queued(cnn, queued, 1, 64.0, 140.0)
+    assert first == third == pytest.approx(KEPT_SHARE * 140.0)
+    assert kept_for_queued(cnn, queued, 1, 10.0, 140.0) == pytest.approx(10.0)
+    assert kept_for_queued(cnn, queued, 2, 140.0, 140.0) == pytest.approx((23.0 + 5 * 3.5) / 2)  # what they plan
 
 
 def test_a_start_up_too_long_for_every_wave_cuts_the_window_into_fewer():

@@ -24,10 +24,12 @@ MEASURED_SLACK = 1.5  # a fold that does not stretch may take this many times th
 # work (its CUDA context, cuDNN's search running candidate kernels on it). Taken as all of it until a card says
 # otherwise: on an H200 three folds starting at once each sat ~47 s in their first backward
 STARTUP_SERIAL_SHARE = 1.0
-# of the window left, the most a stretching member's folds leave to the fixed-time units queued behind them in
+# of the training window, the most a stretching member's folds leave to the fixed-time units queued behind them in
 # their lane: plans of those are often far over what they take (the dog-breed demo's frozen features: 22 s of
 # prepare and 15 s folds planned, 6 s in all taken), and at half the window the CNN lost more (test log loss 1.96)
-# than at none (1.61, the features never ran) or at a fifth (1.53, both)
+# than at none (1.61, the features never ran) or at a fifth (1.53, both). A share of the whole window, not of what
+# is left when each of the lead's folds starts: that shrank as they went (13 s at the third of three), and on a
+# slower CPU, whose 18 s embedding step did not fit it, the demo's features never ran (CV 3.46, the CNN alone)
 KEPT_SHARE = 0.2
 
 
@@ -51,16 +53,18 @@ def stretches(member: Member) -> bool:
     return get_engine(member.engine).fills_window or not member.max_fold_seconds
 
 
-def kept_for_queued(member: Member, queued: list[tuple[Member, bool]], lane_folds: int, left: float) -> float:
+def kept_for_queued(member: Member, queued: list[tuple[Member, bool]], lane_folds: int, left: float,
+                    window: float) -> float:
     """Seconds of the `left` window that a stretching member's folds leave to the fixed-time units queued in its
     lane (`queued`: each unit's member, and whether it is a prepare step): their planned seconds over the
-    `lane_folds` the lane runs at once, at most KEPT_SHARE of what is left. The lead going first fills the
-    window otherwise, and on one core a random-init CNN leading had left the members that learn no time at all."""
+    `lane_folds` the lane runs at once, at most KEPT_SHARE of the training `window` (and never more than is left).
+    The lead going first fills the window otherwise, and on one core a random-init CNN leading had left the
+    members that learn no time at all."""
     if not stretches(member):
         return 0.0
     planned = sum(m.prepare_seconds if prepare else m.fold_seconds for m, prepare in queued
                   if m.slot == member.slot and m.name != member.name and not stretches(m))
-    return min(KEPT_SHARE * max(0.0, left), planned / max(1, lane_folds))
+    return min(KEPT_SHARE * window, planned / max(1, lane_folds), max(0.0, left))
 
 
 def least_seconds(results: list[FoldResult]) -> float | None:

@@ -171,7 +171,8 @@ class Scheduler:
         pending = self.pending.pending(member.name)
         together = starting_together(member, pending, sum(1 for r in mine if ready_at(r) is None))
         queued = [(u.member, u.fold == PREPARE) for u in self.pending.waiting]
-        end -= kept_for_queued(member, queued, lane_capacity(self.plan, member.slot), end - now)
+        end -= kept_for_queued(member, queued, lane_capacity(self.plan, member.slot), end - now,
+                               self.plan.window_seconds or end - now)
         return fold_window(member, now, end, done, pending, capacity(member, self.plan), len(mine), together)
 
     def _start(self, unit: Unit, now: float, gpu: int | None, threads: int, lane: str) -> None:
