@@ -42,7 +42,8 @@ from runner.planning.portfolio import MAX_MEMBERS, Member, Plan
 from runner.results.oof import unit_dir
 from runner.results.card_usage import CardUsage, card_usage
 from runner.results.report import RunReport
-from runner.results.resume import Reused, code_fingerprint, data_fingerprint, reusable, unit_fingerprint
+from runner.results.resume import (Reused, code_fingerprint, data_fingerprint, resumed_members, reusable,
+                                   unit_fingerprint)
 from runner.units.running import Running
 from runner.units.scheduler import Scheduler
 from runner.competition.spec import CompetitionSpec
@@ -115,11 +116,10 @@ class Supervisor:
         did not finish go first."""
         planned, costs = plan_for(self.spec, self.dataset, hardware, self.budget, self.out, engines=engines,
                                   max_members=max_members)
-        unfinished = [r.member for r in self.reused.values() if len(r.folds) < r.member.folds]
-        members = unfinished + [m for m in planned.members if m.name not in self.reused]
+        members, cut = resumed_members(list(planned.members), self.reused, max_members)
         sampled = self.dataset.sampled  # data cut to the budget or memory: said first
-        self.plan = planned.model_copy(update=dict(members=tuple(members), sampled=sampled,
-                                                   reasons=tuple(s.say() for s in sampled) + planned.reasons))
+        reasons = tuple(s.say() for s in sampled) + ((cut,) if cut else ()) + planned.reasons
+        self.plan = planned.model_copy(update=dict(members=tuple(members), sampled=sampled, reasons=reasons))
         self.states.update({m.name: MemberState(m) for m in members if m.name not in self.states})
         self.controller = Controller(self.outputs, self.states, self.plan, hardware, costs, self.dataset, probed)
         self.extras = ExtraMembers(self.states, self.results, self.ensemble, self.plan.seed)

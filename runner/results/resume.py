@@ -55,6 +55,18 @@ class Reused:
         return {r.fold for r in self.results}
 
 
+def resumed_members(planned: list[Member], reused: dict[str, Reused], most: int) -> tuple[list[Member], str]:
+    """The members a resumed run trains, and why any planned one is left out: those the earlier run did not finish
+    first (their folds must agree with the ones kept), then the new plan's others while the reused and these stay
+    within `most` (`--max-members`: the reused count, as they do for extra members)."""
+    unfinished = [r.member for r in reused.values() if len(r.folds) < r.member.folds]
+    fresh = [m for m in planned if m.name not in reused]
+    kept = fresh[:max(0, most - len(reused))]
+    left = [m.name for m in fresh[len(kept):]]
+    why = f"not {', '.join(left)}: at most {most} member(s), {len(reused)} of them reused" if left else ""
+    return unfinished + kept, why
+
+
 def reusable(out_dir: Path, data: str, code: str) -> list[Reused]:
     """The earlier run's finished folds in `out_dir` whose fingerprints match the data and code now, by member,
     in the order the earlier run started them."""
