@@ -18,7 +18,8 @@ MAX_LEGEND = 12  # members named in the legend; the rest share a grey
 def _memory(ax, samples: list[dict]) -> None:
     """Memory of the run's process tree and of each GPU over time."""
     times = [s["t"] for s in samples]
-    ax.plot(times, [s["rss"] / 2**30 for s in samples], label="RAM (process tree)")
+    read = [s for s in samples if "rss" in s]  # the tree's memory is read less often than the rest
+    ax.plot([s["t"] for s in read], [s["rss"] / 2**30 for s in read], label="RAM (process tree)")
     for i in range(max((len(s["gpus"]) for s in samples), default=0)):
         ax.plot(times, [(s["gpus"][i]["used"] or 0) / 2**30 if i < len(s["gpus"]) else 0 for s in samples],
                 label=f"GPU {i} memory")

@@ -9,7 +9,7 @@ from runner.results.report import RunReport
 
 def test_monitor_samples_the_process_tree(tmp_path):
     path = tmp_path / "monitor.jsonl"
-    with Monitor(path, time.monotonic(), interval=0.1):
+    with Monitor(path, time.monotonic(), interval=0.1, memory_share=1.0):  # the memory read with every sample
         child = subprocess.Popen([sys.executable, "-c", "x = bytearray(600 * 2**20); import time; time.sleep(1.5)"])
         time.sleep(1.2)
         child.wait()
@@ -19,6 +19,22 @@ def test_monitor_samples_the_process_tree(tmp_path):
     # (139 MiB of a 200 MiB child was seen once beside a 2 GiB session), so only half of it is asked for
     assert max(s["rss"] for s in samples) - min(s["rss"] for s in samples) > 300 * 2**20
     assert all(s["gpus"] == [] for s in samples)  # no GPU on this machine: none reported, nothing raised
+
+
+def test_the_trees_memory_is_read_only_as_often_as_its_share_of_a_core_allows(tmp_path):
+    """Each process's proportional set size costs the kernel a walk of its page tables (33 ms for one with torch
+    loaded): at a share of a core so small that the next read would be hours away, the first sample reads the
+    tree's memory and the others only the CPU and cards; the run's plot draws them all the same."""
+    path = tmp_path / "monitor.jsonl"
+    with Monitor(path, time.monotonic(), interval=0.05, memory_share=1e-9):
+        time.sleep(0.6)
+    samples = read_samples(path)
+    assert len(samples) >= 4 and samples[0]["rss"] > 0
+    assert all("rss" not in s and "cpu" in s and s["gpus"] == [] for s in samples[1:])
+    report = RunReport("c", "trained", "accuracy", False, 60, 30, "s.csv", "x", cv_score=0.9,
+                       units=(dict(fold=0, status="completed", score=0.9, threads=1, member="m", lane="cpu 0",
+                                   start=0.0, end=0.5),), timings={"training_done": 0.5})
+    assert fold_timeline(report, tmp_path / "plot.png", samples).stat().st_size > 5000
 
 
 def test_the_run_plot_draws_memory_and_the_gpu_and_cpu_lanes(tmp_path):

@@ -1,5 +1,6 @@
 """Samples what a run uses (CPU, the memory of the whole process tree, and each GPU's memory and utilisation
-through NVML) into monitor.jsonl, once a second, from a background thread."""
+through NVML) into monitor.jsonl, once a second, from a background thread; the tree's memory as often as a
+share of one core allows (a sample without `rss` did not read it)."""
 from __future__ import annotations
 
 import json
@@ -11,6 +12,10 @@ from pathlib import Path
 import psutil
 
 RECENT = 3600  # samples kept in memory: an hour at one a second
+# of one core, the most the tree's memory may take: each process's proportional set size is the kernel walking its
+# page tables, 33 ms of CPU a second for one with torch loaded (a 2-core machine's fold processes, fork server and
+# supervisor: 7-10% of its CPU, read every second); at this share, every 5-8 s there and every second for a light tree
+MEMORY_CPU_SHARE = 0.02
 
 
 def tree_memory(root: psutil.Process | None = None) -> int:
@@ -79,8 +84,10 @@ class Monitor:
     """`with Monitor(path, started, devices):` samples until the block ends; `devices` are the run's cards by
     slot (None: every card the machine has)."""
 
-    def __init__(self, path: Path, started: float, interval: float = 1.0, devices: tuple[str, ...] | None = None):
+    def __init__(self, path: Path, started: float, interval: float = 1.0, devices: tuple[str, ...] | None = None,
+                 memory_share: float = MEMORY_CPU_SHARE):
         self.path, self.started, self.interval, self.devices = Path(path), started, interval, devices
+        self.memory_share = memory_share
         self.samples: deque[dict] = deque(maxlen=RECENT)  # the latest, for the supervisor's rules
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="monitor", daemon=True)
@@ -88,11 +95,17 @@ class Monitor:
     def _run(self) -> None:
         gpus = _Gpus(self.devices)
         psutil.cpu_percent()  # the first call only starts the measurement
+        memory_at = 0.0  # when the tree's memory is read next
         try:
             with open(self.path, "w") as handle:  # this run's samples only
                 while not self._stop.is_set():
-                    line = dict(t=round(time.monotonic() - self.started, 2), cpu=psutil.cpu_percent(),
-                                rss=tree_memory(), gpus=gpus.sample())
+                    now = time.monotonic()
+                    line = dict(t=round(now - self.started, 2), cpu=psutil.cpu_percent())
+                    if now >= memory_at:
+                        spent = time.thread_time()
+                        line["rss"] = tree_memory()
+                        memory_at = now + (time.thread_time() - spent) / self.memory_share
+                    line["gpus"] = gpus.sample()
                     self.samples.append(line)
                     handle.write(json.dumps(line) + "\n")
                     handle.flush()
