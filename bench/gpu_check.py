@@ -11,7 +11,8 @@ Sections, each recorded on its own (one failing keeps its error and leaves the o
   few steps; each one's peak share, NVML's peak for the whole device, and whether both finished.
 - monitor: `runner.machine.monitor.Monitor` around a short training, read back with `read_samples`.
 - precision_layout_compile: training images/s of resnet18 at 224 px with fp32 / bf16 autocast, channels_last on
-  and off, torch.compile on and off (`Trainer.train_epoch` on random uint8 batches already on the device).
+  and off, torch.compile on and off (`Trainer.train_epoch` on random uint8 batches already on the device); on a
+  CPU, bf16 only where it runs natively.
 - oom_backoff: real CUDA out-of-memory errors, once in the probe (starting far above what fits) and once mid-fold
   in `runner.engines.vision.training.train`'s recovery loop (most of the memory held by a ballast tensor): the
   batch each ended at.

@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from pace import pace, paced
+from runner.machine.hardware import cpu_bf16_here
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
@@ -93,7 +94,8 @@ def test_cpu_smoke_runs_every_section_that_runs_on_a_cpu(tmp_path):
     assert all(row["estimate_mib"] > 0 for row in results["memory"]["rows"])
     assert results["monitor"]["samples"] >= 1 and results["monitor"]["images_trained"] > 0
     timed = [row for row in results["precision_layout_compile"]["rows"] if "skipped" not in row]
-    assert {row["precision"] for row in timed} == {"fp32", "bf16"}
+    # bf16 only where the CPU runs it natively (emulated it is 8x slower than fp32, and the runner never trains it)
+    assert {row["precision"] for row in timed} == ({"fp32", "bf16"} if cpu_bf16_here() else {"fp32"})
     assert all(row["images_per_second"] > 0 for row in timed)
     configs = {row["config"]: row for row in results["planned_vs_failure"]["rows"]}
     assert configs["failure"]["images_per_second"] > 0 and configs["planned"]["images_per_second"] > 0

@@ -222,7 +222,8 @@ def cpu_runs_bf16(cpuinfo: str) -> bool:
     return not flags or bool(CPU_BF16_FLAGS.intersection(flags[0]))
 
 
-def _cpu_bf16() -> bool:
+def cpu_bf16_here() -> bool:
+    """Whether this machine's CPU runs bf16 natively (cpu_runs_bf16 on its /proc/cpuinfo; True off Linux)."""
     try:
         return cpu_runs_bf16(Path("/proc/cpuinfo").read_text())
     except OSError:  # not Linux
@@ -246,7 +247,7 @@ def probe_hardware(work_dir: Path = Path("."), busy_seconds: float = BUSY_SAMPLE
     cpus = max(1, min(allowed, free))  # a quota under the affinity count is ours whatever else runs beside it
     found = _probe_gpus(gpus)
     cards, notes = usable(found, cuda_fails(found[0].device) if found else None)
-    bf16 = _cpu_bf16()
+    bf16 = cpu_bf16_here()
     if not bf16 and not cards:
         notes += (NO_CPU_BF16,)
     return Hardware(gpus=cards, cpus=cpus, ram_bytes=available_memory(memory), shm_bytes=shm,
