@@ -9,7 +9,9 @@ from runner.common.errors import RunnerError
 from runner.units.tasks import FoldResult, assign_folds
 from runner.common.heap import HEAP_TUNABLES
 from runner.units.processes import kill
-from runner.units.deadlines import fold_deadline, least_seconds
+from runner.units.deadlines import MIN_FIXED_SECONDS, MEASURED_SLACK, fold_deadline, fold_window, least_seconds
+from runner.engines import get_engine
+from runner.planning.portfolio import Member
 
 
 @pytest.mark.parametrize("text, seconds", [("2h", 7200), ("30m", 1800), ("1h30m", 5400), ("90s", 90), ("45", 45),
@@ -33,6 +35,22 @@ def test_fold_deadline_is_an_equal_share_of_the_window_per_wave():
     assert fold_deadline(now=0, training_deadline=90, pending=3, slots=1) == 30
     assert fold_deadline(now=0, training_deadline=90, pending=3, slots=2) == 45  # two waves
     assert fold_deadline(now=60, training_deadline=90, pending=1, slots=1) == 90
+
+
+def test_a_cheap_fixed_time_fold_is_given_its_own_start_not_three_times_a_fit_of_a_second():
+    """aptos' pixel member on a machine whose cores three test workers shared: folds planned at 0.8 s were cut at
+    their 2.5 s deadline (three times the plan) with their 1 s fits done, their start on a busy core being part of
+    their time. A fixed-time fold gets at least MIN_FIXED_SECONDS, never past the training deadline; a member whose
+    folds are longer keeps its own plan and measured slack."""
+    cheap = Member(name="pixels", engine="pixels", slot="cpu", settings=get_engine("pixels").Settings(), folds=5,
+                   fold_seconds=0.83, min_fold_seconds=0.83, max_fold_seconds=2.5)
+    deadline, need = fold_window(cheap, 10.0, 60.0, [], 5, 2)
+    assert deadline == 10.0 + MIN_FIXED_SECONDS > 10.0 + cheap.max_fold_seconds and need >= cheap.min_fold_seconds
+    assert fold_window(cheap, 58.0, 60.0, [], 1, 2)[0] == 60.0  # never past the window
+    slow = cheap.model_copy(update=dict(max_fold_seconds=9.0))
+    assert fold_window(slow, 10.0, 60.0, [], 5, 2)[0] == 19.0
+    measured = [FoldResult(0, "completed", "pixels", train_seconds=7.9, wall_seconds=8.0, min_train_seconds=7.9)]
+    assert fold_window(slow, 10.0, 60.0, measured, 4, 2)[0] == pytest.approx(10.0 + MEASURED_SLACK * 8.0)
 
 
 def test_least_seconds_comes_from_usable_folds_only():

@@ -3,7 +3,8 @@
 Members whose folds stretch to fill the time they get (a CNN's epochs, or boosters whose rounds were not timed) get
 an equal share of the window left per wave of their folds (AutoGluon's "time left / folds left"), the folds of the
 member running now counted in their wave, so one wave's folds share one deadline; the others get their planned
-longest fold, measured folds replacing the plan's estimate as they arrive.
+longest fold, measured folds replacing the plan's estimate as they arrive, and never less than a fold's own start
+on a busy machine needs.
 
 Start-up (process, data, and on a card the CUDA context, weights and batch probe) is a cost of its own, apart from
 an epoch's pace: each fold pays it, so each wave does, and folds starting on one card at once each pay more. A
@@ -20,6 +21,11 @@ from runner.planning.portfolio import Member, Plan
 
 MIN_FOLD_SECONDS = 1.0  # below this no unit can load its data and fit anything (forked units start in ~0.1 s)
 MEASURED_SLACK = 1.5  # a fold that does not stretch may take this many times the longest measured one
+# the least a fold that does not stretch is given from its start: its own start (a fork, its data read, a warm-up
+# fit) is part of its time, and on cores other processes share it took seconds where the fit took one; at three
+# times its 0.8 s plan, 2.5 s, two of five such folds were cut with their fits done (aptos' pixel member on a
+# 2-core machine running three test workers), and the run kept the CNN that had learned least
+MIN_FIXED_SECONDS = 4.0
 # of one fold's start-up, the share that folds starting on one card at once pay one after another: the card's own
 # work (its CUDA context, cuDNN's search running candidate kernels on it). Taken as all of it until a card says
 # otherwise: on an H200 three folds starting at once each sat ~47 s in their first backward
@@ -119,5 +125,6 @@ def fold_window(member: Member, now: float, training_deadline: float, done: list
     need = fold_need(member, done, together)
     if stretches(member):
         return fold_deadline(now, training_deadline, pending + running, slots, need), need
-    longest = max([member.max_fold_seconds, *(MEASURED_SLACK * r.wall_seconds for r in done if r.usable)])
+    longest = max([MIN_FIXED_SECONDS, member.max_fold_seconds,
+                   *(MEASURED_SLACK * r.wall_seconds for r in done if r.usable)])
     return min(training_deadline, now + longest), need
