@@ -37,7 +37,7 @@ from runner.machine.devices import DeviceError
 from runner.machine.hardware import Hardware, probe_hardware
 from runner.machine.monitor import Monitor, read_samples
 from runner.results.run_folder import RunOutputs
-from runner.planning.planner import plan_for
+from runner.planning.planner import plan_for, prestart_measuring
 from runner.planning.portfolio import MAX_MEMBERS, Member, Plan
 from runner.results.oof import unit_dir
 from runner.results.card_usage import CardUsage, card_usage
@@ -274,6 +274,12 @@ def _not_imported(thread: threading.Thread, budget: Budget) -> str | None:
         if thread.is_alive() else None
 
 
+def _end(prestarted: list) -> None:
+    """Each process an engine started before the data was read (`prestart_measuring`), ended where still there."""
+    for end in prestarted:
+        end()
+
+
 def run_competition(name: str, data_dir: Path, budget: Budget, out_dir: Path, hardware: Hardware | None = None,
                     on_plan=lambda plan: None, on_status=lambda report, running: None,
                     engines: list[str] | None = None, gpus: str | None = None, memory: int | None = None,
@@ -293,7 +299,7 @@ def run_competition(name: str, data_dir: Path, budget: Budget, out_dir: Path, ha
         log.info("inferred %s", line)
     supervisor = Supervisor(spec, data_dir, out_dir, budget)
     outputs = supervisor.outputs
-    monitor = None
+    monitor, prestarted = None, []
     try:
         outputs.write_sample_baseline()
         rules_only = spec.task == "unsupported" and bool(spec.baseline)
@@ -308,6 +314,10 @@ def run_competition(name: str, data_dir: Path, budget: Budget, out_dir: Path, ha
         # whole training window, the data read and the costs measured included (runner.results.card_usage)
         monitor = Monitor(Path(out_dir) / "monitor.jsonl", budget.started,
                           devices=tuple(g.device or str(i) for i, g in enumerate(hardware.gpus))).start()
+        # a measuring process imports its libraries while the data is read, instead of inside its window
+        prestarted = prestart_measuring(spec, hardware, budget.seconds, Path(out_dir), budget.deadline, engines)
+        if prestarted:
+            outputs.update(timings=outputs.mark("measuring_started"))
         supervisor.load_data(hardware)
         if why := nothing_to_learn(supervisor.dataset):
             log.warning(why)
@@ -315,6 +325,7 @@ def run_competition(name: str, data_dir: Path, budget: Budget, out_dir: Path, ha
             return outputs.report
         supervisor.resume()
         plan = supervisor.make_plan(hardware, engines, probed, max_members or MAX_MEMBERS)
+        _end(prestarted)  # one the plan did not measure with
         plan.save(Path(out_dir) / "plan.json")
         outputs.update(plan=plan.to_json(), members=supervisor.member_rows(), timings=outputs.mark("planned"))
         on_plan(plan)
@@ -331,6 +342,7 @@ def run_competition(name: str, data_dir: Path, budget: Budget, out_dir: Path, ha
         outputs.update(card_usage=supervisor.card_usage())
         raise
     finally:
+        _end(prestarted)
         if adopting:  # a process that calls run_competition (a test, a flow) is nobody's subreaper once it returns
             processes.adopt_orphans(on=False)
         if monitor is not None:

@@ -90,7 +90,8 @@ def test_dog_breed_trains_a_cnn_skips_corrupt_images_and_beats_the_baseline(dog_
     # on one core: 2.90 at 80 s; 4.59 on a core shared with another process; stretched by the machine's pace
     # (tests/pace.py): on a CPU that imported torch and timm 2.4x slower the CNN stayed at the prior at 80 s
     budget = paced(80)
-    report, graded, baseline, elapsed = run_and_grade("dog-breed", root, tmp_path / "out", budget)
+    console = []
+    report, graded, baseline, elapsed = run_and_grade("dog-breed", root, tmp_path / "out", budget, console)
     spec = load_spec("dog-breed")
     assert graded.valid_submission
     assert baseline.score == pytest.approx(4.78749, abs=1e-4)  # ln(120): the prior of a balanced set
@@ -102,6 +103,10 @@ def test_dog_breed_trains_a_cnn_skips_corrupt_images_and_beats_the_baseline(dog_
     assert any("skipped 2 unreadable training image(s)" in w for w in report["warnings"])
     assert any("1 unreadable test image(s)" in w for w in report["warnings"])
     assert report["plan"]["members"][0]["engine"] == "timm"
+    # its measuring process was started before the photos were read (importing torch and timm meanwhile), and it
+    # is the one the plan measured in
+    assert report["timings"]["measuring_started"] <= report["timings"]["data_loaded"]
+    assert "measuring in the process started" in console[0]
     used = [f for f in report["folds"] if f["status"] in ("completed", "stopped") and f["fold"] >= 0]
     assert used and all(f["epochs"] >= 1 for f in used)
     # the 2 unreadable images are never trained on (each is validated in one fold and left out of the others)

@@ -8,6 +8,8 @@ import json
 import logging
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -20,7 +22,7 @@ from runner.competition.catalog import load_spec
 from runner.engines.vision import estimates as ladder
 from runner.engines.vision.costs import Candidate, FirstStep, ImageCosts, StartUp
 from runner.engines.vision.ladder import GPU_CANDIDATES
-from runner.engines.vision.measure import OVERRUN_SECONDS, REAP_SECONDS, STEP_WAIT_VARIABLE, gather_costs
+from runner.engines.vision.measure import OVERRUN_SECONDS, REAP_SECONDS, STEP_WAIT_VARIABLE, gather_costs, prestart
 from runner.machine.hardware import GiB, Gpu, Hardware
 from runner.planning.planner import make_plan
 from runner.planning.portfolio import DataShape
@@ -57,21 +59,81 @@ def _modules_of_measuring(folder: Path) -> set[str]:
     raise AssertionError(f"no measuring process wrote its modules into {folder}: {sorted(folder.iterdir())}")
 
 
-def test_the_measuring_process_imports_no_pandas_sklearn_or_pydantic(tmp_path, monkeypatch):
+def test_the_measuring_process_imports_no_pandas_sklearn_or_pydantic(tmp_path, monkeypatch, caplog):
     """On an H200 a measuring window ended while the process was still importing: it imported the engines' shared
-    helpers for one constant, and with them pandas, pydantic and scikit-learn. Started as the planner starts it
-    (the engine's `measure` calls `gather_costs`), on this CPU with a tiny model, it times it with torch and timm
-    alone."""
+    helpers for one constant, and with them pandas, pydantic and scikit-learn. Started as a run starts it (before
+    the data is read: `prestart`, then the engine's `measure` hands its request to `gather_costs`), on this CPU
+    with a tiny model, it times it with torch and timm alone, imported before its request came, and it is the
+    process that measured: no second one is started."""
     site, dumps = tmp_path / "site", tmp_path / "modules"
     site.mkdir(), dumps.mkdir()
     (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
     monkeypatch.setenv("PYTHONPATH", f"{site}:{ROOT}")
     monkeypatch.setenv("MODULES_OUT", str(dumps))
-    costs = gather_costs([QUICK], "cpu", 10, 1, paced(30.0), True, tmp_path)
+    prestart("cpu", tmp_path, time.monotonic() + paced(60.0))
+    early = measuring_pid()
+    with caplog.at_level(logging.INFO, logger="runner"):
+        costs = gather_costs([QUICK], "cpu", 10, 1, paced(30.0), True, tmp_path)
     assert costs.throughput and not costs.note, costs.note  # it measured, and ended by itself
+    assert "measuring in the process started" in caplog.text
+    assert "measure: torch and timm imported in" in (tmp_path / "measure.log").read_text()
     imported = _modules_of_measuring(dumps)
+    assert [p.stem for p in dumps.glob("*.txt")] == [str(early)]  # one measuring process, the early one
     assert {"torch", "timm"} <= imported
     assert not imported & set(HEAVY), sorted(imported & set(HEAVY))
+
+
+def test_an_early_measuring_process_never_asked_is_killed_once_the_plan_is_made(tmp_path):
+    """A run whose plan did not measure (no engine wanted it, or planning failed) ends the process it started
+    before reading the data, imports or not."""
+    end = prestart("cpu", tmp_path, time.monotonic() + 600.0)
+    pid = measuring_pid()
+    end()
+    assert not _runs(pid)
+
+
+def test_an_early_measuring_process_leaves_when_the_run_that_started_it_has_gone(tmp_path):
+    """A run killed while it reads its data (SIGKILL: nothing of it is left to end anything) leaves no measuring
+    process waiting for a request that never comes: it sees its parent gone once its imports end, and leaves."""
+    gone = subprocess.run([sys.executable, "-c", EARLY_AND_GONE, str(tmp_path)], capture_output=True, text=True,
+                          timeout=paced(60.0), cwd=ROOT)
+    assert gone.returncode == 0, gone.stderr
+    pid = _measuring_for(tmp_path)
+    end = time.monotonic() + paced(40.0)  # its imports, on a busy machine
+    while _runs(pid) and time.monotonic() < end:
+        time.sleep(0.1)
+    assert not _runs(pid)
+    assert "no request came; leaving" in (tmp_path / "measure.log").read_text()
+
+
+# a run that starts its measuring process early and is gone at once, ending nothing
+EARLY_AND_GONE = """import os, sys, time
+from pathlib import Path
+from runner.engines.vision.measure import prestart
+prestart("cpu", Path(sys.argv[1]), time.monotonic() + 600.0)
+os._exit(0)
+"""
+
+
+def _measuring_for(folder: Path) -> int:
+    """The measuring process started for `folder` (by its command line)."""
+    import psutil
+
+    for process in psutil.process_iter(["cmdline"]):
+        line = " ".join(process.info["cmdline"] or ())
+        if "runner.engines.vision.measure" in line and str(folder) in line:
+            return process.pid
+    raise AssertionError(f"no measuring process for {folder}")
+
+
+def _runs(pid: int) -> bool:
+    """Whether `pid` is a process that has not ended (a zombie has)."""
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 @pytest.mark.slow

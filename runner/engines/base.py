@@ -130,6 +130,13 @@ class Engine:
         """Whether this engine can train on a competition with these input kinds."""
         return self.inputs in dataset_inputs
 
+    def prestart(self, spec: CompetitionSpec, hardware: Hardware, budget_seconds: float, work: Path,
+                 until: float) -> Callable[[], None] | None:
+        """What this engine starts before the run reads its data, where it will `measure` on this machine (a
+        measuring process importing its libraries meanwhile), to end by `until` (time.monotonic()); returns what
+        ends it once the plan is made (None: nothing started)."""
+        return None
+
     def measure(self, dataset: Dataset, hardware: Hardware, seconds: float, work: Path,
                 here: bool = True) -> object | None:
         """Costs the planner needs, timed within `seconds` (None: nothing measured; the plan then uses the engine's

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 from pydantic_core import to_jsonable_python
@@ -222,6 +222,16 @@ def replan_context(spec: CompetitionSpec, hardware: Hardware, plan: Plan, member
     lane = lane_of(member.engine, hardware)
     return PlanContext(spec, hardware, window_seconds, data, costs, member.folds,
                        plan.lane_cores.get(lane, hardware.cpus), lane == "gpu", pretrained)
+
+
+def prestart_measuring(spec: CompetitionSpec, hardware: Hardware, budget_seconds: float, work: Path, until: float,
+                       engines: list[str] | None = None) -> list[Callable[[], None]]:
+    """Each engine's start before the data is read (`Engine.prestart`: a measuring process importing meanwhile),
+    for a run on this machine; what ends each once the plan is made."""
+    if spec.task == "unsupported":
+        return []
+    started = [get_engine(n).prestart(spec, hardware, budget_seconds, work, until) for n in engines or engine_names()]
+    return [end for end in started if end is not None]
 
 
 def measure_costs(spec: CompetitionSpec, dataset: Dataset, hardware: Hardware, budget_seconds: float, work: Path,

@@ -49,6 +49,17 @@ class Timm(Engine):
         floor, most = (GPU_MEASURE_FLOOR, GPU_MEASURE_MOST) if hardware.gpus else (CPU_MEASURE_FLOOR, CPU_MEASURE_MOST)
         return max(share, min(floor, most * budget_seconds))
 
+    def prestart(self, spec, hardware, budget_seconds, work, until):
+        """The measuring process, importing torch and timm (on a card, bringing CUDA up) while the data is read,
+        where the run will measure here: a competition of this engine's inputs (images; sound clips, drawn as
+        spectrograms) and a budget that spares the window."""
+        if spec.task != self.inputs or self.measure_seconds(budget_seconds, hardware, True) < MEASURE_LEAST:
+            return None
+        from runner.engines.vision.measure import prestart
+
+        card = hardware.tightest_gpu.device if hardware.gpus else ""
+        return prestart("cuda" if hardware.gpus else "cpu", work, until, card)
+
     def measure(self, dataset, hardware, seconds, work, here=True):
         """Image models timed for a few real steps each on this machine (in a measuring process: no torch in the
         supervisor); for a GPU we are not on, their memory and FLOPs are estimated instead."""

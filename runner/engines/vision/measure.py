@@ -10,6 +10,11 @@ too, not only between candidates, and says which candidate it is starting before
 that step (a first cuDNN search outlasting the window) leaves its start-up so far, never nothing. A process that
 dies leaves the ladder's kept estimates, read without torch.
 
+A run starts it before reading its data (`prestart`): it imports torch and timm and brings up the card while the
+data is read, then waits for its request; the planner's `gather_costs` hands it the request instead of starting
+another, so the measuring window is spent timing, not importing (an H200's audio run's window had ended inside
+the import). One never asked is killed once the plan is made, and one whose run has gone leaves by itself.
+
 It imports only what it needs (torch, timm, and the costs' own plain dataclasses, written without pydantic): the
 engines' shared helpers pull pandas and scikit-learn, and one measuring window on an H200 ended while it was still
 importing them.
@@ -27,6 +32,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +61,8 @@ REAP_SECONDS = 1.0  # for a killed process to be reaped; one stuck in a driver c
 # seconds each training step waits before its backward pass, where a card's cold start spends them (a first cuDNN
 # search): how tests give a real measuring process a step that outlasts its window. Unset in a run
 STEP_WAIT_VARIABLE = "RUNNER_MEASURE_STEP_WAIT"
+AWAIT_POLL_SECONDS = 0.02  # a measuring process started early looks for its request this often: a file's stat
+MODULE = "runner.engines.vision.measure"
 
 log = logging.getLogger("runner")
 
@@ -281,21 +289,25 @@ def outliers(timed: list[Throughput], flops: dict) -> list[Throughput]:
 def gather_costs(candidates: list[Candidate], device: str, classes: int, threads: int, seconds: float,
                  time_them: bool, work_dir: Path, card: str = "") -> ImageCosts:
     """Costs from a measuring process (supervisor side: no torch here), on `card` (a UUID) when it measures on a
-    GPU, within `seconds` from now, its start included (killed OVERRUN_SECONDS past them). What it wrote stands;
-    when it died or was stopped, the ladder's kept estimates fill in what it did not write, and the costs say
-    why. What the process said on stderr goes to the run's log either way."""
+    GPU, within `seconds` from now, its start included (killed OVERRUN_SECONDS past them): the one `prestart`
+    started for `work_dir` where it is still waiting, else a new one. What it wrote stands; when it died or was
+    stopped, the ladder's kept estimates fill in what it did not write, and the costs say why. What the process
+    said on stderr goes to the run's log either way."""
     deadline = time.monotonic() + seconds
     estimated = device != "cpu" or not time_them
-    request, out, said = work_dir / "measure_request.json", work_dir / "measured_costs.json", work_dir / "measure.log"
+    request, out, said = _request_of(work_dir), _out_of(work_dir), _said_of(work_dir)
+    waiting = _adopted(work_dir, device, card)
     out.unlink(missing_ok=True)
     write_json(request, dict(candidates=[dataclasses.asdict(c) for c in candidates], device=device,
                              classes=classes, threads=threads, deadline=deadline, estimate=estimated,
                              time=time_them))
-    env = {**os.environ, "GLIBC_TUNABLES": tunables(dict(os.environ))}  # as units will run
-    if device == "cuda" and card:  # the run's own card, as its folds will see it
-        env.update(CUDA_DEVICE_ORDER="PCI_BUS_ID", CUDA_VISIBLE_DEVICES=card)
-    failure = _run([sys.executable, "-m", "runner.engines.vision.measure", str(request), str(out)], env, said,
-                   deadline, seconds)
+    if waiting is not None:
+        log.info("measuring in the process started %.1f s before its request, while the data was read",
+                 time.monotonic() - waiting.started)
+        process = waiting.process
+    else:
+        process = _start([sys.executable, "-m", MODULE, str(request), str(out)], _environment(device, card), said)
+    failure = process if isinstance(process, str) else _wait(process, deadline, seconds)
     ended = time.monotonic()
     _said(said.read_text(errors="replace") if said.exists() else "")
     costs = _with_startup(_written(out), ended)
@@ -305,14 +317,86 @@ def gather_costs(candidates: list[Candidate], device: str, classes: int, threads
     return costs or ImageCosts()
 
 
-def _run(command: list[str], env: dict, said: Path, deadline: float, seconds: float) -> str:
-    """Run the measuring process to `deadline` + OVERRUN_SECONDS at most; how it failed ('' when it did not)."""
+@dataclass
+class Waiting:
+    """A measuring process started before its request (`prestart`), for one device and card."""
+
+    process: subprocess.Popen
+    device: str
+    card: str
+    started: float  # time.monotonic() at its start
+
+
+_waiting: dict[Path, Waiting] = {}  # by the run folder it was started for
+
+
+def prestart(device: str, work_dir: Path, until: float, card: str = "") -> Callable[[], None]:
+    """A measuring process for `work_dir`'s run started now, on `device` (`card`, a UUID, on a GPU): it imports
+    torch and timm (and on a card brings up CUDA) while the run reads its data, then waits for the request
+    `gather_costs` writes. It leaves by itself once `until` (time.monotonic()) passes or the process that started
+    it has gone. Returns what kills it where it was never asked (nothing where it was)."""
+    work_dir = Path(work_dir)
+    release(work_dir)
+    _request_of(work_dir).unlink(missing_ok=True)
+    command = [sys.executable, "-m", MODULE, str(_request_of(work_dir)), str(_out_of(work_dir)),
+               f"--await={until!r}:{os.getpid()}"]
+    process = _start(command, _environment(device, card), _said_of(work_dir))
+    if not isinstance(process, str):  # one that cannot start leaves the planner to start one as before
+        _waiting[work_dir] = Waiting(process, device, card, time.monotonic())
+    return lambda: release(work_dir)
+
+
+def release(work_dir: Path) -> None:
+    """The process `prestart` started for `work_dir`, killed where no request was handed to it."""
+    waiting = _waiting.pop(Path(work_dir), None)
+    if waiting is not None:
+        _kill(waiting.process)
+
+
+def _adopted(work_dir: Path, device: str, card: str) -> Waiting | None:
+    """The process waiting for `work_dir`'s request where it still runs and measures where asked; None else (one
+    for another device is killed)."""
+    waiting = _waiting.pop(Path(work_dir), None)
+    if waiting is None:
+        return None
+    if waiting.process.poll() is None and (waiting.device, waiting.card) == (device, card):
+        return waiting
+    _kill(waiting.process)
+    return None
+
+
+def _request_of(work_dir: Path) -> Path:
+    return Path(work_dir) / "measure_request.json"
+
+
+def _out_of(work_dir: Path) -> Path:
+    return Path(work_dir) / "measured_costs.json"
+
+
+def _said_of(work_dir: Path) -> Path:
+    return Path(work_dir) / "measure.log"
+
+
+def _environment(device: str, card: str) -> dict:
+    env = {**os.environ, "GLIBC_TUNABLES": tunables(dict(os.environ))}  # as units will run
+    if device == "cuda" and card:  # the run's own card, as its folds will see it
+        env.update(CUDA_DEVICE_ORDER="PCI_BUS_ID", CUDA_VISIBLE_DEVICES=card)
+    return env
+
+
+def _start(command: list[str], env: dict, said: Path) -> subprocess.Popen | str:
+    """The measuring process, leading its own group, its output into `said`; why not, where it could not start."""
     with open(said, "w") as stderr:
         try:
-            process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=stderr, stderr=stderr,
-                                       start_new_session=True, env=env)
+            return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=stderr, stderr=stderr,
+                                    start_new_session=True, env=env)
         except OSError as exc:
             return f"could not start: {exc}"
+
+
+def _wait(process: subprocess.Popen, deadline: float, seconds: float) -> str:
+    """The measuring process waited for to `deadline` + OVERRUN_SECONDS at most; how it failed ('' when it did
+    not)."""
     try:
         code = process.wait(timeout=max(0.0, deadline + OVERRUN_SECONDS - time.monotonic()))
     except subprocess.TimeoutExpired:
@@ -403,10 +487,15 @@ def _said(stderr: str | bytes | None) -> None:
 def main(argv: list[str]) -> int:
     """REQUEST.json: candidates, device, classes, threads, deadline (time.monotonic()), estimate (bool), time
     (bool). OUT.json is rewritten whole after each step, so whatever moment the process is killed at, what it
-    measured until then stands."""
+    measured until then stands. With `--await=UNTIL:PID` the request is not there yet: the process imports what
+    it times with first, then waits for it (`prestart`)."""
+    if len(argv) > 2 and argv[2].startswith("--await="):
+        until, parent = argv[2].removeprefix("--await=").split(":")
+        if not _awaited(Path(argv[0]), float(until), int(parent)):
+            return 0
     request, out = json.loads(Path(argv[0]).read_text()), Path(argv[1])
     deadline = request["deadline"]
-    faulthandler.dump_traceback_later(max(0.1, deadline + STACKS_SECONDS - time.monotonic()), exit=False)
+    _stacks_past(deadline)
     candidates = [Candidate(**c) for c in request["candidates"]]
     estimating = request.get("estimate")
     kept = ladder_estimates(candidates) if estimating else ((), {})
@@ -427,6 +516,42 @@ def main(argv: list[str]) -> int:
         _write(out, ImageCosts(tuple(timed), memory, flops, startup=tuple(found.startup)))
     faulthandler.cancel_dump_traceback_later()
     return 0
+
+
+def _awaited(request: Path, until: float, parent: int) -> bool:
+    """torch and timm imported (on a card, CUDA brought up), then whether `request` was written before `until`
+    (time.monotonic()) while the process `parent` that started this one still runs. A thread looks for it
+    meanwhile: once it is there the stacks are written past its deadline even where the imports outlast it."""
+    began, arrived = time.monotonic(), threading.Event()
+
+    def look() -> None:
+        while not request.exists():
+            if time.monotonic() > until or os.getppid() != parent:
+                return
+            time.sleep(AWAIT_POLL_SECONDS)
+        _stacks_past(json.loads(request.read_text())["deadline"])
+        arrived.set()
+
+    looking = threading.Thread(target=look, daemon=True, name="request")
+    looking.start()
+    import timm  # noqa: F401  (its import paid before the request)
+    import torch
+
+    if torch.cuda.is_available():
+        torch.cuda.init()
+    ready = time.monotonic()
+    looking.join()
+    if not arrived.is_set():
+        print("measure: no request came; leaving", file=sys.stderr)
+        return False
+    print(f"measure: torch and timm imported in {ready - began:.1f} s, then {max(0.0, time.monotonic() - ready):.1f}"
+          " s waiting for the request", file=sys.stderr)
+    return True
+
+
+def _stacks_past(deadline: float) -> None:
+    """This process's stacks into its log STACKS_SECONDS past `deadline`: where an overrun was."""
+    faulthandler.dump_traceback_later(max(0.1, deadline + STACKS_SECONDS - time.monotonic()), exit=False)
 
 
 def _write(out: Path, costs: ImageCosts) -> None:
