@@ -491,8 +491,7 @@ def main(argv: list[str]) -> int:
     it times with first, then waits for it (`prestart`)."""
     if len(argv) > 2 and argv[2].startswith("--await="):
         until, parent = argv[2].removeprefix("--await=").split(":")
-        if not _awaited(Path(argv[0]), float(until), int(parent)):
-            return 0
+        _awaited(Path(argv[0]), float(until), int(parent))
     request, out = json.loads(Path(argv[0]).read_text()), Path(argv[1])
     deadline = request["deadline"]
     _stacks_past(deadline)
@@ -518,35 +517,32 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def _awaited(request: Path, until: float, parent: int) -> bool:
-    """torch and timm imported (on a card, CUDA brought up), then whether `request` was written before `until`
-    (time.monotonic()) while the process `parent` that started this one still runs. A thread looks for it
-    meanwhile: once it is there the stacks are written past its deadline even where the imports outlast it."""
+def _awaited(request: Path, until: float, parent: int) -> None:
+    """torch and timm imported (on a card, CUDA brought up) while a thread looks for `request`; returns once both
+    are done. Once the request is there its deadline holds, the stacks written past it even where the imports
+    outlast it; where `until` (time.monotonic()) passes first, or the process `parent` that started this one has
+    gone, the process leaves at once, imports unfinished: no run is left to ask."""
     began, arrived = time.monotonic(), threading.Event()
 
     def look() -> None:
         while not request.exists():
             if time.monotonic() > until or os.getppid() != parent:
-                return
+                print("measure: no request came; leaving", file=sys.stderr, flush=True)
+                os._exit(0)
             time.sleep(AWAIT_POLL_SECONDS)
         _stacks_past(json.loads(request.read_text())["deadline"])
         arrived.set()
 
-    looking = threading.Thread(target=look, daemon=True, name="request")
-    looking.start()
+    threading.Thread(target=look, daemon=True, name="request").start()
     import timm  # noqa: F401  (its import paid before the request)
     import torch
 
     if torch.cuda.is_available():
         torch.cuda.init()
     ready = time.monotonic()
-    looking.join()
-    if not arrived.is_set():
-        print("measure: no request came; leaving", file=sys.stderr)
-        return False
+    arrived.wait()
     print(f"measure: torch and timm imported in {ready - began:.1f} s, then {max(0.0, time.monotonic() - ready):.1f}"
           " s waiting for the request", file=sys.stderr)
-    return True
 
 
 def _stacks_past(deadline: float) -> None:
