@@ -22,7 +22,8 @@ from runner.competition.catalog import load_spec
 from runner.engines.vision import estimates as ladder
 from runner.engines.vision.costs import Candidate, FirstStep, ImageCosts, StartUp
 from runner.engines.vision.ladder import GPU_CANDIDATES
-from runner.engines.vision.measure import OVERRUN_SECONDS, REAP_SECONDS, STEP_WAIT_VARIABLE, gather_costs, prestart
+from runner.engines.vision.measure import STEP_WAIT_VARIABLE
+from runner.engines.vision.measuring import OVERRUN_SECONDS, REAP_SECONDS, gather_costs, prestart
 from runner.machine.hardware import GiB, Gpu, Hardware
 from runner.planning.planner import make_plan
 from runner.planning.portfolio import DataShape
@@ -111,7 +112,7 @@ def test_an_early_measuring_process_leaves_when_the_run_that_started_it_has_gone
 EARLY_AND_GONE = """import os, sys, time
 from pathlib import Path
 import psutil
-from runner.engines.vision.measure import prestart
+from runner.engines.vision.measuring import prestart
 prestart("cpu", Path(sys.argv[1]), time.monotonic() + 600.0)
 print(psutil.Process().children()[0].pid, flush=True)
 os._exit(0)
@@ -262,7 +263,7 @@ def test_a_measured_start_up_is_planned_for_each_fold():
 
 def test_costs_with_start_ups_round_trip_through_json():
     """What the measuring process writes (plain dataclasses) is what the supervisor reads back validated."""
-    from runner.engines.vision.measure import _with_startup
+    from runner.engines.vision.measuring import _with_startup
 
     written = ImageCosts(startup=(StartUp(QUICK, "cpu", 1.5),), starting=FirstStep(QUICK, "cpu", 100.0))
     read = ImageCosts.from_json(dataclasses.asdict(written))

@@ -552,7 +552,7 @@ def test_a_measuring_process_that_dies_leaves_a_plan_from_the_ladders_estimates(
     import signal
     import threading
 
-    from runner.engines.vision.measure import gather_costs
+    from runner.engines.vision.measuring import gather_costs
 
     candidates = image_candidates(H100_RUN, side=DEMO_PHOTOS.image_side)
     result = {}
@@ -601,7 +601,7 @@ def test_measuring_on_this_cpu_gets_a_floor_the_budget_can_spare():
 
 def test_the_ladders_estimates_are_read_without_torch():
     """The supervisor plans from them when measuring died, and never imports torch."""
-    code = ("import sys; from runner.engines.vision.measure import estimated_costs;"
+    code = ("import sys; from runner.engines.vision.measuring import estimated_costs;"
             "from runner.engines.vision.ladder import image_candidates; from runner.machine.profiles import profile;"
             "c = estimated_costs(image_candidates(profile('h100-80gb'), side=200), 'test');"
             "assert len(c.memory) == len(c.flops) >= 3 and 'torch' not in sys.modules, sorted(sys.modules)")
@@ -624,7 +624,7 @@ def test_a_deep_stack_dump_reaches_the_runs_log_from_its_innermost_frame(caplog)
     """A dump lists the innermost frame first: one deeper than the lines the run's log keeps (an import's is 100
     lines) is kept from its start, where the process was; other output by its end, where a traceback says what
     failed."""
-    from runner.engines.vision.measure import MEASURE_LOG_LINES, _said
+    from runner.engines.vision.measuring import MEASURE_LOG_LINES, _said
 
     frames = [f'  File "m{i}.py", line {i} in f{i}' for i in range(2 * MEASURE_LOG_LINES)]
     with caplog.at_level("INFO", logger="runner"):

@@ -55,7 +55,7 @@ class Timm(Engine):
         spectrograms) and a budget that spares the window."""
         if spec.task != self.inputs or self.measure_seconds(budget_seconds, hardware, True) < MEASURE_LEAST:
             return None
-        from runner.engines.vision.measure import prestart
+        from runner.engines.vision.measuring import prestart
 
         card = hardware.tightest_gpu.device if hardware.gpus else ""
         return prestart("cuda" if hardware.gpus else "cpu", work, until, card)
@@ -63,7 +63,7 @@ class Timm(Engine):
     def measure(self, dataset, hardware, seconds, work, here=True):
         """Image models timed for a few real steps each on this machine (in a measuring process: no torch in the
         supervisor); for a GPU we are not on, their memory and FLOPs are estimated instead."""
-        from runner.engines.vision.measure import estimated_costs, gather_costs
+        from runner.engines.vision.measuring import estimated_costs, gather_costs
         from runner.machine.hardware import available_cpus
 
         seconds = min(120.0, seconds)
