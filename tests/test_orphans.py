@@ -14,7 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from conftest import TOY_ENGINE
+from conftest import TOY_ENGINE, children
 from pace import paced
 from runner.common.stacks import stderr_of
 from runner.competition.catalog import load_spec
@@ -32,11 +32,7 @@ POLL = 0.05
 
 
 def fork_server_of(run: int) -> psutil.Process | None:
-    try:
-        children = psutil.Process(run).children()
-    except psutil.Error:
-        return None
-    for child in children:
+    for child in children(run):
         try:
             if "multiprocessing.forkserver" in " ".join(child.cmdline()):
                 return child
@@ -65,10 +61,7 @@ class KillTheForkServer(threading.Thread):
 
     def _strike(self) -> None:
         server = fork_server_of(self.run_process.pid)
-        try:
-            units = server.children() if server else []
-        except psutil.Error:
-            return
+        units = children(server.pid) if server else []
         in_fold = [u for u in units if (log := stderr_of(u.pid)) is not None and log.name == "fold.log"]
         if in_fold:
             server.send_signal(signal.SIGKILL)

@@ -21,7 +21,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from conftest import EXIT_SLACK, TESTS, TOY_ENGINE
+from conftest import EXIT_SLACK, TESTS, TOY_ENGINE, children
 from pace import paced
 from runner.common.budget import Budget
 from runner.competition.grade import grade
@@ -64,12 +64,8 @@ multiprocessing.util.register_after_fork(_hook, hang_before_setsid)
 
 def tree(run: int) -> tuple[psutil.Process | None, list[psutil.Process]]:
     """The run's fork server and its units (children of the server, or started as `runner.units.worker`)."""
-    try:
-        children = psutil.Process(run).children()
-    except psutil.Error:
-        return None, []
     cmdlines = {}
-    for child in children:
+    for child in children(run):
         try:
             cmdlines[child] = child.cmdline()
         except psutil.Error:
@@ -77,10 +73,7 @@ def tree(run: int) -> tuple[psutil.Process | None, list[psutil.Process]]:
     server = next((c for c, line in cmdlines.items() if "multiprocessing.forkserver" in " ".join(line)), None)
     units = [c for c, line in cmdlines.items() if line[1:3] == ["-m", "runner.units.worker"]]
     if server is not None:
-        try:
-            units += server.children()
-        except psutil.Error:
-            pass
+        units += children(server.pid)
     return server, units
 
 
@@ -126,10 +119,7 @@ def server_up(run: int, out: Path) -> bool:
 def server_forked(run: int, out: Path) -> bool:
     """The run's fork server has forked a unit."""
     server, _ = tree(run)
-    try:
-        return server is not None and bool(server.children())
-    except psutil.Error:
-        return False
+    return server is not None and bool(children(server.pid))
 
 
 def stop_units(run: int, stopped: set) -> bool:
