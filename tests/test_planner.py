@@ -578,15 +578,23 @@ def test_a_measuring_process_that_dies_leaves_a_plan_from_the_ladders_estimates(
 
 def test_a_budget_too_short_to_measure_plans_a_card_from_the_ladders_estimates(tmp_path):
     """Under MEASURE_LEAST seconds no measuring process starts: a card is planned from the kept estimates (with
-    an expected epoch to hold the first real one against), a CPU from the smallest model."""
+    an expected epoch to hold the first real one against), a CPU from the smallest model. On a CPU a window under
+    its floor (8 s) starts none either, early or not: a 60 s run's 6 s had ended inside the import on a slower
+    CPU, and the run waited for it."""
     from types import SimpleNamespace
 
     images = SimpleNamespace(image_side=240, classes=list(range(120)))
-    costs = get_engine("timm").measure(images, H100_RUN, 2.0, tmp_path)
+    engine, cpu = get_engine("timm"), profile("cpu")
+    costs = engine.measure(images, H100_RUN, 2.0, tmp_path)
     assert costs.memory and costs.flops and "could not spare a measuring process's start" in costs.note
     assert timm(make_plan(DOG, H100_RUN, 44.3, DEMO_PHOTOS, {"timm": costs}, engines=["timm"])).step_seconds > 0
-    assert get_engine("timm").measure(images, profile("cpu"), 2.0, tmp_path) is None
+    assert engine.measure(images, cpu, 2.0, tmp_path) is None
+    assert engine.measure(images, cpu, engine.measure_seconds(60, cpu, here=True), tmp_path) is None
+    assert engine.prestart(DOG, cpu, 60, tmp_path, time.monotonic() + 60) is None
     assert not list(tmp_path.iterdir())  # nothing was started
+    end = engine.prestart(DOG, cpu, 80, tmp_path, time.monotonic() + 80)  # its 8 s: started while the data is read
+    assert end is not None and (tmp_path / "measure.log").exists()
+    end()
 
 
 def test_measuring_on_this_cpu_gets_a_floor_the_budget_can_spare():

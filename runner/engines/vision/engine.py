@@ -25,6 +25,10 @@ GPU_MEASURE_MOST = 0.12  # and a 3-minute budget's 9 s left nothing timed; but n
 CPU_MEASURE_FLOOR = 8.0
 CPU_MEASURE_MOST = 0.1
 MEASURE_LEAST = 3.0  # seconds below which a measuring process cannot even import its libraries: none is started
+# on a CPU, a window shorter than the floor times nothing: the process's start and imports (3 s on the reference
+# machine, 6-9 s on a 2.4x slower one) and the first candidate's first step (2 s of oneDNN's set-up) fill it (a 60 s
+# run's 6 s there ended inside the import), and the run waits for it: none is started, the smallest model planned
+CPU_MEASURE_LEAST = CPU_MEASURE_FLOOR
 
 
 class Timm(Engine):
@@ -53,7 +57,7 @@ class Timm(Engine):
         """The measuring process, importing torch and timm (on a card, bringing CUDA up) while the data is read,
         where the run will measure here: a competition of this engine's inputs (images; sound clips, drawn as
         spectrograms) and a budget that spares the window."""
-        if spec.task != self.inputs or self.measure_seconds(budget_seconds, hardware, True) < MEASURE_LEAST:
+        if spec.task != self.inputs or self.measure_seconds(budget_seconds, hardware, True) < _least(hardware):
             return None
         from runner.engines.vision.measuring import prestart
 
@@ -68,7 +72,7 @@ class Timm(Engine):
 
         seconds = min(120.0, seconds)
         candidates = image_candidates(hardware, self.pretrained(), dataset.image_side)
-        if seconds < MEASURE_LEAST:  # a GPU plan from the ladder's estimates, a CPU one from the smallest model
+        if seconds < _least(hardware):  # a GPU plan from the ladder's estimates, a CPU one from the smallest model
             return estimated_costs(candidates, f"{seconds:.1f} s could not spare a measuring process's start") \
                 if hardware.gpus else None
         device = "cuda" if hardware.gpus and here else "cpu"
@@ -111,3 +115,8 @@ class Timm(Engine):
         from runner.engines.vision.training import train
 
         return train(settings, data, out_dir, deadline)
+
+
+def _least(hardware) -> float:
+    """The shortest measuring window worth a measuring process on this hardware."""
+    return MEASURE_LEAST if hardware.gpus else CPU_MEASURE_LEAST
