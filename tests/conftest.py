@@ -26,8 +26,22 @@ def spaceship(demo_root) -> Path:
 
 
 @pytest.fixture(scope="session")
-def dog_breed(demo_root) -> Path:
-    return write_demo("dog-breed", demo_root, seed=2)
+def dog_breed(tmp_path_factory) -> Path:
+    """The dog-breed demo competition folder, written once for the whole session (its photos took 20 s of CPU,
+    spawned drawing processes included, and each worker that asked wrote its own): the first worker to ask writes
+    it, under a lock, into the folder every worker's own lies in; the others wait for it and read it. Tests copy
+    it before changing anything in it."""
+    import fcntl
+
+    root = tmp_path_factory.getbasetemp()
+    shared = (root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root) / "shared-demo"
+    shared.mkdir(exist_ok=True)
+    with open(shared / "dog-breed.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        written = shared / "dog-breed.written"
+        if not written.exists():
+            written.write_text(str(write_demo("dog-breed", shared, seed=2)))
+        return Path(written.read_text())
 
 
 # A run's own clock (its report's wall_seconds, from its process's start) ends by its budget; seen from the test its
