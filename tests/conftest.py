@@ -94,6 +94,16 @@ def children(pid: int, recursive: bool = False) -> list:
     return processes
 
 
+def alive(pid: int) -> bool:
+    """Whether `pid` is a process that has not ended (a zombie has)."""
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
 def measuring_pid(timeout: float = 30.0) -> int:
     """The pid of the measuring process this test process started, once it runs the measuring module."""
     import psutil

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import measuring_pid
+from conftest import alive, measuring_pid
 from pace import paced
 from runner.competition.catalog import load_spec
 from runner.engines.vision import estimates as ladder
@@ -90,7 +90,7 @@ def test_an_early_measuring_process_never_asked_is_killed_once_the_plan_is_made(
     end = prestart("cpu", tmp_path, time.monotonic() + 600.0)
     pid = measuring_pid()
     end()
-    assert not _runs(pid)
+    assert not alive(pid)
 
 
 def test_an_early_measuring_process_leaves_when_the_run_that_started_it_has_gone(tmp_path):
@@ -102,9 +102,9 @@ def test_an_early_measuring_process_leaves_when_the_run_that_started_it_has_gone
     assert gone.returncode == 0, gone.stderr
     pid = int(gone.stdout)
     end = time.monotonic() + paced(10.0)  # it looks every 20 ms from its start (here it left within 0.6 s)
-    while _runs(pid) and time.monotonic() < end:
+    while alive(pid) and time.monotonic() < end:
         time.sleep(0.1)
-    assert not _runs(pid)
+    assert not alive(pid)
     assert "no request came; leaving" in (tmp_path / "measure.log").read_text()
 
 
@@ -117,16 +117,6 @@ prestart("cpu", Path(sys.argv[1]), time.monotonic() + 600.0)
 print(psutil.Process().children()[0].pid, flush=True)
 os._exit(0)
 """
-
-
-def _runs(pid: int) -> bool:
-    """Whether `pid` is a process that has not ended (a zombie has)."""
-    import psutil
-
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 @pytest.mark.slow

@@ -21,7 +21,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from conftest import EXIT_SLACK, TESTS, TOY_ENGINE, children
+from conftest import EXIT_SLACK, TESTS, TOY_ENGINE, alive, children
 from pace import paced
 from runner.common.budget import Budget
 from runner.competition.grade import grade
@@ -131,13 +131,6 @@ def stop_units(run: int, stopped: set) -> bool:
         except psutil.Error:
             pass
     return bool(stopped)
-
-
-def alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
 
 
 def stop_server_once(state: dict):
