@@ -37,7 +37,7 @@ from runner.machine.devices import DeviceError
 from runner.machine.hardware import Hardware, probe_hardware
 from runner.machine.monitor import Monitor, read_samples
 from runner.results.run_folder import RunOutputs
-from runner.planning.planner import plan_for, prestart_measuring
+from runner.planning.planner import early_preload, plan_for, prestart_measuring
 from runner.planning.portfolio import MAX_MEMBERS, Member, Plan
 from runner.results.oof import unit_dir
 from runner.results.card_usage import CardUsage, card_usage
@@ -75,6 +75,7 @@ class Supervisor:
         self.controller: Controller | None = None
         self.extras: ExtraMembers | None = None
         self.scheduler: Scheduler | None = None
+        self.server_early = False  # the fork server was started before the data was read (start_server_early)
         self.on_status = lambda report, running: None  # the caller's view of the run while it trains
         self.fingerprints = (data_fingerprint(self.data_dir, spec.to_json()), code_fingerprint())
 
@@ -210,11 +211,12 @@ class Supervisor:
                          reused={n: r.folds for n, r in self.reused.items()})
 
     def train(self, on_status=lambda report, running: None) -> None:
-        # the fork server imports the plan's libraries while the dataset is written (not while costs are timed:
-        # a busy core would make every candidate look slower than it is); its stderr, and a unit's until the unit
-        # has its own log, in the run's folder
-        processes.warm_up(tuple(m for member in self.plan.members for m in get_engine(member.engine).preload),
-                          self.out / "fork_server.log")
+        # the fork server imports the plan's libraries while the dataset is written, where it was not started
+        # before the data was read (not while costs are timed: on few cores a busy one would make every candidate
+        # look slower than it is); one started then without some of them is replaced
+        preload = tuple(m for member in self.plan.members for m in get_engine(member.engine).preload)
+        if lacked := processes.warm_up(preload, self.out / "fork_server.log", replace_lacking=self.server_early):
+            log.info("the fork server started before the data was read lacked %s: replaced", ", ".join(lacked))
         scoring = _import_behind(SCORING_MODULES)
         self.write_dataset()
         if why := _not_imported(scoring, self.budget):  # a run whose import outlasts its window keeps its baseline
@@ -274,6 +276,18 @@ def _not_imported(thread: threading.Thread, budget: Budget) -> str | None:
         if thread.is_alive() else None
 
 
+def _server_early(spec: CompetitionSpec, hardware: Hardware, engines: list[str] | None, outputs: RunOutputs) -> bool:
+    """On a machine with cores to spare, the fork server started before the data is read, importing what the
+    task's engines train with (on a card torch and timm took 9 s after the plan, the card idle meanwhile); its
+    stderr, and a unit's until the unit has its own log, in the run's folder. Whether it was."""
+    if not (preload := early_preload(spec, hardware, engines)):
+        return False
+    processes.warm_up(preload, outputs.out / "fork_server.log")
+    outputs.update(timings=outputs.mark("fork_server_started"))
+    log.info("fork server started before the data is read, importing %s", ", ".join(preload))
+    return True
+
+
 def _end(prestarted: list) -> None:
     """Each process an engine started before the data was read (`prestart_measuring`), ended where still there."""
     for end in prestarted:
@@ -318,6 +332,7 @@ def run_competition(name: str, data_dir: Path, budget: Budget, out_dir: Path, ha
         prestarted = prestart_measuring(spec, hardware, budget.seconds, Path(out_dir), budget.deadline, engines)
         if prestarted:
             outputs.update(timings=outputs.mark("measuring_started"))
+        supervisor.server_early = _server_early(spec, hardware, engines, outputs)
         supervisor.load_data(hardware)
         if why := nothing_to_learn(supervisor.dataset):
             log.warning(why)

@@ -24,7 +24,7 @@ from runner.engines.vision.settings import MAX_EPOCHS, MEMORY_TOLERANCE, TARGET_
 from runner.common.errors import RunnerError
 from runner.machine.hardware import GiB, Gpu, Hardware
 from runner.engines.vision.costs import Candidate, ImageCosts, Throughput
-from runner.planning.planner import make_plan
+from runner.planning.planner import EARLY_SERVER_CORES, early_preload, make_plan
 from runner.planning.portfolio import DataShape, Plan
 from runner.machine.profiles import PROFILES, profile
 from runner.competition.catalog import load_spec
@@ -814,3 +814,24 @@ def test_members_tied_on_gain_per_core_second_go_cheaper_first():
     # ratios 1.0, 0.85, 0.7: the second ties the first, the third is past a fifth of the first, its own run
     chain = [member("a", 1.0, 1.0), member("b", 0.85 * 0.5, 0.5), member("c", 0.7 * 0.25, 0.25)]
     assert [m.name for m in _by_gain_per_second(chain)] == ["b", "a", "c"]
+
+
+def test_a_fork_server_started_before_the_data_is_read_imports_what_the_tasks_engines_train_with():
+    """Before the data is read only the task says which engines may train: an image competition's server imports
+    torch and timm and the table engines' libraries (side columns); a table competition's no torch; pages to
+    pages the U-Net's torch too. Below EARLY_SERVER_CORES nothing is started early (on few cores the server's
+    imports would slow the measuring process's timings), nor for a competition nothing can train."""
+    def machine(cpus: int) -> Hardware:
+        return Hardware((), cpus, 16 * GiB, GiB, 50 * GiB)
+
+    roomy = machine(EARLY_SERVER_CORES)
+    image = early_preload(load_spec("dog-breed"), roomy)
+    assert {"torch", "timm", "lightgbm", "runner.engines.vision.training"} <= set(image)
+    assert len(image) == len(set(image))
+    table = early_preload(load_spec("spaceship-titanic"), roomy)
+    assert "lightgbm" in table and "torch" not in table
+    assert "runner.engines.restore.training" in early_preload(load_spec("denoising-dirty-documents"), roomy)
+    assert early_preload(load_spec("spaceship-titanic"), roomy, engines=["linear"]) == get_engine("linear").preload
+    assert early_preload(load_spec("dog-breed"), machine(EARLY_SERVER_CORES - 1)) == ()
+    unsupported = dataclasses.replace(load_spec("dog-breed"), task="unsupported")
+    assert early_preload(unsupported, roomy) == ()

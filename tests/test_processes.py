@@ -176,3 +176,26 @@ def test_what_a_unit_left_running_is_killed_when_the_run_ends(fresh_server, subr
     processes.shutdown()
     assert gone(straggler)
     assert until(lambda: processes.reap() is not None and not psutil.pid_exists(straggler))  # and waited on
+
+
+def has_colorsys(out: str) -> None:
+    """A unit that writes whether its fork server had imported colorsys (nothing in the runner imports it)."""
+    Path(out).write_text(str("colorsys" in sys.modules))
+
+
+def test_a_server_started_without_a_module_asked_for_is_replaced_only_when_asked(fresh_server, tmp_path):
+    """A fork server started before the plan is known (the data not read yet) may lack a library the plan's
+    members train with: every unit forked from it would import it again. Asked to, `warm_up` replaces it with one
+    that has it; a server that has every module asked for, or one not asked to be replaced, stays."""
+    assert fork_server.warm_up(("json",)) == []
+    first = fork_server.server_pid()
+    assert fork_server.warm_up(("json",), replace_lacking=True) == [] and fork_server.server_pid() == first
+    assert fork_server.warm_up(("colorsys",)) == [] and fork_server.server_pid() == first  # not asked to
+    assert fork_server.warm_up(("json", "colorsys"), replace_lacking=True) == ["colorsys"]
+    second = fork_server.server_pid()
+    assert second != first and gone(first) and fork_server.killed(first)
+    assert fork_server.lacking(("colorsys",)) == [] and fork_server.lacking(("json", "wave")) == ["wave"]
+    unit = fork_server.fork(has_colorsys, (str(tmp_path / "said"),), "probe", ("colorsys",), seconds=60, keep=set())
+    unit.join(30)
+    assert unit.exitcode == 0 and (tmp_path / "said").read_text() == "True"
+    assert fork_server.server_pid() == second

@@ -2,6 +2,7 @@
 the deadlines that count it per wave and per card (runner.units.deadlines), a lane that re-opens when a fold fits
 after all (runner.units.scheduler), what a prepare step on a card books, and a whole run whose first fold's
 start-up outlasts the stall threshold."""
+import logging
 import pickle
 import time
 
@@ -14,6 +15,7 @@ from runner.control.rules import (STALL_EPOCHS, STALL_GRACE_SECONDS, stalled, st
 from runner.data.loading import load_dataset
 from runner.engines.base import READY_FILE
 from runner.machine.hardware import GiB, Hardware
+from runner.planning.planner import EARLY_SERVER_CORES
 from runner.planning.portfolio import Member, Plan
 from runner.units.deadlines import KEPT_SHARE, fold_window, kept_for_queued, startup_on_card
 from runner.units.running import PREPARE_GPU_SHARE, Running, Slots
@@ -254,3 +256,36 @@ def test_a_cnn_fold_on_the_cpu_says_it_is_ready_before_its_first_epoch(tmp_path)
     epochs = [json.loads(line) for line in (tmp_path / "epochs.jsonl").read_text().splitlines()]
     assert result.epochs == len(epochs) == 2 and ready["probe_seconds"] >= 0.0
     assert started < ready["at"] <= ended - sum(e["epoch_seconds"] for e in epochs)
+
+
+@pytest.mark.parametrize("cpus", [EARLY_SERVER_CORES, 2])
+def test_with_cores_to_spare_the_fork_server_starts_before_the_data_is_read(spaceship, tmp_path, cpus, caplog):
+    """On an H200 the fork server imported torch and timm for 9 s after the plan was made, the card idle. Where
+    the machine has cores to spare, it starts before the data is read with what the task's engines train with,
+    and the run's units fork from that one; with fewer it starts once the plan is made (on two cores its imports
+    would slow the measuring process's timings), as it did."""
+    from runner.supervisor import run_competition
+    from runner.units import fork_server
+
+    fork_server.stop()
+    at_plan = []
+    hardware = Hardware(gpus=(), cpus=cpus, ram_bytes=8 * GiB, shm_bytes=GiB, disk_free_bytes=50 * GiB)
+    out = tmp_path / "out"
+    try:
+        with caplog.at_level(logging.INFO, logger="runner"):
+            report = run_competition("spaceship", spaceship / "prepared" / "public", Budget.start(paced(20)), out,
+                                     hardware=hardware, engines=["linear"], max_members=1,
+                                     on_plan=lambda plan: at_plan.append(fork_server.server_pid()))
+        server = fork_server.server_pid()
+    finally:
+        fork_server.stop()
+    assert any(f["status"] == "completed" for f in report.folds), report.folds
+    said = caplog.text
+    assert "lacked" not in said  # the early server had what the plan trains with: not replaced
+    if cpus < EARLY_SERVER_CORES:
+        assert "fork_server_started" not in report.timings and "fork server started before" not in said
+        assert at_plan[0] is None or fork_server.killed(at_plan[0])  # none running until the plan was made
+        return
+    assert report.timings["fork_server_started"] <= report.timings["data_loaded"]
+    assert "fork server started before the data is read, importing" in said and "sklearn.linear_model" in said
+    assert at_plan == [server]  # the one started early is the one the units forked from (not replaced)

@@ -31,6 +31,13 @@ if TYPE_CHECKING:
 
 PRIMARY_INPUT = {"tabular": "table", "text": "text", "image": "image", "audio": "audio", "image_to_image": "table",
                  "text_normalization": "table"}
+# the views a task's dataset carries (runner.data.loading), besides side columns in a table: what its engines are
+# judged by before the data is read
+TASK_VIEWS = {"tabular": ("table",), "text": ("text",), "image": ("image",), "audio": ("audio",),
+              "image_to_image": ("table", "page"), "text_normalization": ("table",)}
+# a fork server started before the data is read wants a core of its own beside the supervisor reading it and the
+# measuring process timing candidates (a busy core would make every candidate look slower), and one to spare
+EARLY_SERVER_CORES = 4
 CPU_RESERVE_SHARE = 0.25  # of the cores, kept from GPU folds' loaders when CPU members can run beside them
 FEW_FOLDS_WINDOW = 30.0  # below this many seconds of training, at most 3 folds (each fold pays its start-up)
 LONG_TEXT_PERCENTILE = 95  # a text model's max length covers this share of the texts whole; the rest are cut
@@ -232,6 +239,17 @@ def prestart_measuring(spec: CompetitionSpec, hardware: Hardware, budget_seconds
         return []
     started = [get_engine(n).prestart(spec, hardware, budget_seconds, work, until) for n in engines or engine_names()]
     return [end for end in started if end is not None]
+
+
+def early_preload(spec: CompetitionSpec, hardware: Hardware, engines: list[str] | None = None) -> tuple[str, ...]:
+    """What a fork server started before the data is read imports, on a machine with cores to spare for it
+    (EARLY_SERVER_CORES): the libraries of every engine the task's views, or side columns, could give a member;
+    nothing elsewhere (the server then starts once the plan is made, with the plan's libraries)."""
+    if spec.task not in TASK_VIEWS or hardware.cpus < EARLY_SERVER_CORES:
+        return ()
+    views = frozenset({*TASK_VIEWS[spec.task], "table"})
+    engines = [get_engine(n) for n in engines or engine_names()]
+    return tuple(dict.fromkeys(m for engine in engines if engine.applies(spec, views) for m in engine.preload))
 
 
 def measure_costs(spec: CompetitionSpec, dataset: Dataset, hardware: Hardware, budget_seconds: float, work: Path,

@@ -47,6 +47,12 @@ _killed: set[int] = set()  # servers this process killed: the exit codes of thei
 # it is their subreaper (runner.units.processes), which then waits on them
 abandoned: set[int] = set()
 _failures = 0  # servers given up on since the last fork that worked
+# the modules each server was started with, by pid: what every unit forked from it has imported already
+_started_with: dict[int, frozenset[str]] = {}
+
+
+def _modules(preload: tuple[str, ...]) -> list[str]:
+    return list(dict.fromkeys(BASE_PRELOAD + preload))
 
 
 def context(preload: tuple[str, ...]):
@@ -54,8 +60,23 @@ def context(preload: tuple[str, ...]):
     global _context
     if _context is None:
         _context = multiprocessing.get_context("forkserver")
-    _context.set_forkserver_preload(list(dict.fromkeys(BASE_PRELOAD + preload)))
+    _context.set_forkserver_preload(_modules(preload))
     return _context
+
+
+def _noted(preload: tuple[str, ...]) -> None:
+    """The running server, started with `preload` where it is one not seen before."""
+    if (pid := server_pid()) is not None:
+        _started_with.setdefault(pid, frozenset(_modules(preload)))
+
+
+def lacking(preload: tuple[str, ...]) -> list[str]:
+    """The modules of `preload` the running server was not started with (none where no server runs, or where
+    what it was started with is unknown)."""
+    pid = server_pid()
+    if pid is None or pid in _killed or _gone(pid) or (known := _started_with.get(pid)) is None:
+        return []
+    return [module for module in _modules(preload) if module not in known]
 
 
 def server_pid() -> int | None:
@@ -103,14 +124,22 @@ def _server_environment():
                 os.environ[key] = value
 
 
-def warm_up(preload: tuple[str, ...], log: Path | None = None) -> None:
+def warm_up(preload: tuple[str, ...], log: Path | None = None, replace_lacking: bool = False,
+            keep: set[int] = frozenset()) -> list[str]:
     """Start the server now (if none runs), so it imports its libraries while the run does other work; its
-    stderr, and that of each unit until it reaches its own log, goes to `log`."""
+    stderr, and that of each unit until it reaches its own log, goes to `log`. With `replace_lacking`, a running
+    server started without some of `preload` is killed (with any child of it not in `keep`) and a new one started
+    (every unit forked from it would import them itself); returns the modules it lacked."""
     global _log
     _log = Path(log).resolve() if log else _log
     context(preload)
+    missing = lacking(preload) if replace_lacking else []
+    if missing:
+        _kill_server(set(keep))
     with _server_environment():
         forkserver.ensure_running()
+    _noted(preload)
+    return missing
 
 
 def _start(process, failed: list) -> None:
@@ -130,6 +159,11 @@ def _cpu(pid: int) -> float | None:
 
 
 def _gone(pid: int) -> bool:
+    """Whether `pid` has ended: for a child of this process, once it can be waited on (multiprocessing starts a
+    new server only then; a killed server shows as a zombie while its threads are still being torn down, and a
+    start meanwhile connected to it and read nothing); for another process, once it is a zombie or gone."""
+    with contextlib.suppress(ChildProcessError):  # not this process's child, or reaped already
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
     try:
         return psutil.Process(pid).status() in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
     except psutil.Error:
@@ -192,6 +226,7 @@ def fork(target, args: tuple, name: str, preload: tuple[str, ...], seconds: floa
     if failed:
         return f"forking failed: {type(failed[0]).__name__}: {failed[0]}"
     _failures = 0
+    _noted(preload)
     return process
 
 
@@ -209,6 +244,7 @@ def _kill_server(keep: set[int]) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
     _killed.add(pid)
+    _started_with.pop(pid, None)
     until = time.monotonic() + GONE_SECONDS
     while time.monotonic() < until and not _gone(pid):
         time.sleep(POLL)

@@ -197,10 +197,11 @@ def live() -> list[Child]:
     return list(_live.values())
 
 
-def warm_up(preload: tuple[str, ...], log: Path | None = None) -> None:
-    """Start the fork server now, so it imports its libraries while the run loads data and measures; `log`
-    takes its stderr (and a unit's until it reaches its own log)."""
-    fork_server.warm_up(preload, log)
+def warm_up(preload: tuple[str, ...], log: Path | None = None, replace_lacking: bool = False) -> list[str]:
+    """Start the fork server now, so it imports its libraries while the run does other work; `log` takes its
+    stderr (and a unit's until it reaches its own log). With `replace_lacking`, a server already running without
+    some of `preload` is replaced (the units running now are kept); returns what it lacked."""
+    return fork_server.warm_up(preload, log, replace_lacking, keep=set(_live))
 
 
 def fork_context(preload: tuple[str, ...]):
