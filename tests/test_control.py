@@ -15,9 +15,9 @@ from runner.control.rules import (
     REPROBE_SECONDS, STALL_EPOCHS, STALL_GRACE_SECONDS, TIMED_EPOCH, Change, close_enough, combine, monitor_rules,
     needs_replan, stalled)
 from runner.engines import get_engine
-from runner.engines.base import FoldData
+from runner.engines.base import DeadlineReached, FoldData
 from runner.engines.boosting import RoundCost
-from runner.engines.oneshot import WARM_ROWS, WARM_STEPS, train_one_shot
+from runner.engines.oneshot import LATE_FIT_SECONDS, WARM_ROWS, WARM_STEPS, train_one_shot
 from runner.engines.vision.settings import ImageSettings
 from runner.machine.hardware import GiB
 from runner.engines.vision.costs import Candidate, ImageCosts, Throughput
@@ -502,6 +502,39 @@ def test_the_warm_up_fit_takes_a_few_rounds_and_the_folds_fit_all_of_its_own(tmp
     train_one_shot(model, data, tmp_path, time.monotonic() + 60)
     assert Rounds.fits == [WARM_STEPS, 100]
     assert model.get_params()["rounds__n_estimators"] == 100
+
+
+class Slow(BaseEstimator):
+    """A classifier whose fit (not its warm-up's two rounds) takes `seconds`."""
+
+    def __init__(self, seconds: float = 0.0, n_estimators: int = 100):
+        self.seconds, self.n_estimators = seconds, n_estimators
+
+    def fit(self, x, y):
+        time.sleep(self.seconds if self.n_estimators > WARM_STEPS else 0.0)
+        self.classes_ = np.unique(y)
+        return self
+
+    def predict_proba(self, x):
+        return np.full((len(x), len(self.classes_)), 1 / len(self.classes_))
+
+
+def test_a_fit_that_ends_just_past_its_deadline_is_kept_and_one_well_past_it_is_not(tmp_path):
+    """A fit cannot stop halfway; one that ended a moment past its fold's deadline is predicted within the unit's
+    grace and kept, saying so, instead of throwing the whole fit away; one that ended LATE_FIT_SECONDS or more past
+    it is discarded as before."""
+    x = pd.DataFrame({"a": np.arange(300.0)})
+    y = np.arange(300) % 3
+    data = FoldData(x_train=x, y_train=y, x_val=x[:10], y_val=y[:10], x_test=x[:10], classes=[0, 1, 2],
+                    spec=load_spec("spaceship"))
+    for folder in ("late", "on-time", "later"):
+        (tmp_path / folder).mkdir()
+    result = train_one_shot(Slow(0.5), data, tmp_path / "late", time.monotonic() + 0.2)
+    assert result.train_seconds >= 0.5 and result.val_pred.shape == (10, 3)
+    assert "past the fold's deadline: predicted in the unit's grace" in result.message
+    assert not train_one_shot(Slow(0.0), data, tmp_path / "on-time", time.monotonic() + 60).message
+    with pytest.raises(DeadlineReached, match="past the fold's deadline"):
+        train_one_shot(Slow(LATE_FIT_SECONDS + 0.5), data, tmp_path / "later", time.monotonic())
 
 
 def test_a_booster_stops_once_its_loss_falls_only_by_float_dust():
