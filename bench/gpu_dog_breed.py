@@ -161,7 +161,10 @@ def dog_breed_run(check: Check) -> dict:
                   pretrained=[m["name"] for m in planned if m.get("settings", {}).get("init") == "pretrained"
                               or m.get("engine") == "features"],  # features: embeddings of a pretrained backbone
                   members=[{k: m.get(k) for k in ("name", "engine", "slot", "folds_done", "cv", "weight", "status")}
-                           for m in report.get("members", [])], output=(done.stdout + done.stderr)[-2000:])
+                           for m in report.get("members", [])], output=(done.stdout + done.stderr)[-2000:],
+                  # when the run's stages ended: the measuring process and the fork server started before the data
+                  # was read (on a machine with cores to spare), the plan, training, the submission
+                  timings=report.get("timings") or {})
     from runner.machine.monitor import read_samples
 
     use = card_use(report, read_samples(out / "monitor.jsonl"))

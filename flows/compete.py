@@ -103,13 +103,13 @@ def publish(report: RunReport, graded: dict | None, launched: dict, out_dir: str
     submission = Path(out_dir, "submission.csv").resolve()  # the host's copy, not the path the run wrote
     create_markdown_artifact(run_summary(report, graded, launched, submission), key="run-summary",
                              description="plan, blend and score")
+    # both tables even when empty (a run that kept its baseline): under a key the latest artifact is the one shown,
+    # and an earlier run's table would stand for this run's
     members = [{k: m.get(k) for k in ("name", "engine", "slot", "folds_done", "folds", "cv", "weight", "seconds",
                                       "gain", "status")} for m in report.members]
-    if members:
-        create_table_artifact(members, key="members", description="one row per member: CV, blend weight, seconds")
+    create_table_artifact(members, key="members", description="one row per member: CV, blend weight, seconds")
     rows = [{k: f[k] for k in ("member", "fold", "status", "score", "epochs", "wall_seconds")} for f in report.folds]
-    if rows:
-        create_table_artifact(rows, key="folds", description="one row per fold of each member")
+    create_table_artifact(rows, key="folds", description="one row per fold of each member")
     create_link_artifact(Path(out_dir, "report.json").resolve().as_uri(), link_text="report.json", key="report")
     create_link_artifact(plot.resolve().as_uri(), link_text="memory and fold timeline", key="plot")
 

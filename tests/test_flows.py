@@ -1,5 +1,6 @@
 """The Prefect flows with the local backend, under a real (test) Prefect server."""
 import asyncio
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -52,6 +53,28 @@ def test_compete_runs_grades_and_publishes_artifacts(prefect_server, spaceship, 
     row = result_of(state.state_details.flow_run_id)
     assert row["competition_id"] == "spaceship-titanic" and row["score"] == summary["grade"]["score"]
     assert row["valid"] and row["wall_seconds"] == summary["wall_seconds"]
+
+
+def test_a_run_that_kept_its_baseline_publishes_empty_tables_not_an_earlier_runs(prefect_server, tmp_path):
+    """Under a key the latest artifact is the one the run page shows: a run with no fold (its window closed while
+    it was still importing, on a busy core) publishes empty members and folds tables, so an earlier run's do not
+    stand for its own."""
+    from flows.compete import publish
+    from runner.results.report import RunReport
+
+    ran = RunReport(competition="spaceship-titanic", status="trained", metric="accuracy", lower_is_better=False,
+                    budget_seconds=12, wall_seconds=11, submission=str(tmp_path / "submission.csv"),
+                    submission_source="blend: lightgbm",
+                    folds=({"member": "lightgbm", "fold": 0, "status": "completed", "score": 0.8, "epochs": 40,
+                            "wall_seconds": 2.0},),
+                    members=({"name": "lightgbm", "engine": "lightgbm", "slot": "cpu", "folds_done": 1},))
+    launched = dict(backend="local", killed_at_deadline=False)
+    publish(ran, None, launched, str(tmp_path))  # a task run of its own, as in the flow
+    assert len(json.loads(Artifact.get("folds").data)) == 1 and len(json.loads(Artifact.get("members").data)) == 1
+    kept = dataclasses.replace(ran, status="baseline", submission_source="baseline: class prior", folds=(),
+                               members=())
+    publish(kept, None, launched, str(tmp_path))
+    assert json.loads(Artifact.get("folds").data) == [] and json.loads(Artifact.get("members").data) == []
 
 
 def test_a_strict_slot_that_does_not_exist_stops_the_run(prefect_server, spaceship, demo_root, tmp_path):
