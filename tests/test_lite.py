@@ -44,7 +44,8 @@ RUN_ELSEWHERE = {"dog-breed-identification":  # the demo's replica, corrupt phot
 # window, and on a CPU that imported torch 2.3-2.8x slower than the one they were set on, aptos' CNN predicted one
 # grade (QWK 0) with its pixel members behind it given no fold at 15 s, and dogs-vs-cats' blend stayed at the prior
 # at 25 s
-BUDGET = {"image": paced(15), "text": 10, "tabular": 10, "audio": paced(15), "image_to_image": 12, "text_normalization": 12,
+BUDGET = {"image": paced(15), "text": 10, "tabular": 10, "audio": paced(15), "image_to_image": 12,
+          "text_normalization": 12,
           # the random-init CNN leads and fills the window, and at 15 s its three folds had now and then learned
           # only noise (CV 0.57, test AUC 0.45 against 0.5) while the pixel members behind it got one fold in
           "aerial-cactus-identification": paced(20),
