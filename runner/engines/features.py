@@ -28,7 +28,10 @@ CPU_SIDE, GPU_SIDE, MIN_SIDE = 128, 224, 64  # an ImageNet backbone wants some p
 CPU_IMAGES_PER_CORE_SECOND = 45.0  # at 128 px: efficientnet_lite0 embedded 99 images/s, resnet18 120, on 2 cores here
 GPU_IMAGES_PER_SECOND = 1500.0  # at 224 px; not measured (no GPU here): a conservative guess for a ResNet-50 in bf16
 DECODES_PER_CORE_SECOND = 400.0  # opening and resizing an image here, beside the network
-LOAD_SECONDS = 8.0  # importing torch and timm and reading the weights, in the prepare process
+# reading the weights into the network in the prepare process (0.2 s for efficientnet_lite0 here): torch and timm
+# are imported once in the fork server (`preload`), not in it; 8 s that assumed their import had planned the demo's
+# embeddings at 23 s where they took 10
+LOAD_SECONDS = 1.0
 # rows x widths x classes a logistic regression fits per second on one core: on the dog-breed demo's embeddings
 # (768 rows x 1,280 x 120 breeds) 1.7-2.5 s a fold on the slower CPU, about 5e7; 8e6 had planned 15 s
 CELLS_PER_SECOND = 4e7
@@ -57,7 +60,9 @@ class Features(OneShotEngine):
     name = "features"
     inputs = "image"
     Settings = FeatureSettings
-    preload = ("sklearn.linear_model", "sklearn.neighbors", "sklearn.preprocessing", "runner.engines.features")
+    # torch and timm for the prepare step's embeddings, the rest for the heads
+    preload = ("torch", "timm", "sklearn.linear_model", "sklearn.neighbors", "sklearn.preprocessing",
+               "runner.engines.features")
     search_space = dict(C=(0.1, 0.3, 1.0, 3.0, 10.0), k=(5, 10, 15, 25, 40))
     cheap_first = True  # on a GPU its embeddings take seconds and need the card before the network holds it
 
