@@ -75,7 +75,7 @@ class Supervisor:
         self.controller: Controller | None = None
         self.extras: ExtraMembers | None = None
         self.scheduler: Scheduler | None = None
-        self.server_early = False  # the fork server was started before the data was read (start_server_early)
+        self.server_early = False  # the fork server was started before the data was read (_server_early)
         self.on_status = lambda report, running: None  # the caller's view of the run while it trains
         self.fingerprints = (data_fingerprint(self.data_dir, spec.to_json()), code_fingerprint())
 
