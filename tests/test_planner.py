@@ -1,6 +1,7 @@
 """The planner on hardware we are not on: Hardware values and hand-made costs, no GPU needed."""
 import dataclasses
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -835,3 +836,12 @@ def test_a_fork_server_started_before_the_data_is_read_imports_what_the_tasks_en
     assert early_preload(load_spec("dog-breed"), machine(EARLY_SERVER_CORES - 1)) == ()
     unsupported = dataclasses.replace(load_spec("dog-breed"), task="unsupported")
     assert early_preload(unsupported, roomy) == ()
+
+
+def test_the_measuring_processs_own_lines_are_marked_once_in_the_runs_log(caplog):
+    """Its lines that say "measure:" already are not marked twice; the others (a traceback's) are marked."""
+    from runner.engines.vision.measuring import _said
+
+    with caplog.at_level(logging.INFO, logger="runner"):
+        _said("measure: torch and timm imported in 6.1 s\nValueError: x")
+    assert caplog.messages[-2:] == ["measure: torch and timm imported in 6.1 s", "measure: ValueError: x"]

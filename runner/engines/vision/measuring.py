@@ -33,6 +33,7 @@ MODULE = "runner.engines.vision.measure"  # the measuring process's own module
 MEASURE_LOG_LINES = 40  # of the measuring process's stderr kept in the run's log: a traceback's end fits
 # past its deadline the measuring process is killed: a timing in progress (a first cuDNN search took 7 s on an H200)
 # is not waited for, and what it wrote stands. 25 s of a 90 s run went to measuring when it could run to 2x its time
+PREFIX = "measure: "  # how the run's log marks the measuring process's lines
 OVERRUN_SECONDS = 2.0
 REAP_SECONDS = 1.0  # for a killed process to be reaped; one stuck in a driver call is left behind, never waited on
 
@@ -233,5 +234,5 @@ def _said(stderr: str | bytes | None) -> None:
     dump = next((i for i, line in enumerate(lines) if line.endswith("(most recent call first):")), None)
     if dump is not None and dump - 1 < start:
         start = max(0, dump - 1)  # its "Timeout (...)!" line first
-    for line in lines[start:start + MEASURE_LOG_LINES]:
-        log.info("measure: %s", line)
+    for line in lines[start:start + MEASURE_LOG_LINES]:  # its own lines say "measure:" already
+        log.info("%s", line if line.startswith(PREFIX) else PREFIX + line)
