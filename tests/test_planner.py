@@ -819,8 +819,8 @@ def test_members_tied_on_gain_per_core_second_go_cheaper_first():
 
 def test_a_fork_server_started_before_the_data_is_read_imports_what_the_tasks_engines_train_with():
     """Before the data is read only the task says which engines may train: an image competition's server imports
-    torch and timm and the table engines' libraries (side columns); a table competition's no torch; pages to
-    pages the U-Net's torch too. Below EARLY_SERVER_CORES nothing is started early (on few cores the server's
+    torch and timm and the pixel members' LightGBM, not the table engines' for side columns the data may not have;
+    a table competition's no torch; pages to pages the U-Net's torch beside the pixel-neighbourhood tables'. Below EARLY_SERVER_CORES nothing is started early (on few cores the server's
     imports would slow the measuring process's timings), nor for a competition nothing can train."""
     def machine(cpus: int) -> Hardware:
         return Hardware((), cpus, 16 * GiB, GiB, 50 * GiB)
@@ -828,6 +828,7 @@ def test_a_fork_server_started_before_the_data_is_read_imports_what_the_tasks_en
     roomy = machine(EARLY_SERVER_CORES)
     image = early_preload(load_spec("dog-breed"), roomy)
     assert {"torch", "timm", "lightgbm", "runner.engines.vision.training"} <= set(image)
+    assert not {"catboost", "xgboost"} & set(image)
     assert len(image) == len(set(image))
     table = early_preload(load_spec("spaceship-titanic"), roomy)
     assert "lightgbm" in table and "torch" not in table

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 PRIMARY_INPUT = {"tabular": "table", "text": "text", "image": "image", "audio": "audio", "image_to_image": "table",
                  "text_normalization": "table"}
-# the views a task's dataset carries (runner.data.loading), besides side columns in a table: what its engines are
+# the views a task's dataset carries (runner.data.loading), side columns in a table apart: what its engines are
 # judged by before the data is read
 TASK_VIEWS = {"tabular": ("table",), "text": ("text",), "image": ("image",), "audio": ("audio",),
               "image_to_image": ("table", "page"), "text_normalization": ("table",)}
@@ -243,11 +243,13 @@ def prestart_measuring(spec: CompetitionSpec, hardware: Hardware, budget_seconds
 
 def early_preload(spec: CompetitionSpec, hardware: Hardware, engines: list[str] | None = None) -> tuple[str, ...]:
     """What a fork server started before the data is read imports, on a machine with cores to spare for it
-    (EARLY_SERVER_CORES): the libraries of every engine the task's views, or side columns, could give a member;
-    nothing elsewhere (the server then starts once the plan is made, with the plan's libraries)."""
+    (EARLY_SERVER_CORES): the libraries of every engine the task's own views could give a member, what a server
+    started at the plan imported for such a run (a card's folds fork from it: nothing it imports may start CUDA);
+    not the table engines' for side columns, which the data may not have (a plan with them replaces the server).
+    Nothing elsewhere: the server then starts once the plan is made, with the plan's libraries."""
     if spec.task not in TASK_VIEWS or hardware.cpus < EARLY_SERVER_CORES:
         return ()
-    views = frozenset({*TASK_VIEWS[spec.task], "table"})
+    views = frozenset(TASK_VIEWS[spec.task])
     engines = [get_engine(n) for n in engines or engine_names()]
     return tuple(dict.fromkeys(m for engine in engines if engine.applies(spec, views) for m in engine.preload))
 
