@@ -289,3 +289,33 @@ def test_with_cores_to_spare_the_fork_server_starts_before_the_data_is_read(spac
     assert report.timings["fork_server_started"] <= report.timings["data_loaded"]
     assert "fork server started before the data is read, importing" in said and "sklearn.linear_model" in said
     assert at_plan == [server]  # the one started early is the one the units forked from (not replaced)
+
+
+def test_an_early_fork_server_lacking_a_library_the_plan_needs_is_replaced(spaceship, tmp_path, monkeypatch,
+                                                                            caplog):
+    """Before the data is read the task is all there is to go by: side columns can give a plan a member whose
+    library the early server did not import (here the guess is made to miss linear's own module). Once the plan is
+    made that server is replaced by one with every library the plan's members train with, and the log says which
+    it lacked; the units fork from the new one."""
+    import runner.supervisor as supervisor_module
+    from runner.supervisor import run_competition
+    from runner.units import fork_server
+
+    monkeypatch.setattr(supervisor_module, "early_preload", lambda spec, hardware, engines: ("sklearn.linear_model",))
+    fork_server.stop()
+    at_plan = []
+    hardware = Hardware(gpus=(), cpus=EARLY_SERVER_CORES, ram_bytes=8 * GiB, shm_bytes=GiB, disk_free_bytes=50 * GiB)
+    try:
+        with caplog.at_level(logging.INFO, logger="runner"):
+            report = run_competition("spaceship", spaceship / "prepared" / "public", Budget.start(paced(20)),
+                                     tmp_path / "out", hardware=hardware, engines=["linear"], max_members=1,
+                                     on_plan=lambda plan: at_plan.append(fork_server.server_pid()))
+        server = fork_server.server_pid()
+    finally:
+        fork_server.stop()
+    assert any(f["status"] == "completed" for f in report.folds), report.folds
+    assert "fork_server_started" in report.timings
+    lacked = "the fork server started before the data was read lacked"
+    [said] = [r.message for r in caplog.records if lacked in r.message]
+    assert "runner.engines.linear" in said and said.endswith(": replaced") and "sklearn.linear_model" not in said
+    assert at_plan[0] is not None and server != at_plan[0] and fork_server.killed(at_plan[0])
