@@ -258,37 +258,44 @@ def test_a_cnn_fold_on_the_cpu_says_it_is_ready_before_its_first_epoch(tmp_path)
     assert started < ready["at"] <= ended - sum(e["epoch_seconds"] for e in epochs)
 
 
-@pytest.mark.parametrize("cpus", [EARLY_SERVER_CORES, 2])
-def test_with_cores_to_spare_the_fork_server_starts_before_the_data_is_read(spaceship, tmp_path, cpus, caplog):
-    """On an H200 the fork server imported torch and timm for 9 s after the plan was made, the card idle. Where
-    the machine has cores to spare, it starts before the data is read with what the task's engines train with,
-    and the run's units fork from that one; with fewer it starts once the plan is made (on two cores its imports
-    would slow the measuring process's timings), as it did."""
+def _watched_run(spaceship, out, cpus: int, caplog):
+    """A one-member linear run on `cpus` cores (as data) from no fork server, its log at INFO: its report, the
+    server running when the plan was made, and the one running at its end."""
     from runner.supervisor import run_competition
     from runner.units import fork_server
 
     fork_server.stop()
     at_plan = []
     hardware = Hardware(gpus=(), cpus=cpus, ram_bytes=8 * GiB, shm_bytes=GiB, disk_free_bytes=50 * GiB)
-    out = tmp_path / "out"
     try:
         with caplog.at_level(logging.INFO, logger="runner"):
             report = run_competition("spaceship", spaceship / "prepared" / "public", Budget.start(paced(20)), out,
                                      hardware=hardware, engines=["linear"], max_members=1,
                                      on_plan=lambda plan: at_plan.append(fork_server.server_pid()))
-        server = fork_server.server_pid()
+        return report, at_plan[0], fork_server.server_pid()
     finally:
         fork_server.stop()
+
+
+@pytest.mark.parametrize("cpus", [EARLY_SERVER_CORES, 2])
+def test_with_cores_to_spare_the_fork_server_starts_before_the_data_is_read(spaceship, tmp_path, cpus, caplog):
+    """On an H200 the fork server imported torch and timm for 9 s after the plan was made, the card idle. Where
+    the machine has cores to spare, it starts before the data is read with what the task's engines train with,
+    and the run's units fork from that one; with fewer it starts once the plan is made (on two cores its imports
+    would slow the measuring process's timings), as it did."""
+    from runner.units import fork_server
+
+    report, at_plan, server = _watched_run(spaceship, tmp_path / "out", cpus, caplog)
     assert any(f["status"] == "completed" for f in report.folds), report.folds
     said = caplog.text
     assert "lacked" not in said  # the early server had what the plan trains with: not replaced
     if cpus < EARLY_SERVER_CORES:
         assert "fork_server_started" not in report.timings and "fork server started before" not in said
-        assert at_plan[0] is None or fork_server.killed(at_plan[0])  # none running until the plan was made
+        assert at_plan is None or fork_server.killed(at_plan)  # none running until the plan was made
         return
     assert report.timings["fork_server_started"] <= report.timings["data_loaded"]
     assert "fork server started before the data is read, importing" in said and "sklearn.linear_model" in said
-    assert at_plan == [server]  # the one started early is the one the units forked from (not replaced)
+    assert at_plan == server  # the one started early is the one the units forked from (not replaced)
 
 
 def test_an_early_fork_server_lacking_a_library_the_plan_needs_is_replaced(spaceship, tmp_path, monkeypatch,
@@ -298,24 +305,13 @@ def test_an_early_fork_server_lacking_a_library_the_plan_needs_is_replaced(space
     made that server is replaced by one with every library the plan's members train with, and the log says which
     it lacked; the units fork from the new one."""
     import runner.supervisor as supervisor_module
-    from runner.supervisor import run_competition
     from runner.units import fork_server
 
     monkeypatch.setattr(supervisor_module, "early_preload", lambda spec, hardware, engines: ("sklearn.linear_model",))
-    fork_server.stop()
-    at_plan = []
-    hardware = Hardware(gpus=(), cpus=EARLY_SERVER_CORES, ram_bytes=8 * GiB, shm_bytes=GiB, disk_free_bytes=50 * GiB)
-    try:
-        with caplog.at_level(logging.INFO, logger="runner"):
-            report = run_competition("spaceship", spaceship / "prepared" / "public", Budget.start(paced(20)),
-                                     tmp_path / "out", hardware=hardware, engines=["linear"], max_members=1,
-                                     on_plan=lambda plan: at_plan.append(fork_server.server_pid()))
-        server = fork_server.server_pid()
-    finally:
-        fork_server.stop()
+    report, at_plan, server = _watched_run(spaceship, tmp_path / "out", EARLY_SERVER_CORES, caplog)
     assert any(f["status"] == "completed" for f in report.folds), report.folds
     assert "fork_server_started" in report.timings
     lacked = "the fork server started before the data was read lacked"
     [said] = [r.message for r in caplog.records if lacked in r.message]
     assert "runner.engines.linear" in said and said.endswith(": replaced") and "sklearn.linear_model" not in said
-    assert at_plan[0] is not None and server != at_plan[0] and fork_server.killed(at_plan[0])
+    assert at_plan is not None and server != at_plan and fork_server.killed(at_plan)
