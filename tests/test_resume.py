@@ -29,6 +29,12 @@ def finished_folds(out: Path) -> int:
     return sum(1 for p in out.glob("members/*/*/manifest.json") if json.loads(p.read_text())["status"] == "completed")
 
 
+def completed_manifests(out: Path) -> dict[Path, str]:
+    """The finished folds' manifests, by path, as written (not a member's prepare step's)."""
+    texts = {p: p.read_text() for p in out.glob("members/*/*/manifest.json") if p.parent.name.isdigit()}
+    return {p: text for p, text in texts.items() if json.loads(text)["status"] == "completed"}
+
+
 def wait_for_folds(out: Path, count: int, timeout: float = 60) -> None:
     deadline = time.monotonic() + paced(timeout)
     while finished_folds(out) < count:
@@ -107,13 +113,21 @@ def test_a_killed_run_resumes_from_its_finished_folds_and_scores_as_an_uninterru
     process.wait()
     time.sleep(2)  # fold processes of their own session end by their deadlines
     assert graded(spaceship, out).valid_submission  # the last submission written stays valid
-    done = finished_folds(out)
+    finished = completed_manifests(out)
     resumed = start(spaceship, out, FINISHED_BUDGET, *MEMBERS)  # held to the finished run's members: it ends too
     _, stderr = resumed.communicate(timeout=paced(90))
     assert resumed.returncode == 0, stderr[-3000:]
     report = json.loads((out / "report.json").read_text())
-    assert report["resumed"]["folds_reused"] >= min(done, 8) and "resumed:" in stderr
-    assert any(m["status"] == "reused" for m in report["members"])
+    assert report["resumed"]["folds_reused"] >= min(len(finished), 8) and "resumed:" in stderr
+    # a reused fold is taken as it was, not trained again (which folds the kill caught varies: on a busy core no
+    # member had all its folds finished, so none of them has to be reused whole)
+    reused = {(name, fold) for name, folds in report["resumed"]["members"].items() for fold in folds}
+    assert reused and all(completed_manifests(out)[path] == text for path, text in finished.items()
+                          if (path.parent.parent.name, int(path.parent.name)) in reused)
+    folds_done = {m["name"]: m["folds_done"] for m in report["members"]}
+    assert all(folds_done[name] >= len(folds) for name, folds in report["resumed"]["members"].items())
+    assert all(m["status"] == "reused" for m in report["members"]
+               if len(report["resumed"]["members"].get(m["name"], ())) == m["folds"])
     # against a run of the same budget that nobody stopped (one of its own: the module's finished run)
     assert abs(graded(spaceship, out).score - graded(spaceship, finished_run).score) <= 0.02
 
