@@ -162,7 +162,8 @@ class Supervisor:
             state.status = "done" if state.folds_done else "skipped"
             self.ensemble.measure_gain(state)
             note_record(state, self.states, self.spec.lower_is_better)
-        self.update(**changes, members=self.member_rows(),
+        # the units that ended so far too: a run its watchdog stops says from them how it used its cards
+        self.update(**changes, members=self.member_rows(), **self.unit_rows(),
                     timings=self.outputs.mark(f"{result.member}_{result.fold}_done"))
 
     def _on_prepared(self, result: FoldResult) -> None:

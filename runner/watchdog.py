@@ -15,6 +15,9 @@ WATCHDOG_MARGIN = 0.5  # seconds before the budget's end at which a run that is 
 # the unit processes' module, looked up by name, never imported from here: a run that never started a unit (a plan,
 # a grade) has nothing to end and pays for no import (tests/test_layout.py holds the name to the module)
 PROCESSES = "runner.units.processes"
+# the monitor's samples the stopped report's card figures read at most, evenly spaced: a day's run writes 86,400,
+# 0.8 s to parse on a slow core (0.12 s with 3,000 of them read), and the watchdog has 0.5 s
+STOP_SAMPLES = 3000
 
 
 def _own_stacks(log_path: Path | None) -> None:
@@ -48,13 +51,7 @@ def watchdog(budget: Budget, report_path: Path | None = None) -> threading.Timer
                     processes.kill(child)
 
         with contextlib.suppress(Exception):  # the report as it stands, its status final (it may not exist yet)
-            from runner.results.report import RunReport
-
-            report = RunReport.load(report_path)
-            RunReport.from_json({**report.to_json(), "status": "stopped", "wall_seconds": round(budget.elapsed(), 2),
-                                 "stop_reason": f"the run's watchdog stopped it {WATCHDOG_MARGIN} s before the end "
-                                                f"of the budget; the last valid submission "
-                                                f"({report.submission_source}) is kept"}).save(report_path)
+            stopped_report(budget, report_path)
 
         for child in psutil.Process().children(recursive=True):  # orphans re-parented here (subreaper) too
             with contextlib.suppress(psutil.Error, ProcessLookupError, PermissionError):
@@ -67,6 +64,36 @@ def watchdog(budget: Budget, report_path: Path | None = None) -> threading.Timer
     timer.daemon = True
     timer.start()
     return timer
+
+
+def stopped_report(budget: Budget, report_path: Path) -> None:
+    """The report as it stands, marked stopped, and with how the run used its cards where it planned any and had
+    not said so yet: from the report's own records (the units that ended, the folds and epochs) and the monitor's
+    samples beside it, over the window from the start to the stop. Files only: the supervisor's objects may be
+    mid-change in the thread the watchdog stops, and nothing here may wait on them."""
+    from runner.results.report import RunReport
+
+    report = RunReport.load(report_path)
+    changes = dict(status="stopped", wall_seconds=round(budget.elapsed(), 2),
+                   stop_reason=f"the run's watchdog stopped it {WATCHDOG_MARGIN} s before the end of the budget; "
+                               f"the last valid submission ({report.submission_source}) is kept")
+    cards = int((report.plan or {}).get("gpus", 0))
+    if cards and report.card_usage is None:
+        # the figures are what a stopped run can still say; a record they cannot be read from must not cost the
+        # report its stopped status
+        with contextlib.suppress(Exception):
+            changes["card_usage"] = _card_usage(report, cards, budget, report_path.with_name("monitor.jsonl"))
+    RunReport.from_json({**report.to_json(), **changes}).save(report_path)
+
+
+def _card_usage(report, cards: int, budget: Budget, monitor: Path) -> dict:
+    from runner.machine.monitor import read_samples
+    from runner.results.card_usage import card_usage
+
+    ended = report.timings.get("training_done") or budget.elapsed()
+    usage = card_usage(cards, (0.0, max(budget.seconds * budget.cut, ended)), report.units, report.folds,
+                       report.epochs, report.members, read_samples(monitor, STOP_SAMPLES))
+    return usage.model_dump(mode="json")
 
 
 def end_units() -> None:

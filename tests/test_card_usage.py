@@ -2,6 +2,7 @@
 units held the card and its folds trained on it, each GPU member's speed; computed from hand-made samples and
 records, and a run without a card says nothing of one (None, not zeros)."""
 import json
+import time
 
 import pytest
 
@@ -98,9 +99,17 @@ def test_a_whole_run_reports_its_card_figures_only_where_it_has_a_card(spaceship
     gpus = (Gpu("A100-SXM4-40GB", 40 * GiB, 40 * GiB, (8, 0)),) * cards
     hardware = Hardware(gpus=gpus, cpus=1, ram_bytes=8 * GiB, shm_bytes=GiB, disk_free_bytes=50 * GiB)
     out = tmp_path / "out"
+    midway = []  # report.json as the run went: the units that had ended are in it with the folds they gave
+
+    def seen(_report, _running):
+        if (saved := json.loads((out / "report.json").read_text()))["folds"]:
+            midway.append(saved)
+
     report = run_competition("spaceship", spaceship / "prepared" / "public", Budget.start(8), out,
-                             hardware=hardware, engines=["linear"])
+                             hardware=hardware, engines=["linear"], on_status=seen)
     saved = json.loads((out / "report.json").read_text())
+    assert midway and all({(f["member"], f["fold"]) for f in r["folds"]} <= {(u["member"], u["fold"])
+                                                                           for u in r["units"]} for r in midway)
     caption = str(summary_table(report).caption)
     page = run_summary(report, None, dict(backend="local", killed_at_deadline=False), out / "submission.csv")
     assert read_samples(out / "monitor.jsonl")[0]["t"] < report.timings["planned"]  # sampled before training
@@ -114,3 +123,50 @@ def test_a_whole_run_reports_its_card_figures_only_where_it_has_a_card(spaceship
     assert report.card_usage.window[1] >= 8 * 0.85  # from the start to the cut at least
     assert saved["card_usage"]["cards"][0]["busy_share"] is None
     assert "card 0: busy unknown" in caption and "card 0: busy unknown" in page
+
+
+def stopped(tmp_path, plan: dict | None, **fields) -> dict:
+    """report.json as the watchdog leaves it, from a report written mid-training (the hand-made records above) and
+    a monitor's samples beside it, 99.5 s into a 100 s budget."""
+    from runner.watchdog import stopped_report
+
+    tmp_path.mkdir(exist_ok=True)
+    report = tmp_path / "report.json"
+    RunReport("dog-breed", "running", "log_loss", True, 100, 90, "s.csv", "blend: cnn 1.00", plan=plan,
+              units=UNITS, folds=FOLDS, epochs=EPOCHS, members=MEMBERS, **fields).save(report)
+    trained = samples(lambda t: 80 if 45 <= t < 75 else 0)
+    (tmp_path / "monitor.jsonl").write_text("".join(json.dumps(s) + "\n" for s in trained))
+    stopped_report(Budget(100, time.monotonic() - 99.5), report)
+    return json.loads(report.read_text())
+
+
+def test_a_run_its_watchdog_stops_still_says_how_it_used_its_card(tmp_path):
+    """Stopped while its folds ran past the cut, the run never reached the supervisor's summary: the watchdog's
+    report gives the card's figures from the units that had ended, over the window up to the stop."""
+    saved = stopped(tmp_path, plan=dict(gpus=1))
+    assert saved["status"] == "stopped" and "watchdog stopped it" in saved["stop_reason"]
+    [card] = saved["card_usage"]["cards"]
+    assert 99.5 <= card["window_seconds"] < 110  # to the stop, past the cut (85 s)
+    assert card["held_seconds"] == 70.0 and card["training_seconds"] == 30.0 and card["samples"] == 100
+    assert card["busy_share"] == pytest.approx(30 * 0.8 / 100)  # the samples cover the window's first 100 s
+    assert [m["member"] for m in saved["card_usage"]["members"]] == ["cnn"]
+
+
+def test_a_watchdog_stop_keeps_figures_already_given_and_gives_none_without_a_card(tmp_path):
+    given = card_usage(1, WINDOW, UNITS[:1], (), (), MEMBERS, [])
+    kept = stopped(tmp_path / "given", plan=dict(gpus=1), card_usage=given)
+    assert RunReport.from_json(kept).card_usage == given  # the supervisor's own, written before the stop
+    assert stopped(tmp_path / "cpu", plan=dict(gpus=0))["card_usage"] is None
+    assert stopped(tmp_path / "unplanned", plan=None)["card_usage"] is None  # stopped before its plan
+
+
+def test_a_monitor_file_the_figures_cannot_be_read_from_still_leaves_the_report_stopped(tmp_path):
+    from runner.watchdog import stopped_report
+
+    report = tmp_path / "report.json"
+    RunReport("dog-breed", "running", "log_loss", True, 100, 90, "s.csv", "prior", plan=dict(gpus=1),
+              units=UNITS).save(report)
+    (tmp_path / "monitor.jsonl").write_text("not json\n")
+    stopped_report(Budget(100, time.monotonic() - 99.5), report)
+    saved = json.loads(report.read_text())
+    assert saved["status"] == "stopped" and saved["card_usage"] is None

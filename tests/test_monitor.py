@@ -67,3 +67,13 @@ def test_samples_are_read_while_the_monitor_writes_its_next_line(tmp_path):
     path = tmp_path / "monitor.jsonl"
     path.write_text('{"t": 0.0, "cpu": 1.0, "rss": 1, "gpus": []}\n{"t": 1.0, "cpu"')  # the second half-written
     assert read_samples(path) == [{"t": 0.0, "cpu": 1.0, "rss": 1, "gpus": []}]
+
+
+def test_a_long_runs_samples_can_be_read_evenly_spaced_up_to_a_count(tmp_path):
+    path = tmp_path / "monitor.jsonl"
+    path.write_text("".join(f'{{"t": {t}.0, "cpu": 1.0, "rss": 1, "gpus": []}}\n' for t in range(1000)))
+    spaced = read_samples(path, most=300)
+    assert 250 <= len(spaced) <= 300 and spaced[0]["t"] == 0.0 and spaced[-1]["t"] >= 990.0
+    gaps = {b["t"] - a["t"] for a, b in zip(spaced, spaced[1:])}
+    assert len(gaps) == 1  # evenly spaced
+    assert len(read_samples(path, most=5000)) == len(read_samples(path)) == 1000  # fewer than asked: all of them
