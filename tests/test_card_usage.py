@@ -148,7 +148,7 @@ def test_a_run_its_watchdog_stops_still_says_how_it_used_its_card(tmp_path):
     [card] = saved["card_usage"]["cards"]
     assert 99.5 <= card["window_seconds"] < 110  # to the stop, past the cut (85 s)
     assert card["held_seconds"] == 70.0 and card["training_seconds"] == 30.0 and card["samples"] == 100
-    assert card["busy_share"] == pytest.approx(30 * 0.8 / 100)  # the samples cover the window's first 100 s
+    assert card["busy_share"] == pytest.approx(30 * 0.8 / 100)  # the mean over the window's 100 samples
     assert [m["member"] for m in saved["card_usage"]["members"]] == ["cnn"]
 
 
