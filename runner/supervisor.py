@@ -76,6 +76,7 @@ class Supervisor:
         self.extras: ExtraMembers | None = None
         self.scheduler: Scheduler | None = None
         self.server_early = False  # the fork server was started before the data was read (_server_early)
+        self.running_written: set[tuple[str, int]] = set()  # the units running as the report last named them
         self.on_status = lambda report, running: None  # the caller's view of the run while it trains
         self.fingerprints = (data_fingerprint(self.data_dir, spec.to_json()), code_fingerprint())
 
@@ -248,13 +249,21 @@ class Supervisor:
                           read_samples(self.out / "monitor.jsonl"))
 
     def unit_rows(self) -> dict:
-        """When and where each unit ran, and each the run killed (with its stacks), for the report."""
+        """When and where each unit ran, those running as far as they got, and each the run killed (with its
+        stacks), for the report."""
         if self.scheduler is None:
             return {}
-        return dict(units=tuple(r.to_json() for r in self.scheduler.records),
+        records = self.scheduler.records + self.scheduler.running_records()
+        return dict(units=tuple(r.to_json() for r in records),
                     killed=tuple(k.to_json() for k in self.scheduler.slots.killed))
 
     def _status(self, running: list[Running]) -> None:
+        # the report names the units running whenever they change: a run its watchdog stops counts the card's
+        # time from these (runner.watchdog), and folds running past the cut are what holds a card then
+        now_running = {(r.unit.member.name, r.unit.fold) for r in running}
+        if now_running != self.running_written:
+            self.running_written = now_running
+            self.update(**self.unit_rows())
         self.controller.watch(running)
         self.on_status(self.report, running)
 

@@ -89,9 +89,13 @@ def stopped_report(budget: Budget, report_path: Path) -> None:
 def _card_usage(report, cards: int, budget: Budget, monitor: Path) -> dict:
     from runner.machine.monitor import read_samples
     from runner.results.card_usage import card_usage
+    from runner.units.scheduler import RUNNING
 
-    ended = report.timings.get("training_done") or budget.elapsed()
-    usage = card_usage(cards, (0.0, max(budget.seconds * budget.cut, ended)), report.units, report.folds,
+    now = round(budget.elapsed(), 2)
+    ended = report.timings.get("training_done") or now
+    # a unit the report last saw running ran until this stop, which kills it
+    units = tuple({**u, "end": now} if u["status"] == RUNNING else u for u in report.units)
+    usage = card_usage(cards, (0.0, max(budget.seconds * budget.cut, ended)), units, report.folds,
                        report.epochs, report.members, read_samples(monitor, STOP_SAMPLES))
     return usage.model_dump(mode="json")
 

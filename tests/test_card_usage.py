@@ -99,17 +99,22 @@ def test_a_whole_run_reports_its_card_figures_only_where_it_has_a_card(spaceship
     gpus = (Gpu("A100-SXM4-40GB", 40 * GiB, 40 * GiB, (8, 0)),) * cards
     hardware = Hardware(gpus=gpus, cpus=1, ram_bytes=8 * GiB, shm_bytes=GiB, disk_free_bytes=50 * GiB)
     out = tmp_path / "out"
-    midway = []  # report.json as the run went: the units that had ended are in it with the folds they gave
+    midway = []  # report.json as the run went, and the units running then
 
-    def seen(_report, _running):
-        if (saved := json.loads((out / "report.json").read_text()))["folds"]:
-            midway.append(saved)
+    def seen(_report, running):
+        midway.append((json.loads((out / "report.json").read_text()), {(r.unit.member.name, r.unit.fold)
+                                                                        for r in running}))
 
     report = run_competition("spaceship", spaceship / "prepared" / "public", Budget.start(8), out,
                              hardware=hardware, engines=["linear"], on_status=seen)
     saved = json.loads((out / "report.json").read_text())
-    assert midway and all({(f["member"], f["fold"]) for f in r["folds"]} <= {(u["member"], u["fold"])
-                                                                           for u in r["units"]} for r in midway)
+    # every fold it lists has its unit, those ended and those running named as such
+    assert all({(f["member"], f["fold"]) for f in r["folds"]} <= {(u["member"], u["fold"]) for u in r["units"]}
+               for r, _ in midway)
+    named = [({(u["member"], u["fold"]) for u in r["units"] if u["status"] == "running"}, running)
+             for r, running in midway]
+    assert any(running for _, running in named) and all(said == running for said, running in named)
+    assert all(u["status"] != "running" for u in saved["units"])  # at the end every unit has ended
     caption = str(summary_table(report).caption)
     page = run_summary(report, None, dict(backend="local", killed_at_deadline=False), out / "submission.csv")
     assert read_samples(out / "monitor.jsonl")[0]["t"] < report.timings["planned"]  # sampled before training
@@ -132,8 +137,9 @@ def stopped(tmp_path, plan: dict | None, **fields) -> dict:
 
     tmp_path.mkdir(exist_ok=True)
     report = tmp_path / "report.json"
+    fields = dict(units=UNITS, folds=FOLDS, epochs=EPOCHS, members=MEMBERS) | fields
     RunReport("dog-breed", "running", "log_loss", True, 100, 90, "s.csv", "blend: cnn 1.00", plan=plan,
-              units=UNITS, folds=FOLDS, epochs=EPOCHS, members=MEMBERS, **fields).save(report)
+              **fields).save(report)
     trained = samples(lambda t: 80 if 45 <= t < 75 else 0)
     (tmp_path / "monitor.jsonl").write_text("".join(json.dumps(s) + "\n" for s in trained))
     stopped_report(Budget(100, time.monotonic() - 99.5), report)
@@ -141,13 +147,17 @@ def stopped(tmp_path, plan: dict | None, **fields) -> dict:
 
 
 def test_a_run_its_watchdog_stops_still_says_how_it_used_its_card(tmp_path):
-    """Stopped while its folds ran past the cut, the run never reached the supervisor's summary: the watchdog's
-    report gives the card's figures from the units that had ended, over the window up to the stop."""
-    saved = stopped(tmp_path, plan=dict(gpus=1))
+    """Stopped while a fold ran past the cut, the run never reached the supervisor's summary: the watchdog's report
+    gives the card's figures from the units the report named, over the window up to the stop; the fold it last saw
+    running (from 85 s, written at 90 s) held the card until the stop."""
+    past_the_cut = unit("cnn", 2, 85.0, 90.0) | dict(status="running")
+    saved = stopped(tmp_path, plan=dict(gpus=1), units=UNITS + (past_the_cut,))
     assert saved["status"] == "stopped" and "watchdog stopped it" in saved["stop_reason"]
     [card] = saved["card_usage"]["cards"]
     assert 99.5 <= card["window_seconds"] < 110  # to the stop, past the cut (85 s)
-    assert card["held_seconds"] == 70.0 and card["training_seconds"] == 30.0 and card["samples"] == 100
+    stop = card["window_seconds"]
+    assert card["held_seconds"] == pytest.approx(70.0 + stop - 85.0, abs=0.02)  # 10-80 s, and 85 s to the stop
+    assert card["training_seconds"] == 30.0 and card["samples"] == 100  # no epoch line of the last fold yet
     assert card["busy_share"] == pytest.approx(30 * 0.8 / 100)  # the mean over the window's 100 samples
     assert [m["member"] for m in saved["card_usage"]["members"]] == ["cnn"]
 

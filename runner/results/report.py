@@ -32,7 +32,9 @@ class RunReport(Saved):
     folds: tuple[dict, ...] = ()
     members: tuple[dict, ...] = ()  # name, engine, slot, folds, folds_done, cv, weight, seconds, gain, status
     blend: dict | None = None  # weights, cv, rows, start, member_cv
-    units: tuple[dict, ...] = ()  # member, fold, lane, start, end, status, score, threads: when and where each ran
+    # member, fold, lane, start, end, status, score, threads: when and where each ran (while it runs: status
+    # "running", its end when the report was written)
+    units: tuple[dict, ...] = ()
     killed: tuple[dict, ...] = ()  # member, fold, pid, why, how, at, stacks, log: each unit the run had to kill
     actions: tuple[dict, ...] = ()  # t, action: what the run changed while training, and why
     epochs: tuple[dict, ...] = ()  # member, fold, epoch, loss, score, images/s, data wait, GPU memory and busy %

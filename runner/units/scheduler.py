@@ -35,6 +35,7 @@ from runner.units.unit_queue import Unit, UnitQueue
 TOO_LATE = "needs about"  # how a unit skipped for want of time is reported
 WINDOW_CLOSED = "the training window closed"
 EVERY_MEMBER_FINISHED = "every member finished"
+RUNNING = "running"  # a unit record's status while its unit runs (its end: when the record was written)
 
 
 @dataclass(frozen=True)
@@ -262,6 +263,12 @@ class Scheduler:
         self.records.append(UnitRecord(unit.member.name, unit.fold, lane, round(started - self.budget.started, 2),
                                        round(now - self.budget.started, 2), result.status, result.score,
                                        threads))
+
+    def running_records(self) -> list[UnitRecord]:
+        """The units running now, each as far as it got: status "running", its span up to this moment."""
+        now = round(time.monotonic() - self.budget.started, 2)
+        return [UnitRecord(r.unit.member.name, r.unit.fold, r.lane, round(r.started - self.budget.started, 2), now,
+                           RUNNING, None, r.task.threads) for r in self.running]
 
     def _finish(self, result: FoldResult, unit: Unit, lane: str, started: float) -> None:
         self._record(result, unit, lane, started)
