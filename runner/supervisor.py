@@ -45,7 +45,7 @@ from runner.results.report import RunReport
 from runner.results.resume import (Reused, code_fingerprint, data_fingerprint, resumed_members, reusable,
                                    unit_fingerprint)
 from runner.units.running import Running
-from runner.units.scheduler import Scheduler
+from runner.units.scheduler import RUNNING, Scheduler, unit_rows
 from runner.competition.spec import CompetitionSpec
 from runner.competition.catalog import load_spec
 from runner.results.submission import write_given_sample
@@ -76,7 +76,6 @@ class Supervisor:
         self.extras: ExtraMembers | None = None
         self.scheduler: Scheduler | None = None
         self.server_early = False  # the fork server was started before the data was read (_server_early)
-        self.running_written: set[tuple[str, int]] = set()  # the units running as the report last named them
         self.on_status = lambda report, running: None  # the caller's view of the run while it trains
         self.fingerprints = (data_fingerprint(self.data_dir, spec.to_json()), code_fingerprint())
 
@@ -164,7 +163,7 @@ class Supervisor:
             self.ensemble.measure_gain(state)
             note_record(state, self.states, self.spec.lower_is_better)
         # the units that ended so far too: a run its watchdog stops says from them how it used its cards
-        self.update(**changes, members=self.member_rows(), **self.unit_rows(),
+        self.update(**changes, members=self.member_rows(), **unit_rows(self.scheduler),
                     timings=self.outputs.mark(f"{result.member}_{result.fold}_done"))
 
     def _on_prepared(self, result: FoldResult) -> None:
@@ -235,7 +234,7 @@ class Supervisor:
         log.info("training ended at %.0f s of %.0f s (%.0f%%): %s", elapsed, self.budget.seconds,
                  100 * elapsed / self.budget.seconds, reason)
         self.update(status="trained" if trained else "baseline", stop_reason=reason, members=self.member_rows(),
-                    timings=self.outputs.mark("training_done"), **self.unit_rows())
+                    timings=self.outputs.mark("training_done"), **unit_rows(self.scheduler))
         self.update(card_usage=self.card_usage())
 
     def card_usage(self) -> CardUsage | None:
@@ -248,22 +247,12 @@ class Supervisor:
         return card_usage(self.plan.gpus, window, report.units, report.folds, report.epochs, report.members,
                           read_samples(self.out / "monitor.jsonl"))
 
-    def unit_rows(self) -> dict:
-        """When and where each unit ran, those running as far as they got, and each the run killed (with its
-        stacks), for the report."""
-        if self.scheduler is None:
-            return {}
-        records = self.scheduler.records + self.scheduler.running_records()
-        return dict(units=tuple(r.to_json() for r in records),
-                    killed=tuple(k.to_json() for k in self.scheduler.slots.killed))
-
     def _status(self, running: list[Running]) -> None:
         # the report names the units running whenever they change: a run its watchdog stops counts the card's
         # time from these (runner.watchdog), and folds running past the cut are what holds a card then
-        now_running = {(r.unit.member.name, r.unit.fold) for r in running}
-        if now_running != self.running_written:
-            self.running_written = now_running
-            self.update(**self.unit_rows())
+        said = {(u["member"], u["fold"]) for u in self.report.units if u["status"] == RUNNING}
+        if {(r.unit.member.name, r.unit.fold) for r in running} != said:
+            self.update(**unit_rows(self.scheduler))
         self.controller.watch(running)
         self.on_status(self.report, running)
 
@@ -363,7 +352,7 @@ def run_competition(name: str, data_dir: Path, budget: Budget, out_dir: Path, ha
         outputs.update(status="error", error=str(exc))
     except Interrupted as exc:  # the units are stopped already (the scheduler's finally): say so, then go
         outputs.update(status="interrupted", stop_reason=f"{exc} at {budget.elapsed():.0f} s",
-                       members=supervisor.member_rows(), **supervisor.unit_rows())
+                       members=supervisor.member_rows(), **unit_rows(supervisor.scheduler))
         outputs.update(card_usage=supervisor.card_usage())
         raise
     finally:

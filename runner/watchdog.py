@@ -68,9 +68,9 @@ def watchdog(budget: Budget, report_path: Path | None = None) -> threading.Timer
 
 def stopped_report(budget: Budget, report_path: Path) -> None:
     """The report as it stands, marked stopped, and with how the run used its cards where it planned any and had
-    not said so yet: from the report's own records (the units that ended, the folds and epochs) and the monitor's
-    samples beside it, over the window from the start to the stop. Files only: the supervisor's objects may be
-    mid-change in the thread the watchdog stops, and nothing here may wait on them."""
+    not said so yet: from the report's own records (the units, ended and running; the folds and epochs) and the
+    monitor's samples beside it, over the window from the start to the stop. Files only: the supervisor's objects
+    may be mid-change in the thread the watchdog stops, and nothing here may wait on them."""
     from runner.results.report import RunReport
 
     report = RunReport.load(report_path)

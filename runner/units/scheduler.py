@@ -264,12 +264,6 @@ class Scheduler:
                                        round(now - self.budget.started, 2), result.status, result.score,
                                        threads))
 
-    def running_records(self) -> list[UnitRecord]:
-        """The units running now, each as far as it got: status "running", its span up to this moment."""
-        now = round(time.monotonic() - self.budget.started, 2)
-        return [UnitRecord(r.unit.member.name, r.unit.fold, r.lane, round(r.started - self.budget.started, 2), now,
-                           RUNNING, None, r.task.threads) for r in self.running]
-
     def _finish(self, result: FoldResult, unit: Unit, lane: str, started: float) -> None:
         self._record(result, unit, lane, started)
         self.on_result(result)
@@ -307,3 +301,15 @@ class Scheduler:
             for item, result in self.slots.stop_all(self.budget):  # none, unless the run is stopping early
                 self._ended(item, result)
         return stop_reason(self.pending, self.budget)
+
+
+def unit_rows(scheduler: Scheduler | None) -> dict:
+    """For the report: when and where each unit ran, those running as far as they got (status "running", the span
+    up to now), and each the run killed (with its stacks)."""
+    if scheduler is None:
+        return {}
+    started, now = scheduler.budget.started, round(time.monotonic() - scheduler.budget.started, 2)
+    running = [UnitRecord(r.unit.member.name, r.unit.fold, r.lane, round(r.started - started, 2), now, RUNNING, None,
+                          r.task.threads) for r in scheduler.running]
+    return dict(units=tuple(r.to_json() for r in scheduler.records + running),
+                killed=tuple(k.to_json() for k in scheduler.slots.killed))
