@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 import pace
-from waiting_workers import WAITING_FILES, WaitingWorkers, is_waiting, worker_cores
+from waiting_workers import WaitingWorkers, is_waiting, waiting_worker_takes, worker_cores
 from runner.demo import write_demo
 
 
@@ -232,9 +232,9 @@ def pytest_xdist_auto_num_workers(config) -> int:
 
 
 def pytest_ignore_collect(collection_path, config):
-    """A waiting worker collects only the waiting files (tests/waiting_workers.py)."""
+    """A waiting worker collects only the files it takes (tests/waiting_workers.py)."""
     if WAITS and collection_path.name.startswith("test_") and collection_path.suffix == ".py":
-        return collection_path.name not in WAITING_FILES or None
+        return not waiting_worker_takes(collection_path.name) or None
     return None
 
 

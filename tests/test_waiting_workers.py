@@ -4,10 +4,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from waiting_workers import QUIET_FILES, WAITING_FILES, WaitingWorkers, is_waiting, worker_cores
+from waiting_workers import (QUIET_FILES, SHARED_FILES, WAITING_FILES, WaitingWorkers, is_waiting,
+                             waiting_worker_takes, worker_cores)
 
 WAITING = sorted(WAITING_FILES)[:2]
-COMPUTING = ["test_lite.py", "test_e2e.py", "test_docker.py", "test_grade.py"]
+COMPUTING = ["test_lite.py", "test_e2e.py", "test_resume.py", "test_grade.py"]
+SHARED = sorted(SHARED_FILES)[:2]
 QUIET = [name for name in COMPUTING if name in QUIET_FILES]
 
 
@@ -39,14 +41,14 @@ def scheduler(workers=3, waiting=1, busy=None):
 
 
 def collected(schedule, workers, everything):
-    """Each worker registered and collected, the waiting one only the waiting files (registered first: it is
+    """Each worker registered and collected, the waiting one only the files it takes (registered first: it is
     quicker), then scheduled."""
     for worker in workers:
         schedule.add_node(worker)
     for worker in reversed(workers):
         waits = is_waiting(worker.gateway.id, len(workers), 1)
-        schedule.add_node_collection(worker, [n for n in everything if not waits or n.split("/")[1].split("::")[0]
-                                              in WAITING_FILES])
+        schedule.add_node_collection(worker, [n for n in everything
+                                              if not waits or waiting_worker_takes(n.split("/")[1].split("::")[0])])
     assert schedule.collection_is_completed
     schedule.schedule()
 
@@ -91,6 +93,28 @@ def test_a_computing_worker_takes_a_waiting_file_only_when_nothing_else_is_left(
                                                                          frozenset(set(WAITING) - waited)}
 
 
+def test_the_waiting_worker_takes_the_shared_files_once_its_waiting_files_are_done():
+    schedule, workers = scheduler()
+    collected(schedule, workers, nodeids(SHARED + COMPUTING + WAITING, per_file=2))
+    computing, waiting = workers[:2], workers[2]
+    # the shared files queue first, yet the computing workers take the others and the waiting worker a waiting file
+    assert not any(files_sent(schedule, w) & set(SHARED) for w in computing)
+    assert files_sent(schedule, waiting) <= set(WAITING)
+    while not waiting.shutting_down:
+        finish(schedule, waiting)
+    # done with the waiting files it took the shared ones, all of them while the computing workers were busy
+    assert files_sent(schedule, waiting) == set(WAITING) | set(SHARED)
+    assert not any(files_sent(schedule, w) & set(SHARED) for w in computing)
+
+
+def test_a_computing_worker_takes_a_shared_file_before_a_waiting_one_when_nothing_else_is_left():
+    schedule, workers = scheduler()
+    collected(schedule, workers, nodeids(WAITING + SHARED[:1] + COMPUTING[:1], per_file=4))
+    assert files_sent(schedule, workers[2]) <= set(WAITING)
+    assert {frozenset(files_sent(schedule, w)) for w in workers[:2]} == {frozenset({COMPUTING[0]}),
+                                                                         frozenset({SHARED[0]})}
+
+
 def test_a_waiting_worker_whose_collection_differs_is_refused():
     schedule, workers = scheduler()
     for worker in workers:
@@ -114,7 +138,7 @@ def test_workers_are_pinned_a_core_each_and_the_waiting_one_beside_the_core_anot
 def test_the_runs_that_want_a_core_of_their_own_go_to_the_worker_that_has_one_while_a_waiting_worker_runs():
     schedule, workers = scheduler()
     # the quiet files queued behind the others: the worker with its own core (gw0) still takes them first
-    collected(schedule, workers, nodeids(["test_docker.py", "test_grade.py", *WAITING, *QUIET], per_file=1))
+    collected(schedule, workers, nodeids(["test_resume.py", "test_grade.py", *WAITING, *QUIET], per_file=1))
     own, shared, waiting = workers
     assert len(QUIET) == 2 and files_sent(schedule, own) <= set(QUIET) and files_sent(schedule, own)
     assert not files_sent(schedule, shared) & set(QUIET)
@@ -124,12 +148,12 @@ def test_the_runs_that_want_a_core_of_their_own_go_to_the_worker_that_has_one_wh
     finish(schedule, shared)
     finish(schedule, own)
     sent = {name for worker in (own, shared) for name in files_sent(schedule, worker)}
-    assert sent >= set(QUIET) | {"test_docker.py", "test_grade.py"}
+    assert sent >= set(QUIET) | {"test_resume.py", "test_grade.py"}
 
 
 def test_with_every_computing_core_shared_the_quiet_runs_go_in_the_queues_order():
     # core 1 kept busy by another process (make test-busy): the waiting worker beside gw0 on core 0, gw1 beside
     # the busy process: no worker has a core of its own, so none is kept from the quiet files
     schedule, workers = scheduler(busy=1)
-    collected(schedule, workers, nodeids([*QUIET, *WAITING, "test_docker.py", "test_grade.py"], per_file=1))
+    collected(schedule, workers, nodeids([*QUIET, *WAITING, "test_resume.py", "test_grade.py"], per_file=1))
     assert {name for worker in workers[:2] for name in files_sent(schedule, worker)} >= set(QUIET)

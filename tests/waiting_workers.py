@@ -27,6 +27,11 @@ WAITING_FILES = frozenset({"test_measuring.py", "test_portfolio_run.py", "test_o
 # measured nothing and stayed at the prior; aptos' CNN predicted one class; a run whose fork server was stopped
 # found it at 18 s of 30 and finished no unit after it
 QUIET_FILES = frozenset({"test_e2e.py", "test_lite.py", "test_unanswering.py"})
+# the files whose tests hold on a shared core (what they assert is behaviour, not how much a model learns; the
+# containers' runs are on every core whatever the worker's): a waiting worker takes them once its waiting files are
+# done, where it had ended and left its core idle beside the computing worker there for the last 60% of the suite;
+# a computing worker takes one only when nothing else but the waiting files is left
+SHARED_FILES = frozenset({"test_deployment.py", "test_docker.py", "test_gpu_check.py", "test_hardening.py"})
 # Tried and not kept: the computing worker beside a waiting one at nice 3 (the waiting one's deadlines first): the
 # end-to-end spaceship run there got a third of its core while measuring processes computed, and a LightGBM fold
 # was cut at its deadline
@@ -60,12 +65,22 @@ def is_waiting_file(nodeid: str) -> bool:
     return file_name(nodeid) in WAITING_FILES
 
 
+def is_shared_file(nodeid: str) -> bool:
+    return file_name(nodeid) in SHARED_FILES
+
+
+def waiting_worker_takes(name: str) -> bool:
+    """Whether a waiting worker collects (and may be handed) the test file `name`."""
+    return name in WAITING_FILES or name in SHARED_FILES
+
+
 class WaitingWorkers(LoadFileScheduling):
     """`--dist loadfile` (whole files, in the collection's order) with the waiting files kept for the waiting
-    workers: one takes only those and ends when none is left; a computing worker takes one only when nothing else
-    is left. A waiting worker collects only the waiting files (tests/conftest.py): collecting every file imports
-    torch, timm, Prefect and scikit-learn, 15 s of a core, and the suite starts when the last worker has
-    collected, so on its shared core a full collection had doubled the suite's start (29 s against 14)."""
+    workers: one takes those, then the files that hold on a shared core (SHARED_FILES), and ends when none is left; a
+    computing worker takes a shared file only when nothing else but waiting files is left, and a waiting file only
+    when nothing else is left. A waiting worker collects only the files it takes (tests/conftest.py): collecting every
+    file imports torch, timm, Prefect and scikit-learn, 15 s of a core, and the suite starts when the last worker
+    has collected, so on its shared core a full collection had doubled the suite's start (29 s against 14)."""
 
     def __init__(self, config, log=None, waiting: int = 1, cores: list[int] | None = None, busy: int | None = None):
         super().__init__(config, log)
@@ -110,7 +125,7 @@ class WaitingWorkers(LoadFileScheduling):
             same = super()._check_nodes_have_same_collection()
         finally:
             self.registered_collections = collections
-        waiting = [nodeid for nodeid in whole if is_waiting_file(nodeid)]
+        waiting = [nodeid for nodeid in whole if waiting_worker_takes(file_name(nodeid))]
         for node, items in collections.items():
             if self._waits(node) and items != waiting:
                 self.log(f"{node.gateway.id} collected {len(items)} waiting tests, not the {len(waiting)} expected")
@@ -119,9 +134,13 @@ class WaitingWorkers(LoadFileScheduling):
 
     def _assign_work_unit(self, node) -> None:
         waiting = [scope for scope in self.workqueue if is_waiting_file(scope)]
-        others = [scope for scope in self.workqueue if scope not in waiting]
-        choices = waiting if self._waits(node) else self._computing_choices(node, others) or waiting
-        if not choices:  # a waiting worker with no waiting file left
+        shared = [scope for scope in self.workqueue if is_shared_file(scope)]
+        others = [scope for scope in self.workqueue if scope not in waiting and scope not in shared]
+        if self._waits(node):
+            choices = waiting or shared
+        else:
+            choices = self._computing_choices(node, others) or shared or waiting
+        if not choices:  # a waiting worker with nothing left that it takes
             if not node.shutting_down:
                 node.shutdown()
             return
