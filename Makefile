@@ -47,27 +47,31 @@ demo: $(STAMP)
 	$(VENV)/bin/runner demo --out $(DEMO_DIR) $(if $(strip $(DEMO_BUDGET)),--budget $(DEMO_BUDGET))
 
 # pytest exits 5 when it collected nothing; that must fail too, and it does since make fails on any non-zero exit.
-# The container tests need a Docker engine and debootstrap: installed here when missing (root + apt), started by
-# the tests themselves.
+# The container tests need a Docker engine and debootstrap: installed when missing (root + apt) and started below,
+# or by the container tests' fixture.
 XDIST_WORKERS = $(if $(filter auto,$(TEST_WORKERS)),auto,$(shell echo $$(( $(TEST_WORKERS) + $(TEST_WAITING) ))))
 PYTEST = WAITING_WORKERS=$(if $(filter-out 0,$(TEST_WORKERS)),$(TEST_WAITING),0) $(PY) -m pytest -q \
 	$(if $(filter-out 0,$(TEST_WORKERS)),-n $(XDIST_WORKERS) --dist loadfile --no-loadscope-reorder)
-# While the venv installs, the engine installs (apt, about 20 s), starts, and builds the container tests' image
-# (debootstrap, about 45 s where it is not cached): built inside the suite it held a test worker for those seconds.
-# Quiet, and its failure is not the install's: the container tests run the same scripts and skip with their reason.
-install_with_engine = (docker/install-engine.sh && docker/start-engine.sh && docker/build-test-image.sh) \
-	>/dev/null 2>&1 & engine=$$!; $(MAKE) --no-print-directory install; \
-	installed=$$?; wait $$engine; exit $$installed
+# From the start, in the background and quiet (its failure is not the install's), the engine installs (apt, about
+# 20 s), starts, and builds the container tests' image (debootstrap, about 45 s where it is not cached), on the last
+# core (the one the waiting worker shares with a computing worker). The tests do not wait for it: on a fresh
+# machine it outlasted the venv's install by about 20 s, and the container tests come minutes later. Their fixture
+# runs the same scripts, which take turns (docker/one-at-a-time.sh): it waits for work under way, then finds it
+# done, or skips with the reason.
+LAST_CORE = $$($(PYTHON) -c 'import os; print(max(os.sched_getaffinity(0)))')
+start_engine = ($(if $(shell command -v taskset),taskset -c $(LAST_CORE)) sh -c \
+	'docker/install-engine.sh && docker/start-engine.sh && docker/build-test-image.sh') >/dev/null 2>&1 & engine=$$!
+# `make test` and `make test-busy`: the engine started, the venv installed, then `$(1)`; make's status is the tests'
+with_engine = $(start_engine); $(MAKE) --no-print-directory install && $(1); tested=$$?; wait $$engine; exit $$tested
 test:
-	$(install_with_engine)
-	$(PYTEST)
+	$(call with_engine,$(PYTEST))
 
 # The same tests with core BUSY_CORE kept busy by another process all along (bench/busy_core.py), as on a shared
 # machine: the worker pinned to that core gets about half of it all along (docs/testing.md, "On a busy machine")
 BUSY_CORE ?= 0
 test-busy:
-	$(install_with_engine)
-	$(PY) bench/busy_core.py --core $(BUSY_CORE) & busy=$$!; trap 'kill $$busy' EXIT; BUSY_CORE=$(BUSY_CORE) $(PYTEST)
+	$(call with_engine,{ $(PY) bench/busy_core.py --core $(BUSY_CORE) & busy=$$!; BUSY_CORE=$(BUSY_CORE) $(PYTEST); \
+		tested=$$?; kill $$busy; (exit $$tested); })
 
 # A local Prefect stack (server on 127.0.0.1:4200, a process worker, every deployment); state in .prefect-stack/
 up: $(STAMP)

@@ -4,6 +4,7 @@
 # environment and source are bind-mounted read-only at their host paths by the docker backend (host_python mode).
 # The imported base is cached as a gzip tarball so later runs load it in seconds.
 set -euo pipefail
+. "$(dirname "$0")/one-at-a-time.sh"  # waits while another caller runs an engine script
 IMAGE=${IMAGE:-competition-runner-local}
 CACHE=${RUNNER_IMAGE_CACHE:-$HOME/.cache/competition-runner}
 MIRROR=${DEBIAN_MIRROR:-$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)}
