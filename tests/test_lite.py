@@ -314,7 +314,8 @@ def test_every_lite_competition_runs_end_to_end_here_or_in_the_test_named():
 @pytest.mark.parametrize("competition", [c for c in LITE if c not in RUN_ELSEWHERE])
 def test_every_lite_replica_runs_end_to_end(replicas, engines_imported, competition, tmp_path):
     """Each of the 22 (but those RUN_ELSEWHERE) at a small budget: a model trained, and a submission the grader
-    accepts that beats the sample submission. One line per competition is printed for the docs' table (-s)."""
+    accepts that beats the sample submission; the LEAD_ALONE tasks' replicas by their lead member alone, and that
+    one only. One line per competition is printed for the docs' table (-s)."""
     spec, root = load_spec(competition), replicas[competition]
     out = tmp_path / competition
     seconds = BUDGET.get(competition, BUDGET[spec.task])
