@@ -57,8 +57,8 @@ BUDGET = {"image": paced(15), "text": 10, "tabular": 10, "audio": paced(15), "im
 # read, a model trained, a submission the grader accepts and that beats the sample) does not need the rest of the
 # portfolio; where a CNN leads (image, audio) it fills the window whatever follows it, so those keep theirs
 LEAD_ALONE = {"text", "tabular", "text_normalization", "image_to_image"}
-# one text and one table replica keep the whole portfolio: blending on a Lite layout, five tfidf members over
-# jigsaw's six label columns, catboost and lightgbm over the forest cover's seven classes
+# one text and one table replica keep the whole portfolio: blending on a Lite layout, jigsaw's tfidf members over its
+# six label columns (3 members on one core, 2 on a busy one), the boosters over the forest cover's seven classes (6)
 WHOLE_PORTFOLIO = {"jigsaw-toxic-comment-classification-challenge", "tabular-playground-series-dec-2021"}
 # audio at 15 s: the whale replica's band-statistics members go before its spectrogram CNN (their clips' decode is
 # measured, 0.3 ms each, not assumed at 7), 0.89 against 0.5 by 12 s on a core shared with another process; its run
