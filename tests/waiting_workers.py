@@ -135,7 +135,7 @@ class WaitingWorkers(LoadFileScheduling):
     def _assign_work_unit(self, node) -> None:
         waiting = [scope for scope in self.workqueue if is_waiting_file(scope)]
         shared = [scope for scope in self.workqueue if is_shared_file(scope)]
-        others = [scope for scope in self.workqueue if scope not in waiting and scope not in shared]
+        others = [scope for scope in self.workqueue if not waiting_worker_takes(file_name(scope))]
         if self._waits(node):
             choices = waiting or shared
         else:
