@@ -11,6 +11,7 @@ from pathlib import Path
 
 from runner.common.budget import Budget, interrupt, parse_duration, parse_size, process_start
 from runner.common.errors import Interrupted, RunnerError
+from runner.common.leaving import leave
 from runner.watchdog import end_units, watchdog
 
 log = logging.getLogger("runner")
@@ -291,5 +292,11 @@ def main(argv: list[str] | None = None) -> int:
         end_units()
 
 
+def console() -> None:
+    """`runner ...` and `python -m runner.cli ...`: main(), then the process leaves without the interpreter's
+    teardown (what it wrote is written, its log closed): a finished run's caller waits for nothing more."""
+    leave(main())
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    console()

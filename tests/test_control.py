@@ -578,6 +578,28 @@ def test_a_booster_keeps_time_to_predict_every_row_as_its_model_grows():
     assert rounds < free / 3, (rounds, free)
 
 
+def test_a_probe_slowed_once_by_another_process_does_not_cut_the_boosting_short():
+    """A probe takes milliseconds, so one time slice lost to another process on a shared core makes it many times
+    longer: here every probe's first timing is 15x what predicting takes. The reserve comes from the shortest
+    timing of each probe, so the rounds' estimate is the true one and boosting runs to the deadline's margin."""
+    import time
+
+    from runner.engines.boosting import PROBE_ROWS, RoundClock
+
+    clock, calls = RoundClock(time.monotonic() + 1.0, patience=10_000, predict_rows=20_000), []
+
+    def probe():  # 2 us a row and round, 15x that on the first call of each probe (a lost time slice)
+        calls.append(clock.rounds)
+        time.sleep(2e-6 * PROBE_ROWS * clock.rounds * (15 if calls.count(clock.rounds) == 1 else 1))
+
+    iteration = 0
+    while not clock.tick(iteration, -iteration, False, probe=probe):
+        time.sleep(0.005)
+        iteration += 1
+    assert clock.row_round_seconds == pytest.approx(2e-6, rel=0.5)
+    assert clock.deadline - time.monotonic() < 3 * 2e-6 * 20_000 * clock.rounds + 0.1  # not stopped seconds early
+
+
 def test_a_lightgbm_fold_whose_prediction_is_heavy_still_ends_by_its_deadline(tmp_path):
     """Seven classes, 40k rows to predict: the fold stops boosting early enough to predict them all before the
     unit would be killed (5 s past its deadline; 12 s in all without the reserve on a quiet core). Within 3 s of it:

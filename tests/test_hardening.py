@@ -11,6 +11,7 @@ import pytest
 from PIL import Image
 
 from conftest import TOY_ENGINE, run_cli
+from pace import paced
 from runner.common.errors import InputError, SpecError
 from runner.competition.grade import grade
 from runner.deploy.launch import Launch, LaunchResult, collect
@@ -171,7 +172,7 @@ def test_a_one_line_megabyte_description_does_not_delay_the_baseline(spaceship, 
                      "8s", "--out", str(tmp_path / "out"), "--max-members", "1")
     assert result.returncode == 0, result.stderr[-2000:]
     report = json.loads((tmp_path / "out" / "report.json").read_text())
-    assert report["timings"]["baseline_written"] < 3
+    assert report["timings"]["baseline_written"] < paced(3)  # as the supervisor's imports take, on this machine
 
 
 @pytest.mark.slow

@@ -24,6 +24,7 @@ import numpy as np
 from runner.common import metrics
 from runner.common.atomic import replacing, write_json, write_npy
 from runner.common.budget import process_start, stop_on_sigterm
+from runner.common.leaving import leave
 from runner.data.dataset import rows_of
 from runner.engines import get_engine
 from runner.engines.base import DeadlineReached, FoldData, say_ready
@@ -127,4 +128,4 @@ def main(argv: list[str], started: float | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    leave(main(sys.argv[1:]))  # the manifest is written: as a forked unit does, no interpreter teardown

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Callable
 
 from runner.common.atomic import write_json
+from runner.common.leaving import leave
 from runner.engines.vision.cudnn import apply_policy
 from runner.engines.vision.costs import Candidate, FirstStep, ImageCosts, StartUp, Throughput
 from runner.engines.vision.estimates import estimate, forward_flops, ladder_estimates
@@ -50,6 +51,7 @@ STACKS_SECONDS = 1.0  # past its deadline the process writes its own stacks to i
 # seconds each training step waits before its backward pass, where a card's cold start spends them (a first cuDNN
 # search): how tests give a real measuring process a step that outlasts its window. Unset in a run
 STEP_WAIT_VARIABLE = "RUNNER_MEASURE_STEP_WAIT"
+READY = "torch and timm imported"  # what an early process says once its imports are done
 AWAIT_POLL_SECONDS = 0.02  # a measuring process started early looks for its request this often: a file's stat
 
 
@@ -328,9 +330,11 @@ def _awaited(request: Path, until: float, parent: int) -> None:
     if torch.cuda.is_available():
         torch.cuda.init()
     ready = time.monotonic()
+    # said when it happens (flushed), not once the request came: the run's log tells an early process's imports
+    # from its wait, and a test can wait for this line instead of a window that covers imports on any core
+    print(f"measure: {READY} in {ready - began:.1f} s", file=sys.stderr, flush=True)
     arrived.wait()
-    print(f"measure: torch and timm imported in {ready - began:.1f} s, then {max(0.0, time.monotonic() - ready):.1f}"
-          " s waiting for the request", file=sys.stderr)
+    print(f"measure: the request came after {max(0.0, time.monotonic() - ready):.1f} s waiting", file=sys.stderr)
 
 
 def _stacks_past(deadline: float) -> None:
@@ -344,4 +348,4 @@ def _write(out: Path, costs: ImageCosts) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    leave(main(sys.argv[1:]))  # its costs are written whole: a teardown would only hold the plan
