@@ -106,6 +106,7 @@ bench: $(BENCH_STAMP)
 	cd bench && PYTHONPATH=..:. ../$(PY) finetune.py
 	cd bench && PYTHONPATH=..:. ../$(PY) modalities.py
 	cd bench && PYTHONPATH=..:. ../$(PY) missing_values.py
+	cd bench && PYTHONPATH=..:. ../$(PY) process_exit.py
 
 # every Lite replica at 1/8, 1/4, 1/2 and its real size: each stage's seconds, the run's memory and caches, whole
 # 10-minute runs at the real size graded (bench/scale.py; hours on a small machine: SCALE_ARGS picks, e.g.
