@@ -381,9 +381,9 @@ def test_the_cnn_trains_a_fold_on_each_layout_whose_run_leaves_it_out(replicas, 
     data = fold_data(dataset, engine.inputs, assign_folds(dataset.y, spec.is_classification, 3, 0,
                                                           groups=dataset.groups), 0)
     result = engine.train_fold(settings, data, out, time.monotonic() + paced(120))
-    outputs = len(dataset.classes) if dataset.classes is not None else dataset.y.shape[1]
     val, test = (as_predictions(p, dataset.classes) for p in (result.val_pred, result.test_pred))
-    assert result.epochs == 1 and val.shape == (len(data.y_val), outputs) and test.shape == (dataset.n_test, outputs)
+    assert result.epochs == 1 and val.shape == (len(data.y_val), data.n_outputs)
+    assert test.shape == (dataset.n_test, data.n_outputs)
     assert np.isfinite(val).all() and np.isfinite(test).all() and ((0 <= val) & (val <= 1)).all()
     assert np.isfinite(metrics.score(spec.metric, data.y_val, val))
 
