@@ -6,6 +6,7 @@ import subprocess
 import sys
 import time
 
+import lightgbm as lgb
 import numpy as np
 import pandas as pd
 import pytest
@@ -17,7 +18,9 @@ from runner.control.rules import (
 from runner.engines import get_engine
 from runner.engines.base import DeadlineReached, FoldData
 from runner.engines.boosting import RoundCost
-from runner.engines.oneshot import LATE_FIT_SECONDS, WARM_ROWS, WARM_STEPS, train_one_shot
+from runner.engines.oneshot import (
+    LATE_FIT_SECONDS, MIN_BOOSTED_ROUNDS, WARM_ROWS, WARM_STEPS, boosted_head, train_one_shot)
+from runner.units.running import GRACE_SECONDS
 from runner.engines.vision.settings import ImageSettings
 from runner.machine.hardware import GiB
 from runner.engines.vision.costs import Candidate, ImageCosts, Throughput
@@ -532,6 +535,58 @@ def test_a_fit_that_ends_just_past_its_deadline_is_kept_and_one_well_past_it_is_
     assert not train_one_shot(Slow(0.0), data, tmp_path / "on-time", time.monotonic() + 60).message
     with pytest.raises(DeadlineReached, match="past the fold's deadline"):
         train_one_shot(Slow(LATE_FIT_SECONDS + 0.5), data, tmp_path / "later", time.monotonic())
+
+
+SLOW_ROUND_SECONDS = 0.05
+
+
+def _slow_round(env) -> None:
+    time.sleep(SLOW_ROUND_SECONDS)
+
+
+_slow_round.order = 10  # before the deadline's callback: the round's time includes it
+
+
+class SlowRounds(lgb.LGBMClassifier):
+    """LightGBM's classifier whose every round takes SLOW_ROUND_SECONDS longer, as on a core another process keeps
+    busy."""
+
+    def fit(self, x, y, callbacks=None, **kw):
+        return super().fit(x, y, callbacks=[_slow_round, *(callbacks or [])], **kw)
+
+
+def test_a_boosted_head_stops_before_its_deadline_and_keeps_the_rounds_it_boosted(tmp_path):
+    """A boosted head can stop halfway: on a busy core a pixel table's 100 rounds took over four times their
+    estimate and each fold was killed mid-round at its deadline's grace with nothing kept. With rounds slowed it
+    stops before its deadline, keeps the rounds it boosted (fewer than its 100, at least MIN_BOOSTED_ROUNDS) and
+    says so, and times its step as the whole fit at that pace; with a deadline too close for MIN_BOOSTED_ROUNDS it
+    fails at once for its deadline; with time to spare it boosts every round."""
+    import pickle
+
+    rng = np.random.default_rng(0)
+    x = pd.DataFrame(rng.normal(size=(400, 5)), columns=list("abcde"))
+    y = (x["a"] > 0).astype(int).to_numpy() + (x["b"] > 0).astype(int).to_numpy()
+    data = FoldData(x_train=x, y_train=y, x_val=x[:50], y_val=y[:50], x_test=x[:20], classes=[0, 1, 2],
+                    spec=load_spec("spaceship"))
+    for folder in ("stopped", "too-close", "whole"):
+        (tmp_path / folder).mkdir()
+    deadline = time.monotonic() + 3.0  # 0.05 s a round: about 55 of the 100 rounds fit
+    result = train_one_shot(SlowRounds(n_estimators=100, n_jobs=1, verbose=-1), data, tmp_path / "stopped", deadline)
+    assert time.monotonic() < deadline + GRACE_SECONDS  # predicted and saved before the unit would be killed
+    model = pickle.loads(result.checkpoint.read_bytes())
+    rounds = model.booster_.current_iteration()
+    assert result.stopped_by_deadline and MIN_BOOSTED_ROUNDS <= rounds < 100, rounds
+    assert f"boosted {rounds} of 100 rounds: stopped before the fold's deadline" == result.message
+    assert result.epoch_seconds == pytest.approx(result.train_seconds * 100 / rounds)
+    assert result.val_pred.shape == (50, 3) and np.allclose(result.val_pred.sum(axis=1), 1.0)
+    assert result.test_pred.shape == (20, 3)
+    close = time.monotonic() + 0.5
+    with pytest.raises(DeadlineReached, match=f"fewer than {MIN_BOOSTED_ROUNDS} is no model to blend"):
+        train_one_shot(SlowRounds(n_estimators=100, n_jobs=1, verbose=-1), data, tmp_path / "too-close", close)
+    assert time.monotonic() < close + GRACE_SECONDS
+    whole = train_one_shot(boosted_head(True, 0), data, tmp_path / "whole", time.monotonic() + 60)
+    assert not whole.stopped_by_deadline and not whole.message
+    assert pickle.loads(whole.checkpoint.read_bytes()).booster_.current_iteration() == 100
 
 
 def test_a_booster_stops_once_its_loss_falls_only_by_float_dust():
