@@ -286,9 +286,30 @@ def out_root_under_the_test_folder(tmp_path_factory):
     os.environ["RUNNER_OUT_ROOT"] = str(tmp_path_factory.getbasetemp())
 
 
+IMAGE = "competition-runner-local"  # the container tests' image (docker/build-test-image.sh)
+
+
+@pytest.fixture(scope="session")
+def engine():
+    """A Docker engine with the container tests' image built (docker/start-engine.sh, docker/build-test-image.sh:
+    they take turns with the background start `make test` began); skipped, with the reason, where either fails."""
+    from runner.deploy.containers import docker_client
+
+    for script in ("start-engine.sh", "build-test-image.sh"):
+        result = subprocess.run([str(Path(__file__).resolve().parent.parent / "docker" / script)],
+                                capture_output=True, text=True, env={**os.environ, "IMAGE": IMAGE})
+        if result.returncode != 0:
+            reason = f"{script} failed: {result.stderr.strip()[-500:]}"
+            print(reason)
+            pytest.skip(reason)
+    return docker_client()
+
+
 @pytest.fixture(scope="session")
 def prefect_server():
-    """One Prefect test server for the whole session."""
+    """One Prefect test server for the whole session: about 26 s of CPU to start on an AVX2-only EPYC (its import
+    in both processes and the database's migrations), so every test that needs one is in test_flows.py, the flows
+    in a container too: a worker that took another file asking for it started a second."""
     from prefect.testing.utilities import prefect_test_harness
 
     with prefect_test_harness(server_startup_timeout=90):

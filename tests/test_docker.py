@@ -1,35 +1,19 @@
 """The docker backend against a real Docker engine that this setup starts (skipped, with the reason, only where
 no engine can be started or no image built)."""
 import json
-import subprocess
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from conftest import IMAGE
 from pace import paced
 from runner.common.errors import RunnerError
-from runner.deploy.containers import LABEL, container_config, docker_client, leftover_containers, run_docker
+from runner.deploy.containers import LABEL, container_config, leftover_containers, run_docker
 from runner.deploy.launch import Launch, parse_cores
 from runner.deploy.leases import CPU_QUEUE, Lease, leased
 
 pytestmark = pytest.mark.slow  # whole runs through processes, containers or Prefect: the fast subset leaves them out
-
-DOCKER = Path(__file__).resolve().parent.parent / "docker"
-IMAGE = "competition-runner-local"
-
-
-@pytest.fixture(scope="session")
-def engine():
-    for script in ("start-engine.sh", "build-test-image.sh"):
-        result = subprocess.run([str(DOCKER / script)], capture_output=True, text=True,
-                                env={**__import__("os").environ, "IMAGE": IMAGE})
-        if result.returncode != 0:
-            reason = f"{script} failed: {result.stderr.strip()[-500:]}"
-            print(reason)
-            pytest.skip(reason)
-    return docker_client()
-
 
 def left_over(engine, out: Path) -> list:
     """This test's containers still there: those with `out` mounted (another worker's runs may hold others)."""
@@ -130,20 +114,6 @@ def test_a_leased_container_runs_on_its_own_cores_within_its_memory(engine, spac
     finally:
         container.remove(force=True)
     assert seen == "[0]" and limits["CpusetCpus"] == "0" and limits["Memory"] == 2 * 2**30
-
-
-def test_the_compete_flow_runs_the_competition_in_a_container(engine, prefect_server, spaceship, demo_root,
-                                                              tmp_path):
-    from flows.compete import compete
-    from prefect.artifacts import Artifact
-
-    summary = compete(competition="spaceship", budget=f"{paced(12)}s", data_root=str(demo_root), out_root=str(tmp_path),
-                      backend="docker", image=IMAGE, host_python=True, max_members=1)
-    assert summary["launch"]["backend"] == "docker" and summary["launch"]["exit_code"] == 0
-    assert summary["grade"]["valid_submission"] and summary["grade"]["score"] > 0.7
-    assert summary["submission_path"] == str((tmp_path / "spaceship-titanic" / "submission.csv").resolve())
-    # the run page names the file on this machine, not the path the container wrote it to
-    assert f"`{summary['submission_path']}`" in Artifact.get("run-summary").data
 
 
 ALLOCATE = "x = bytearray(1024 ** 3); print('allocated', len(x))"

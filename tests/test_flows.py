@@ -1,4 +1,4 @@
-"""The Prefect flows with the local backend, under a real (test) Prefect server."""
+"""The Prefect flows with the local backend, and in a container, under a real (test) Prefect server."""
 import asyncio
 import dataclasses
 import json
@@ -13,6 +13,7 @@ from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
 
 from flows.compete import compete
 from flows.sweep import result_of, sweep
+from conftest import IMAGE
 from pace import paced
 from runner.competition.grade import grade
 from runner.competition.catalog import load_spec
@@ -114,3 +115,14 @@ def test_local_sweep_holds_a_slot_for_each_launch_and_writes_a_table_and_grading
             return (await client.read_global_concurrency_limit_by_name("test-slot")).active_slots
 
     assert asyncio.run(held()) == 0  # the launch gave its slot back
+
+
+def test_the_compete_flow_runs_the_competition_in_a_container(engine, prefect_server, spaceship, demo_root,
+                                                              tmp_path):
+    summary = compete(competition="spaceship", budget=f"{paced(12)}s", data_root=str(demo_root), out_root=str(tmp_path),
+                      backend="docker", image=IMAGE, host_python=True, max_members=1)
+    assert summary["launch"]["backend"] == "docker" and summary["launch"]["exit_code"] == 0
+    assert summary["grade"]["valid_submission"] and summary["grade"]["score"] > 0.7
+    assert summary["submission_path"] == str((tmp_path / "spaceship-titanic" / "submission.csv").resolve())
+    # the run page names the file on this machine, not the path the container wrote it to
+    assert f"`{summary['submission_path']}`" in Artifact.get("run-summary").data
