@@ -559,7 +559,7 @@ def test_a_boosted_head_stops_before_its_deadline_and_keeps_the_rounds_it_booste
     """A boosted head can stop halfway: on a busy core a pixel table's 100 rounds took over four times their
     estimate and each fold was killed mid-round at its deadline's grace with nothing kept. With rounds slowed it
     stops before its deadline, keeps the rounds it boosted (fewer than its 100, at least MIN_BOOSTED_ROUNDS) and
-    says so, and times its step as the whole fit at that pace; with a deadline too close for MIN_BOOSTED_ROUNDS it
+    says so, and times its step as the whole fit at that pace and its least as MIN_BOOSTED_ROUNDS; with a deadline too close for MIN_BOOSTED_ROUNDS it
     fails at once for its deadline; with time to spare it boosts every round."""
     import pickle
 
@@ -578,6 +578,7 @@ def test_a_boosted_head_stops_before_its_deadline_and_keeps_the_rounds_it_booste
     assert result.stopped_by_deadline and MIN_BOOSTED_ROUNDS <= rounds < 100, rounds
     assert f"boosted {rounds} of 100 rounds: stopped before the fold's deadline" == result.message
     assert result.epoch_seconds == pytest.approx(result.train_seconds * 100 / rounds)
+    assert result.min_train_seconds == pytest.approx(result.train_seconds * MIN_BOOSTED_ROUNDS / rounds)
     assert result.val_pred.shape == (50, 3) and np.allclose(result.val_pred.sum(axis=1), 1.0)
     assert result.test_pred.shape == (20, 3)
     close = time.monotonic() + 0.5
@@ -587,6 +588,8 @@ def test_a_boosted_head_stops_before_its_deadline_and_keeps_the_rounds_it_booste
     whole = train_one_shot(boosted_head(True, 0), data, tmp_path / "whole", time.monotonic() + 60)
     assert not whole.stopped_by_deadline and not whole.message
     assert pickle.loads(whole.checkpoint.read_bytes()).booster_.current_iteration() == 100
+    # a later fold given less than the whole fit stops with a model: the least it needs is MIN_BOOSTED_ROUNDS rounds
+    assert whole.min_train_seconds == pytest.approx(whole.train_seconds * MIN_BOOSTED_ROUNDS / 100)
 
 
 def test_a_booster_stops_once_its_loss_falls_only_by_float_dust():

@@ -168,12 +168,11 @@ def train_one_shot(model, data: FoldData, out_dir: Path, deadline: float,
     with replacing(checkpoint) as tmp:
         tmp.write_bytes(pickle.dumps(model))
     said = f"its fit ended {late:.1f} s past the fold's deadline: predicted in the unit's grace" if late > 0 else ""
-    # a stopped head's step is its whole fit at the pace it boosted: later folds are timed for every round
-    whole = train_seconds * stop.planned(model) / stop.rounds if stopped else train_seconds
+    whole, least = (train_seconds, train_seconds) if stop is None else stop.timings(model, train_seconds)
     if stopped:
         said = f"boosted {stop.rounds} of {stop.planned(model)} rounds: stopped before the fold's deadline"
     return EngineResult(val_pred, test_pred, checkpoint, epochs=1, best_epoch=1, epoch_seconds=whole,
-                        min_train_seconds=train_seconds, train_seconds=train_seconds, predict_seconds=predict_seconds,
+                        min_train_seconds=least, train_seconds=train_seconds, predict_seconds=predict_seconds,
                         stopped_by_deadline=stopped, message=said)
 
 
@@ -200,6 +199,12 @@ class RoundsBefore:
     @staticmethod
     def planned(model) -> int:
         return model.get_params()["n_estimators"]
+
+    def timings(self, model, train_seconds: float) -> tuple[float, float]:
+        """The fold's step, its whole fit at the pace it boosted (later folds are timed for every round), and the
+        least training it needs, MIN_BOOSTED_ROUNDS of those rounds (a later fold given less stops with a model)."""
+        per_round = train_seconds / max(1, self.rounds)
+        return per_round * self.planned(model), per_round * min(self.rounds, MIN_BOOSTED_ROUNDS)
 
 
 def boosted(model) -> bool:
