@@ -17,9 +17,8 @@ from runner.control.rules import (
     needs_replan, stalled)
 from runner.engines import get_engine
 from runner.engines.base import DeadlineReached, FoldData
-from runner.engines.boosting import RoundCost
-from runner.engines.oneshot import (
-    LATE_FIT_SECONDS, MIN_BOOSTED_ROUNDS, WARM_ROWS, WARM_STEPS, boosted_head, train_one_shot)
+from runner.engines.boosting import MIN_ROUNDS, RoundCost
+from runner.engines.oneshot import LATE_FIT_SECONDS, WARM_ROWS, WARM_STEPS, boosted_head, train_one_shot
 from runner.units.running import GRACE_SECONDS
 from runner.engines.vision.settings import ImageSettings
 from runner.machine.hardware import GiB
@@ -558,9 +557,10 @@ class SlowRounds(lgb.LGBMClassifier):
 def test_a_boosted_head_stops_before_its_deadline_and_keeps_the_rounds_it_boosted(tmp_path):
     """A boosted head can stop halfway: on a busy core a pixel table's 100 rounds took over four times their
     estimate and each fold was killed mid-round at its deadline's grace with nothing kept. With rounds slowed it
-    stops before its deadline, keeps the rounds it boosted (fewer than its 100, at least MIN_BOOSTED_ROUNDS) and
-    says so, and times its step as the whole fit at that pace and its least as MIN_BOOSTED_ROUNDS; with a deadline too close for MIN_BOOSTED_ROUNDS it
-    fails at once for its deadline; with time to spare it boosts every round."""
+    stops before its deadline, keeps the rounds it boosted (fewer than its 100, at least a booster's MIN_ROUNDS)
+    and says so, and times its step as the whole fit at that pace and its least as MIN_ROUNDS of them; with a
+    deadline too close for MIN_ROUNDS it fails at once for its deadline; with time to spare it boosts every
+    round."""
     import pickle
 
     rng = np.random.default_rng(0)
@@ -575,21 +575,21 @@ def test_a_boosted_head_stops_before_its_deadline_and_keeps_the_rounds_it_booste
     assert time.monotonic() < deadline + GRACE_SECONDS  # predicted and saved before the unit would be killed
     model = pickle.loads(result.checkpoint.read_bytes())
     rounds = model.booster_.current_iteration()
-    assert result.stopped_by_deadline and MIN_BOOSTED_ROUNDS <= rounds < 100, rounds
+    assert result.stopped_by_deadline and MIN_ROUNDS <= rounds < 100, rounds
     assert f"boosted {rounds} of 100 rounds: stopped before the fold's deadline" == result.message
     assert result.epoch_seconds == pytest.approx(result.train_seconds * 100 / rounds)
-    assert result.min_train_seconds == pytest.approx(result.train_seconds * MIN_BOOSTED_ROUNDS / rounds)
+    assert result.min_train_seconds == pytest.approx(result.train_seconds * MIN_ROUNDS / rounds)
     assert result.val_pred.shape == (50, 3) and np.allclose(result.val_pred.sum(axis=1), 1.0)
     assert result.test_pred.shape == (20, 3)
     close = time.monotonic() + 0.5
-    with pytest.raises(DeadlineReached, match=f"fewer than {MIN_BOOSTED_ROUNDS} is no model to blend"):
+    with pytest.raises(DeadlineReached, match=f"fewer than {MIN_ROUNDS} is no model to blend"):
         train_one_shot(SlowRounds(n_estimators=100, n_jobs=1, verbose=-1), data, tmp_path / "too-close", close)
     assert time.monotonic() < close + GRACE_SECONDS
     whole = train_one_shot(boosted_head(True, 0), data, tmp_path / "whole", time.monotonic() + 60)
     assert not whole.stopped_by_deadline and not whole.message
     assert pickle.loads(whole.checkpoint.read_bytes()).booster_.current_iteration() == 100
-    # a later fold given less than the whole fit stops with a model: the least it needs is MIN_BOOSTED_ROUNDS rounds
-    assert whole.min_train_seconds == pytest.approx(whole.train_seconds * MIN_BOOSTED_ROUNDS / 100)
+    # a later fold given less than the whole fit stops with a model: the least it needs is MIN_ROUNDS rounds
+    assert whole.min_train_seconds == pytest.approx(whole.train_seconds * MIN_ROUNDS / 100)
 
 
 def test_a_booster_stops_once_its_loss_falls_only_by_float_dust():

@@ -42,6 +42,7 @@ PROBE_ROWS = 1_000  # validation rows predicted now and then while boosting: wha
 # after 6 rounds of a 6 s window
 PROBE_TIMINGS = 2
 PREDICT_SLACK = 1.5  # predicting every row after boosting may take this much longer than the probes say
+ROUNDS_CLEAR = 2  # rounds' time kept before a deadline: the next round may take longer than the mean so far
 
 
 class RoundCost(BaseModel):
@@ -63,7 +64,7 @@ class BoostSettings(Settings):
 
 
 class RoundClock:
-    """Tells a booster to stop when the next round would cross the deadline (two rounds' margin, and the time
+    """Tells a booster to stop when the next round would cross the deadline (ROUNDS_CLEAR rounds' margin, and the time
     predicting its `predict_rows` validation and test rows will take with as many rounds), or after `patience`
     rounds without an improvement of more than MIN_IMPROVEMENT; remembers the best round. Predicting grows with the
     rounds: 640k rows through a 7-class model boosted for a minute outlasted its fold's deadline, which killed every
@@ -102,11 +103,17 @@ class RoundClock:
         if probe is not None and self.predict_rows and self.rounds >= self.next_probe:
             self.row_round_seconds = min(_timed(probe) for _ in range(PROBE_TIMINGS)) / (PROBE_ROWS * self.rounds)
             self.next_probe *= 2
-        per_round = (time.monotonic() - self.started) / self.rounds
-        if past(self.deadline - 2 * per_round - self.predict_reserve()):
+        if next_round_crosses(self.deadline, self.started, self.rounds, self.predict_reserve()):
             self.hit_deadline = True
             return True
         return iteration - self.best_round >= self.patience
+
+
+def next_round_crosses(deadline: float, started: float, rounds: int, reserve: float = 0.0) -> bool:
+    """Whether ROUNDS_CLEAR more rounds at the mean pace of the `rounds` boosted since `started`, and `reserve`
+    seconds after them, would cross `deadline` (or a stop was asked)."""
+    per_round = (time.monotonic() - started) / max(1, rounds)
+    return past(deadline - ROUNDS_CLEAR * per_round - reserve)
 
 
 def _timed(call: Callable[[], object]) -> float:

@@ -18,9 +18,9 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from runner.common.atomic import replacing
-from runner.common.budget import past
 from runner.data.dataset import rows_of
 from runner.engines.base import DeadlineReached, Engine, EngineResult, FoldData
+from runner.engines.boosting import MIN_ROUNDS, next_round_crosses
 from runner.planning.portfolio import Member, PlanContext, Settings
 
 BOOSTED_ROUNDS = 100  # LightGBM's default rounds at its default rate
@@ -41,11 +41,6 @@ WARM_STEPS = 2
 # worth more than the seconds it holds its slot
 LATE_FIT_SECONDS = 2.0
 STEP_PARAMETERS = ("n_estimators", "max_iter")  # an estimator's parameters that count its rounds or iterations
-# a boosted head stopped at its deadline with fewer rounds than this is no model worth blending (as a booster's)
-MIN_BOOSTED_ROUNDS = 20
-# rounds' time kept before the deadline when a boosted head stops: the next round may take longer than the mean so
-# far, and predicting follows in the unit's grace
-ROUNDS_KEPT_CLEAR = 2
 
 
 class FitCost(BaseModel):
@@ -156,9 +151,9 @@ def train_one_shot(model, data: FoldData, out_dir: Path, deadline: float,
     if (late := time.monotonic() - deadline) > LATE_FIT_SECONDS:
         raise DeadlineReached(f"fit took {train_seconds:.0f} s and ended {late:.1f} s past the fold's deadline")
     stopped = stop is not None and stop.stopped
-    if stopped and stop.rounds < MIN_BOOSTED_ROUNDS:
+    if stopped and stop.rounds < MIN_ROUNDS:
         raise DeadlineReached(f"boosted {stop.rounds} of {stop.planned(model)} rounds in {train_seconds:.1f} s "
-                              f"before the fold's deadline: fewer than {MIN_BOOSTED_ROUNDS} is no model to blend")
+                              f"before the fold's deadline: fewer than {MIN_ROUNDS} is no model to blend")
     t0 = time.monotonic()
     val_pred, test_pred = (predict(model, x, data.classes) for x in (data.x_val, data.x_test))
     if data.classes is None:
@@ -177,9 +172,9 @@ def train_one_shot(model, data: FoldData, out_dir: Path, deadline: float,
 
 
 class RoundsBefore:
-    """LightGBM callback: stops boosting before the next round would cross `deadline` (ROUNDS_KEPT_CLEAR rounds at
-    the mean pace so far), keeping the rounds boosted; on a core another process kept busy a pixel table's 100
-    rounds took over four times their estimate and each fold was killed mid-round with nothing kept."""
+    """LightGBM callback: stops boosting before the next round would cross `deadline` (a booster's rule, its
+    predicting left to the unit's grace), keeping the rounds boosted; on a core another process kept busy a pixel
+    table's 100 rounds took over four times their estimate and each fold was killed mid-round with nothing kept."""
 
     order = 30
 
@@ -191,8 +186,7 @@ class RoundsBefore:
         import lightgbm as lgb
 
         self.rounds = env.iteration + 1
-        per_round = (time.monotonic() - self.started) / self.rounds
-        if self.rounds < env.end_iteration and past(self.deadline - ROUNDS_KEPT_CLEAR * per_round):
+        if self.rounds < env.end_iteration and next_round_crosses(self.deadline, self.started, self.rounds):
             self.stopped = True
             raise lgb.callback.EarlyStopException(env.iteration, env.evaluation_result_list or [])
 
@@ -202,9 +196,9 @@ class RoundsBefore:
 
     def timings(self, model, train_seconds: float) -> tuple[float, float]:
         """The fold's step, its whole fit at the pace it boosted (later folds are timed for every round), and the
-        least training it needs, MIN_BOOSTED_ROUNDS of those rounds (a later fold given less stops with a model)."""
+        least training it needs, MIN_ROUNDS of those rounds (a later fold given less stops with a model)."""
         per_round = train_seconds / max(1, self.rounds)
-        return per_round * self.planned(model), per_round * min(self.rounds, MIN_BOOSTED_ROUNDS)
+        return per_round * self.planned(model), per_round * min(self.rounds, MIN_ROUNDS)
 
 
 def boosted(model) -> bool:
