@@ -1,6 +1,8 @@
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -10,7 +12,8 @@ import pandas as pd
 import pytest
 
 import pace
-from waiting_workers import WaitingWorkers, is_waiting, waiting_worker_takes, worker_cores
+from waiting_workers import (ENDED_VARIABLE, WaitingWorkers, cores_left, is_waiting, say_ended, waiting_worker_takes,
+                             worker_cores)
 from runner.demo import write_demo
 
 
@@ -204,9 +207,36 @@ WAITS = bool(WORKER) and is_waiting(WORKER, WORKERS, WAITING)  # this process is
 
 
 def pytest_configure(config):
-    """The machine's pace (tests/pace.py), measured once by the process that starts the workers, before it does."""
+    """The machine's pace (tests/pace.py), measured once by the process that starts the workers, before it does;
+    and with waiting workers the folder where computing workers say they have ended (ENDED_VARIABLE)."""
     if not WORKER:
         pace.settle()
+        if WAITING and not os.environ.get(ENDED_VARIABLE):
+            os.environ[ENDED_VARIABLE] = tempfile.mkdtemp(prefix="pytest-workers-ended-")
+
+
+def pytest_runtest_setup(item):
+    """A waiting worker takes on the cores of the computing workers that have ended (its runs from then on plan for
+    them too): with the others done, its last files had one core of two."""
+    if WAITS and os.environ.get(ENDED_VARIABLE):
+        cores = os.sched_getaffinity(0) | cores_left(Path(os.environ[ENDED_VARIABLE]))
+        if cores != os.sched_getaffinity(0):
+            os.sched_setaffinity(0, cores)
+
+
+def pytest_unconfigure(config):
+    """The files the session made for its workers go with it."""
+    if not WORKER:
+        if os.environ.get(ENDED_VARIABLE, "").startswith(tempfile.gettempdir()):
+            shutil.rmtree(os.environ[ENDED_VARIABLE], ignore_errors=True)
+        if os.environ.get(pace.FILE_VARIABLE, "").startswith(tempfile.gettempdir()):
+            Path(os.environ[pace.FILE_VARIABLE]).unlink(missing_ok=True)
+
+
+def pytest_sessionfinish(session):
+    """A computing worker's last test has run: its cores are free for a waiting worker (pytest_runtest_setup)."""
+    if WORKER and not WAITS and os.environ.get(ENDED_VARIABLE):
+        say_ended(Path(os.environ[ENDED_VARIABLE]), WORKER, os.sched_getaffinity(0))
 
 
 def pace_line() -> str:
@@ -214,7 +244,14 @@ def pace_line() -> str:
 
 
 def pytest_report_header(config):
-    return pace_line()
+    """The pace where it is known; the header is not held for its measuring."""
+    return pace_line() if pace.known() else "pace: being measured beside the workers' start (tests/pace.py)"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def the_pace_in_this_environment():
+    """Before any test, the pace in this process's environment, for every process a test starts."""
+    pace.pace()
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -258,7 +295,7 @@ CORES = len(os.sched_getaffinity(0))  # this process's cores (a worker's share u
 
 # the files that take longest on a worker's one core, longest first (measured with two workers; about 60 s or more)
 LONGEST_FILES = ("test_lite.py", "test_e2e.py", "test_deployment.py", "test_bad_input.py", "test_resume.py",
-                 "test_gpu_check.py", "test_weights.py", "test_measuring.py", "test_portfolio_run.py", "test_docker.py")
+                 "test_gpu_check_smoke.py", "test_weights.py", "test_measuring.py", "test_portfolio_run.py", "test_docker.py")
 
 
 def pytest_collection_modifyitems(items):

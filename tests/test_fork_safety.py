@@ -1,8 +1,8 @@
 """CUDA is never started in the supervisor or the fork server, whose children would then fail on their first
 CUDA call ("Cannot re-initialize CUDA in forked subprocess"). The guard (tests/cuda_guard) records and refuses any
 CUDA start in those two processes; here it is shown to catch one. The whole image run under it, its CNN folds
-trained, is bench/gpu_check.py's fork_safety section, which tests/test_gpu_check.py's CPU smoke run asserts (and
-`make gpu-check` runs on a card)."""
+trained, is bench/gpu_check.py's fork_safety section, which tests/test_gpu_check_smoke.py's CPU smoke run asserts
+(and `make gpu-check` runs on a card)."""
 import os
 import subprocess
 import sys

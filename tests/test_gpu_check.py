@@ -1,6 +1,7 @@
 """bench/gpu_check.py (`make gpu-check`): without a GPU it names every section as SKIP with the reason and writes
-nothing; its CPU smoke run goes through every section that can run on a CPU, so the script's code stays
-exercised where no GPU is."""
+nothing; its groups, its choices and its helpers. Its CPU smoke run, every section that can run on a CPU, is
+tests/test_gpu_check_smoke.py."""
+import dataclasses
 import importlib
 import json
 import os
@@ -13,21 +14,13 @@ import pytest
 import torch
 
 from pace import pace, paced
-from runner.machine.hardware import cpu_bf16_here
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
 SECTIONS = ("hardware", "memory", "confirm_batch", "oom_backoff", "monitor", "precision_layout_compile",
             "planned_vs_failure", "shared_gpu", "text_finetune", "fork_safety", "leased_gpus", "audio",
             "image_to_image", "dog_breed_run", "cold_start")
-CUDA_ONLY = ("confirm_batch", "oom_backoff", "shared_gpu", "dog_breed_run", "cold_start")
-WHOLE_RUNS = ("fork_safety", "audio")  # whole `runner run`s on a CPU smoke run
-# on the path of every Python process the smoke run starts, from a relative PYTHONPATH entry: each writes its
-# folder and command line, so the test sees which children found that entry
-SITE = """import os, sys
-with open(os.environ["GPU_CHECK_STARTED"], "a") as log:
-    log.write(os.getcwd() + "\\t" + " ".join(sys.orig_argv) + "\\n")
-"""
+CUDA_ONLY = ("confirm_batch", "oom_backoff", "shared_gpu", "dog_breed_run", "cold_start")  # tests/test_gpu_check_smoke.py
 
 
 def gpu_check(*args: str, cwd: Path = BENCH, paths: tuple = (ROOT, BENCH), **env: str) -> subprocess.CompletedProcess:
@@ -72,56 +65,6 @@ def test_without_a_gpu_it_skips_and_writes_nothing():
     assert (result_file.stat().st_mtime_ns if result_file.exists() else None) == before
 
 
-@pytest.mark.slow
-def test_cpu_smoke_runs_every_section_that_runs_on_a_cpu(tmp_path):
-    # from a folder other than bench/, with relative PYTHONPATH entries (as an offline machine's site folder was
-    # given): the runs, started from the project's folder, must still find what those entries hold
-    elsewhere, started = tmp_path / "elsewhere", tmp_path / "started.txt"
-    (elsewhere / "site").mkdir(parents=True)
-    (elsewhere / "site" / "sitecustomize.py").write_text(SITE)
-    out = tmp_path / "gpu.json"
-    done = gpu_check("--cpu-smoke", "--out", str(out), "--pace", str(pace()), cwd=elsewhere,
-                     GPU_CHECK_STARTED=str(started),
-                     paths=(os.path.relpath(ROOT, elsewhere), os.path.relpath(BENCH, elsewhere), "site"))
-    assert done.returncode == 0, done.stdout + done.stderr
-    results = json.loads(out.read_text())
-    assert set(SECTIONS) <= set(results)
-    for section in CUDA_ONLY:
-        assert results[section] == {"skipped": "needs CUDA"}
-    for section in set(SECTIONS) - set(CUDA_ONLY):
-        assert results[section]["ok"] is True, results[section]
-    assert results["hardware"]["hardware"]["cpus"] >= 1
-    assert all(row["estimate_mib"] > 0 for row in results["memory"]["rows"])
-    assert results["monitor"]["samples"] >= 1 and results["monitor"]["images_trained"] > 0
-    timed = [row for row in results["precision_layout_compile"]["rows"] if "skipped" not in row]
-    # bf16 only where the CPU runs it natively (emulated it is 8x slower than fp32, and the runner never trains it)
-    assert {row["precision"] for row in timed} == ({"fp32", "bf16"} if cpu_bf16_here() else {"fp32"})
-    assert all(row["images_per_second"] > 0 for row in timed)
-    configs = {row["config"]: row for row in results["planned_vs_failure"]["rows"]}
-    assert configs["failure"]["images_per_second"] > 0 and configs["planned"]["images_per_second"] > 0
-    assert results["fork_safety"]["cuda_started_in_parent"] is None
-    # what a CPU busy with other work does not change: a fold started, the run ended within its budget with a
-    # valid submission (a fold may or may not finish in the seconds a smoke run gives)
-    for section in WHOLE_RUNS:
-        run = results[section]
-        assert run["folds_started"] >= 1 and run["returncode"] == 0, run
-        assert run["wall_seconds"] <= run["budget"] + 1.0 and run["test_score"] is not None, run
-        assert run["killed"] == [] or all("stacks" in unit for unit in run["killed"]), run
-    assert results["audio"]["augment"] == "spectrogram"
-    refusal = results["leased_gpus"]
-    assert refusal["unknown_card_refused"] is True and refusal["refusal_returncode"] == 2, refusal
-    assert results["text_finetune"]["tokens_per_second"] > 0 and results["text_finetune"]["epochs"] >= 1
-    assert results["image_to_image"]["epochs"] >= 1 and results["image_to_image"]["cv"] < 0.207  # below the noisy
-    assert [row["section"] for row in results["rows"]] == list(SECTIONS)
-    passes = [line for line in done.stdout.splitlines() if line.startswith("PASS ")]
-    assert len(passes) == len(SECTIONS) - len(CUDA_ONLY)
-    assert done.stdout.strip().splitlines()[-1].startswith(f"gpu-check: {len(passes)} of {len(SECTIONS)} PASS, 0 FAIL")
-    # the whale run and the refused one started in the project's folder, and found the relative entry's module
-    children = [line.split("\t") for line in started.read_text().splitlines()]
-    runs = [argv for folder, argv in children if folder == str(ROOT) and "runner.cli run" in argv]
-    assert any("run whale" in argv for argv in runs) and any("--gpus GPU-0000" in argv for argv in runs), children
-
-
 def test_a_group_runs_its_sections_and_keeps_the_others_figures(tmp_path, check):
     out = tmp_path / "gpu.json"
     out.write_text(json.dumps({"audio": {"ok": True, "from": "an earlier run"}}))
@@ -131,6 +74,34 @@ def test_a_group_runs_its_sections_and_keeps_the_others_figures(tmp_path, check)
     assert results["audio"] == {"ok": True, "from": "an earlier run"}
     assert results["dog_breed_run"] == {"skipped": "needs CUDA"}
     assert [row["section"] for row in results["rows"]] == ["audio", *check.GROUPS["dog_breed"]]
+
+
+@pytest.mark.parametrize("cores, side_by_side", [({0}, False), ({0, 1}, True)])
+def test_on_a_cpu_with_a_core_for_each_the_whole_runs_go_side_by_side(check, common, tmp_path, monkeypatch, cores,
+                                                                        side_by_side):
+    """The smoke's two whole runs (stand-ins that record when they ran) start together where the process has a
+    core for each, and one after the other on one core; what runs between them still runs in its turn."""
+    import time
+
+    ran = {}
+
+    def section(key):
+        def record(_check):
+            started = time.monotonic()
+            time.sleep(0.3)
+            ran[key] = (started, time.monotonic())
+            return dict(summary=key)
+        return record
+
+    monkeypatch.setattr(check.os, "sched_getaffinity", lambda pid: cores)
+    sections = tuple((key, section(key), True) for key in ("fork_safety", "leased_gpus", "audio"))
+    # torch's threads left as this worker set them (the smoke's one thread is for its own process)
+    smoke = common.Check("cpu", dataclasses.replace(common.SMOKE, threads=None), tmp_path, {})
+    assert check.run(smoke, tmp_path / "gpu.json", sections) == 0
+    assert [key for key, row in smoke.results.items() if row["ok"]] == ["fork_safety", "leased_gpus", "audio"]
+    (first, first_end), (second, _) = ran["fork_safety"], ran["audio"]
+    assert (second < first_end) is side_by_side, ran
+    assert ran["leased_gpus"][0] >= first_end  # it reads the first run's output: after it, in its turn
 
 
 def test_every_section_is_in_exactly_one_group_and_the_choices_are_checked(check):

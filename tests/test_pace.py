@@ -11,7 +11,8 @@ def test_the_pace_is_the_import_over_the_reference_machines_within_its_bounds():
 
 def test_a_pace_given_in_the_environment_is_kept_and_stretches_limits(monkeypatch):
     monkeypatch.setenv(pace.VARIABLE, "1.5")
-    assert pace.settle() == 1.5 and pace.paced(20) == 30.0
+    pace.settle()
+    assert pace.pace() == 1.5 and pace.paced(20) == 30.0
 
 
 def test_the_session_measured_its_pace_before_the_tests_ran():
@@ -19,3 +20,26 @@ def test_the_session_measured_its_pace_before_the_tests_ran():
     import os
 
     assert 1.0 <= float(os.environ[pace.VARIABLE]) <= pace.MAX_PACE
+
+
+def test_a_process_started_while_the_pace_is_measured_waits_for_it_and_keeps_it(tmp_path, monkeypatch):
+    import os
+    import threading
+
+    file = tmp_path / "pace"
+    monkeypatch.delenv(pace.VARIABLE)
+    monkeypatch.setenv(pace.FILE_VARIABLE, str(file))
+    assert not pace.known()
+    threading.Timer(0.3, file.write_text, ("2.25",)).start()
+    assert pace.pace() == 2.25 and os.environ[pace.VARIABLE] == "2.25"  # for every process it starts from then on
+    assert pace.known() and pace.paced(10) == 22.5
+
+
+def test_a_pace_never_written_is_an_error_naming_its_file(tmp_path, monkeypatch):
+    import pytest
+
+    monkeypatch.delenv(pace.VARIABLE)
+    monkeypatch.setenv(pace.FILE_VARIABLE, str(tmp_path / "never"))
+    monkeypatch.setattr(pace, "WAIT_SECONDS", 0.2)
+    with pytest.raises(RuntimeError, match=str(tmp_path / "never")):
+        pace.pace()

@@ -4,8 +4,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from waiting_workers import (QUIET_FILES, SHARED_FILES, WAITING_FILES, WaitingWorkers, is_waiting,
-                             waiting_worker_takes, worker_cores)
+from waiting_workers import (QUIET_FILES, SHARED_FILES, WAITING_FILES, WaitingWorkers, cores_left, is_waiting,
+                             say_ended, waiting_worker_takes, worker_cores)
 
 WAITING = sorted(WAITING_FILES)[:2]
 COMPUTING = ["test_lite.py", "test_e2e.py", "test_resume.py", "test_grade.py"]
@@ -157,3 +157,12 @@ def test_with_every_computing_core_shared_the_quiet_runs_go_in_the_queues_order(
     schedule, workers = scheduler(busy=1)
     collected(schedule, workers, nodeids([*QUIET, *WAITING, "test_resume.py", "test_grade.py"], per_file=1))
     assert {name for worker in workers[:2] for name in files_sent(schedule, worker)} >= set(QUIET)
+
+
+def test_a_waiting_worker_takes_on_the_cores_of_the_computing_workers_that_have_ended(tmp_path):
+    assert cores_left(tmp_path) == set()
+    say_ended(tmp_path, "gw0", {0})
+    (tmp_path / "gw1.tmp").write_text("1")  # gw1 still writing: not ended yet
+    assert cores_left(tmp_path) == {0}
+    say_ended(tmp_path, "gw1", {1, 2})
+    assert cores_left(tmp_path) == {0, 1, 2}

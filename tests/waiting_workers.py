@@ -31,10 +31,28 @@ QUIET_FILES = frozenset({"test_e2e.py", "test_lite.py", "test_unanswering.py"})
 # containers' runs are on every core whatever the worker's): a waiting worker takes them once its waiting files are
 # done, where it had ended and left its core idle beside the computing worker there for the last 60% of the suite;
 # a computing worker takes one only when nothing else but the waiting files is left
-SHARED_FILES = frozenset({"test_deployment.py", "test_docker.py", "test_gpu_check.py", "test_hardening.py"})
+SHARED_FILES = frozenset({"test_deployment.py", "test_docker.py", "test_gpu_check_smoke.py", "test_hardening.py"})
 # Tried and not kept: the computing worker beside a waiting one at nice 3 (the waiting one's deadlines first): the
 # end-to-end spaceship run there got a third of its core while measuring processes computed, and a LightGBM fold
 # was cut at its deadline
+
+
+# the folder (in the environment, made by the process that starts the workers) where each computing worker writes
+# its cores once it has run its last test: a waiting worker takes them on for its tests from then on. The suite's
+# last two minutes had been the gpu-check smoke alone on the waiting worker's core with the other core idle
+ENDED_VARIABLE = "TEST_WORKERS_ENDED"
+
+
+def say_ended(folder: Path, worker: str, cores: set[int]) -> None:
+    """`worker` has run its last test: its `cores` are free."""
+    (folder / f"{worker}.tmp").write_text(",".join(map(str, sorted(cores))))
+    (folder / f"{worker}.tmp").rename(folder / worker)  # whole or not at all: the waiting worker reads it any time
+
+
+def cores_left(folder: Path) -> set[int]:
+    """The cores of the computing workers that have ended."""
+    return {int(core) for ended in folder.glob("gw*") if ended.suffix != ".tmp"
+            for core in ended.read_text().split(",") if core}
 
 
 def worker_index(worker: str) -> int:
