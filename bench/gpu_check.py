@@ -116,8 +116,9 @@ GROUPS = {
 
 # on a CPU with a core for each (a smoke run: its figures are a CPU's, only its code paths count) the two whole
 # runs go side by side, each a `runner run` of its own budget: one after the other they were about 80 s of the
-# smoke's 130 s on 2 idle cores. Not on one core: beside another process there, at 41 s each, neither ended in
-# its budget. On a card one at a time, as every section: each is timed and the card is theirs
+# smoke's 130 s on 2 idle cores, side by side the smoke took 84 s. Not on one core: beside another process there,
+# at 41 s each, neither ended within its budget. On a card one at a time, as every section: each is timed and the
+# card is theirs
 SIDE_BY_SIDE = ("fork_safety", "audio")
 # each section's function, and whether it runs on a CPU (a smoke run)
 FUNCTIONS = {"hardware": (hardware, True), "memory": (memory, True), "confirm_batch": (confirm, False),

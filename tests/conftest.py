@@ -207,8 +207,8 @@ WAITS = bool(WORKER) and is_waiting(WORKER, WORKERS, WAITING)  # this process is
 
 
 def pytest_configure(config):
-    """The machine's pace (tests/pace.py), measured once by the process that starts the workers, before it does;
-    and with waiting workers the folder where computing workers say they have ended (ENDED_VARIABLE)."""
+    """The machine's pace (tests/pace.py), measured once, by a process the one that starts the workers starts while
+    they start; and with waiting workers the folder where computing workers say they have ended (ENDED_VARIABLE)."""
     if not WORKER:
         pace.settle()
         if WAITING and not os.environ.get(ENDED_VARIABLE):
@@ -295,7 +295,8 @@ CORES = len(os.sched_getaffinity(0))  # this process's cores (a worker's share u
 
 # the files that take longest on a worker's one core, longest first (measured with two workers; about 60 s or more)
 LONGEST_FILES = ("test_lite.py", "test_e2e.py", "test_deployment.py", "test_bad_input.py", "test_resume.py",
-                 "test_gpu_check_smoke.py", "test_weights.py", "test_measuring.py", "test_portfolio_run.py", "test_docker.py")
+                 "test_gpu_check_smoke.py", "test_weights.py", "test_measuring.py", "test_portfolio_run.py",
+                 "test_docker.py")
 
 
 def pytest_collection_modifyitems(items):

@@ -20,7 +20,8 @@ BENCH = ROOT / "bench"
 SECTIONS = ("hardware", "memory", "confirm_batch", "oom_backoff", "monitor", "precision_layout_compile",
             "planned_vs_failure", "shared_gpu", "text_finetune", "fork_safety", "leased_gpus", "audio",
             "image_to_image", "dog_breed_run", "cold_start")
-CUDA_ONLY = ("confirm_batch", "oom_backoff", "shared_gpu", "dog_breed_run", "cold_start")  # tests/test_gpu_check_smoke.py
+# the sections a CPU smoke run skips (tests/test_gpu_check_smoke.py reads them and SECTIONS)
+CUDA_ONLY = ("confirm_batch", "oom_backoff", "shared_gpu", "dog_breed_run", "cold_start")
 
 
 def gpu_check(*args: str, cwd: Path = BENCH, paths: tuple = (ROOT, BENCH), **env: str) -> subprocess.CompletedProcess:

@@ -30,7 +30,9 @@ def test_a_process_started_while_the_pace_is_measured_waits_for_it_and_keeps_it(
     monkeypatch.delenv(pace.VARIABLE)
     monkeypatch.setenv(pace.FILE_VARIABLE, str(file))
     assert not pace.known()
-    threading.Timer(0.3, file.write_text, ("2.25",)).start()
+    written = tmp_path / "pace.tmp"
+    written.write_text("2.25")
+    threading.Timer(0.3, written.rename, (file,)).start()  # whole, as the measuring writes it
     assert pace.pace() == 2.25 and os.environ[pace.VARIABLE] == "2.25"  # for every process it starts from then on
     assert pace.known() and pace.paced(10) == 22.5
 
