@@ -84,6 +84,7 @@ def paced(seconds: float) -> float:
 
 
 if __name__ == "__main__":  # the session's measuring (settle): its own import, the pace written whole to argv[1]
-    measured = Path(sys.argv[1])
-    measured.with_suffix(".tmp").write_text(str(pace_of(import_cpu_seconds())))
-    measured.with_suffix(".tmp").rename(measured)
+    from runner.common.atomic import replacing
+
+    with replacing(Path(sys.argv[1])) as written:
+        written.write_text(str(pace_of(import_cpu_seconds())))

@@ -162,7 +162,7 @@ def test_with_every_computing_core_shared_the_quiet_runs_go_in_the_queues_order(
 def test_a_waiting_worker_takes_on_the_cores_of_the_computing_workers_that_have_ended(tmp_path):
     assert cores_left(tmp_path) == set()
     say_ended(tmp_path, "gw0", {0})
-    (tmp_path / "gw1.tmp").write_text("1")  # gw1 still writing: not ended yet
+    (tmp_path / ".gw1.x7f.tmp").write_text("1")  # gw1 still writing (runner.common.atomic's name): not ended yet
     assert cores_left(tmp_path) == {0}
     say_ended(tmp_path, "gw1", {1, 2})
     assert cores_left(tmp_path) == {0, 1, 2}

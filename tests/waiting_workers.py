@@ -15,6 +15,8 @@ from pathlib import Path
 
 from xdist.scheduler import LoadFileScheduling
 
+from runner.common.atomic import replacing
+
 # the files whose tests wait most of their wall time (measured pinned to one core, file alone: measuring 82 s of
 # wall with its core busy 27, portfolio runs 31 / 14, orphans 22 / 7.5, start-up 19 / 6.5). Not the nemesis
 # runs of test_unanswering.py (40 / 24): its three runs side by side compute 20 s of their 25, and beside them a
@@ -44,15 +46,14 @@ ENDED_VARIABLE = "TEST_WORKERS_ENDED"
 
 
 def say_ended(folder: Path, worker: str, cores: set[int]) -> None:
-    """`worker` has run its last test: its `cores` are free."""
-    (folder / f"{worker}.tmp").write_text(",".join(map(str, sorted(cores))))
-    (folder / f"{worker}.tmp").rename(folder / worker)  # whole or not at all: the waiting worker reads it any time
+    """`worker` has run its last test: its `cores` are free (written whole: the waiting worker reads it any time)."""
+    with replacing(folder / worker) as written:
+        written.write_text(",".join(map(str, sorted(cores))))
 
 
 def cores_left(folder: Path) -> set[int]:
-    """The cores of the computing workers that have ended."""
-    return {int(core) for ended in folder.glob("gw*") if ended.suffix != ".tmp"
-            for core in ended.read_text().split(",") if core}
+    """The cores of the computing workers that have ended (a file being written is hidden, not yet `gw*`)."""
+    return {int(core) for ended in folder.glob("gw*") for core in ended.read_text().split(",") if core}
 
 
 def worker_index(worker: str) -> int:
