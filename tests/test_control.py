@@ -642,7 +642,7 @@ def test_a_probe_slowed_once_by_another_process_does_not_cut_the_boosting_short(
     timing of each probe, so the rounds' estimate is the true one and boosting runs to the deadline's margin."""
     import time
 
-    from runner.engines.boosting import PREDICT_SLACK, PROBE_ROWS, RoundClock
+    from runner.engines.boosting import PROBE_ROWS, RoundClock
 
     clock, calls = RoundClock(time.monotonic() + 1.0, patience=10_000, predict_rows=20_000), []
     slowed = 15 * 2e-6  # seconds a row and round, as the first timing of each probe takes it
