@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from _common import save
-from suite_cpu_plugin import GROUP_VARIABLE, OUT_VARIABLE, group_root
+from suite_cpu_plugin import GROUP_VARIABLE, OUT_VARIABLE, remove_groups
 
 ROOT = Path(__file__).resolve().parent.parent
 GOAL_SECONDS = 600  # the ten-minute goal: `make test` from a fresh clone, and CI's whole run
@@ -77,15 +77,6 @@ def summary(tests: list[dict], samples: list, wall: float, pace: float | None, c
                 goal_seconds=GOAL_SECONDS)
 
 
-def remove_groups(prefix: str) -> None:
-    found = group_root()
-    for group in found[0].glob(f"{prefix}-*") if found else ():
-        try:
-            group.rmdir()  # empty once the suite's processes have ended
-        except OSError as error:
-            print(f"left {group}: {error}", file=sys.stderr)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--command", default=DEFAULT_COMMAND, help="the suite's command, run in the project's folder")
@@ -109,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
         stop.set()
         sampler.join()
         tests = read_lines(lines)
-        remove_groups(prefix)
+        for group in remove_groups(prefix):
+            print(f"left {group}: its processes have not all ended", file=sys.stderr)
     print(done.stdout, done.stderr[-2000:], sep="\n")  # whole: a failure's report is in it
     if not tests:
         print("no test reported its CPU", file=sys.stderr)

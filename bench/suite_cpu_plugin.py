@@ -22,6 +22,7 @@ OUT_VARIABLE = "SUITE_CPU_OUT"  # the folder the lines go to
 GROUP_VARIABLE = "SUITE_CPU_GROUP"  # the prefix of the groups' names: one measured suite's
 V2_ROOT = Path("/sys/fs/cgroup")
 V1_ROOT = Path("/sys/fs/cgroup/cpuacct")
+REMOVE_WAIT_SECONDS = 5.0  # for a group's last processes to exit before it is removed
 
 
 def group_root() -> tuple[Path, str] | None:
@@ -39,6 +40,24 @@ def group_usage(group: Path) -> float:
         return int((group / "cpuacct.usage").read_text()) / 1e9
     stat = dict(line.split() for line in (group / "cpu.stat").read_text().splitlines())
     return int(stat["usage_usec"]) / 1e6
+
+
+def remove_groups(prefix: str, wait: float = REMOVE_WAIT_SECONDS) -> list[Path]:
+    """The groups named `prefix`-*, removed once their processes have ended (a process that has just said it is done
+    may still be exiting: each is tried again for `wait` seconds); returns those left."""
+    found, left = group_root(), []
+    for group in found[0].glob(f"{prefix}-*") if found else ():
+        end = time.monotonic() + wait
+        while True:
+            try:
+                group.rmdir()
+                break
+            except OSError:
+                if time.monotonic() > end:
+                    left.append(group)
+                    break
+                time.sleep(0.05)
+    return left
 
 
 def rusage_cpu() -> float:

@@ -9,7 +9,7 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 sys.path.insert(0, str(BENCH))
 
-from suite_cpu_plugin import GROUP_VARIABLE, OUT_VARIABLE, group_root  # noqa: E402
+from suite_cpu_plugin import GROUP_VARIABLE, OUT_VARIABLE, remove_groups  # noqa: E402
 
 BURN_SECONDS = 0.6  # of CPU, spent by a grandchild the test starts and leaves to init
 # a test that starts a detached grandchild (its parent, a shell, exits at once: nobody waits on it) and waits for
@@ -47,9 +47,7 @@ def test_a_grandchild_nobody_waited_on_is_counted_where_the_worker_has_a_group(t
     assert done.returncode == 0, done.stdout + done.stderr
     [line] = [json.loads(text) for text in (lines / "main.jsonl").read_text().splitlines()]
     assert line["test"].endswith("test_leaves_a_busy_grandchild") and line["end"] > line["start"]
-    found = group_root()
-    for group in found[0].glob(f"{prefix}-*") if found else ():
-        group.rmdir()  # empty: the session and the grandchild have ended
+    remove_groups(prefix)  # the session and the grandchild have ended
     if line["counted"] == "rusage":  # no group could be made here: the grandchild is not in the count
         assert line["cpu"] < BURN_SECONDS, line
     else:
