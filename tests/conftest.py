@@ -207,8 +207,8 @@ WAITS = bool(WORKER) and is_waiting(WORKER, WORKERS, WAITING)  # this process is
 
 
 def pytest_configure(config):
-    """The machine's pace (tests/pace.py), measured once, by a process the one that starts the workers starts while
-    they start; and with waiting workers the folder where computing workers say they have ended (ENDED_VARIABLE)."""
+    """The machine's pace (tests/pace.py), measured once by the process that starts the workers, before it starts
+    them; and with waiting workers the folder where computing workers say they have ended (ENDED_VARIABLE)."""
     if not WORKER:
         pace.settle()
         if WAITING and not os.environ.get(ENDED_VARIABLE):
@@ -229,8 +229,6 @@ def pytest_unconfigure(config):
     if not WORKER:
         if os.environ.get(ENDED_VARIABLE, "").startswith(tempfile.gettempdir()):
             shutil.rmtree(os.environ[ENDED_VARIABLE], ignore_errors=True)
-        if os.environ.get(pace.FILE_VARIABLE, "").startswith(tempfile.gettempdir()):
-            Path(os.environ[pace.FILE_VARIABLE]).unlink(missing_ok=True)
 
 
 def pytest_sessionfinish(session):
@@ -244,14 +242,7 @@ def pace_line() -> str:
 
 
 def pytest_report_header(config):
-    """The pace where it is known; the header is not held for its measuring."""
-    return pace_line() if pace.known() else "pace: being measured beside the workers' start (tests/pace.py)"
-
-
-@pytest.fixture(scope="session", autouse=True)
-def the_pace_in_this_environment():
-    """Before any test, the pace in this process's environment, for every process a test starts."""
-    pace.pace()
+    return pace_line()
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -1,4 +1,8 @@
 """tests/pace.py: the machine's pace the time-bound tests stretch their limits by."""
+import os
+
+import pytest
+
 import pace
 
 
@@ -11,37 +15,34 @@ def test_the_pace_is_the_import_over_the_reference_machines_within_its_bounds():
 
 def test_a_pace_given_in_the_environment_is_kept_and_stretches_limits(monkeypatch):
     monkeypatch.setenv(pace.VARIABLE, "1.5")
+    monkeypatch.setattr(pace, "import_cpu_seconds", lambda cores: pytest.fail("measured a pace that was given"))
     pace.settle()
     assert pace.pace() == 1.5 and pace.paced(20) == 30.0
 
 
 def test_the_session_measured_its_pace_before_the_tests_ran():
     """Set by the process that started the workers (or this one), for every worker and the runs they start."""
-    import os
-
     assert 1.0 <= float(os.environ[pace.VARIABLE]) <= pace.MAX_PACE
 
 
-def test_a_process_started_while_the_pace_is_measured_waits_for_it_and_keeps_it(tmp_path, monkeypatch):
-    import os
-    import threading
-
-    file = tmp_path / "pace"
+def test_the_least_of_the_readings_is_the_pace(monkeypatch):
+    """Another process busy on one core that moment slows the import there, not the machine."""
     monkeypatch.delenv(pace.VARIABLE)
-    monkeypatch.setenv(pace.FILE_VARIABLE, str(file))
-    assert not pace.known()
-    written = tmp_path / "pace.tmp"
-    written.write_text("2.25")
-    threading.Timer(0.3, written.rename, (file,)).start()  # whole, as the measuring writes it
-    assert pace.pace() == 2.25 and os.environ[pace.VARIABLE] == "2.25"  # for every process it starts from then on
-    assert pace.known() and pace.paced(10) == 22.5
+    monkeypatch.setattr(pace, "import_cpu_seconds", lambda cores: [2.5 * pace.REFERENCE_IMPORT_SECONDS,
+                                                                   1.5 * pace.REFERENCE_IMPORT_SECONDS][:len(cores)])
+    pace.settle()
+    expected = 1.5 if len(os.sched_getaffinity(0)) >= 2 else 2.5
+    assert pace.pace() == expected and os.environ[pace.VARIABLE] == str(expected)  # for every process started after
 
 
-def test_a_pace_never_written_is_an_error_naming_its_file(tmp_path, monkeypatch):
-    import pytest
+def test_each_reading_is_a_fresh_interpreter_pinned_to_its_own_core(monkeypatch):
+    cores = sorted(os.sched_getaffinity(0))[:pace.READINGS]
+    monkeypatch.setattr(pace, "IMPORTS", "assert len(os.sched_getaffinity(0)) == 1; import json")
+    seconds = pace.import_cpu_seconds(cores)
+    assert len(seconds) == len(cores) and all(0 < s < 30 for s in seconds)
 
-    monkeypatch.delenv(pace.VARIABLE)
-    monkeypatch.setenv(pace.FILE_VARIABLE, str(tmp_path / "never"))
-    monkeypatch.setattr(pace, "WAIT_SECONDS", 0.2)
-    with pytest.raises(RuntimeError, match=str(tmp_path / "never")):
-        pace.pace()
+
+def test_an_import_that_fails_is_an_error_that_says_how_to_skip_it(monkeypatch):
+    monkeypatch.setattr(pace, "IMPORTS", "import no_such_module_anywhere")
+    with pytest.raises(RuntimeError, match=f"set {pace.VARIABLE}"):
+        pace.import_cpu_seconds(sorted(os.sched_getaffinity(0))[:1])
