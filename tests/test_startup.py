@@ -10,8 +10,8 @@ import pytest
 
 from runner.common.budget import Budget
 from runner.competition.catalog import load_spec
-from runner.control.rules import (STALL_EPOCHS, STALL_GRACE_SECONDS, stalled, startup_measured, startup_overran,
-                                  with_startup)
+from runner.control.rules import (REPLAN_TOLERANCE, STALL_EPOCHS, STALL_GRACE_SECONDS, stalled, startup_measured,
+                                  startup_overran, with_startup)
 from runner.data.loading import load_dataset
 from runner.engines.base import READY_FILE
 from runner.machine.hardware import GiB, Hardware
@@ -213,12 +213,13 @@ def test_a_prepare_step_on_a_card_books_its_share_not_the_whole_card(tmp_path):
 def test_folds_whose_start_up_outlasts_the_stall_threshold_leave_the_pace_as_planned(spaceship, tmp_path,
                                                                                     monkeypatch):
     """A network's two folds sit 12 s each in their start-up, as the H200's three did in cuDNN's search (the stall
-    threshold is 10.25 s: the grace and five planned epochs of 0.05 s): its member's epoch pace stays as planned
-    and it is not re-planned from it, its start-up estimate rises instead, and report.json gives each fold's
-    start-up, probe, epochs and prediction."""
+    threshold is 10.5 s: the grace and five planned epochs of 0.1 s): its member's epoch pace is not read from it
+    and it is not re-planned from it (its real epochs may move the pace within the re-plan tolerance: a 50 ms sleep
+    on a busy core once took 56 ms), its start-up estimate rises instead, and report.json gives each fold's start-up,
+    probe, epochs and prediction."""
     from runner.supervisor import run_competition
 
-    step, startup = 0.05, 12.0
+    step, startup = 0.1, 12.0
     for key, value in dict(TOY_STARTUP=str(startup), TOY_STARTUP_FOLDS="0,1", TOY_EPOCH=str(step), TOY_EPOCHS="5",
                            TOY_FOLDS="2", TOY_PLANNED_STARTUP="0.5").items():
         monkeypatch.setenv(key, value)
@@ -233,10 +234,10 @@ def test_folds_whose_start_up_outlasts_the_stall_threshold_leave_the_pace_as_pla
                for r in folds)
     actions = [a["action"] for a in report.actions]
     assert not any("a real epoch took" in a for a in actions), actions
-    assert any("not ready after" in a and "later folds expect" in a and "its epochs stay 0.05 s" in a
+    assert any("not ready after" in a and "later folds expect" in a and f"its epochs stay {step:.3g} s" in a
                for a in actions), actions
     [row] = [m for m in report.members if m["name"] == "toyepochs"]
-    assert row["planned_step_seconds"] == step and row["status"] == "done"
+    assert step <= row["planned_step_seconds"] <= step * (1 + REPLAN_TOLERANCE) and row["status"] == "done"
     assert (out / "members" / "toyepochs" / "0" / READY_FILE).is_file()
 
 
