@@ -173,7 +173,7 @@ def main() -> None:
                 references = ["pixels_logistic", "pixels_lightgbm"]
             write_spec(spec, specs)
             if spec.test_file is None:  # the test ids come from the sample and test/ (write_spec leaves out nulls)
-                with open(specs / f"{spec.id}.yaml", "a") as handle:
+                with open(specs / spec.id / "spec.yaml", "a") as handle:
                     handle.write("test_file: null\n")
             public = root / "prepared" / "public"
             rows_in = len(pd.read_csv(public / ("labels.csv" if source is None else "train.csv")))

@@ -14,7 +14,7 @@ Sections, each recorded on its own (one failing keeps its error and leaves the o
   and off, torch.compile on and off (`Trainer.train_epoch` on random uint8 batches already on the device); on a
   CPU, bf16 only where it runs natively.
 - oom_backoff: real CUDA out-of-memory errors, once in the probe (starting far above what fits) and once mid-fold
-  in `runner.engines.vision.training.train`'s recovery loop (most of the memory held by a ballast tensor): the
+  in `runner.engines.timm.training.train`'s recovery loop (most of the memory held by a ballast tensor): the
   batch each ended at.
 - planned_vs_failure: bench/throughput.py's comparison on the GPU: the dog-breed demo's photos trained with the
   planned configuration against the failure one (batch 32, 0 workers, fp32, PIL decode per step), with NVML's
@@ -86,7 +86,7 @@ from gpu_dog_breed import dog_breed_run
 from gpu_memory import confirm, hardware, memory, oom_backoff
 from gpu_runs import audio, fork_safety, image_to_image, leased_gpus
 from gpu_speed import monitor, planned_vs_failure, precision_layout_compile, shared_fold, shared_gpu, text_finetune
-from runner.engines.vision.cudnn import apply_policy
+from runner.engines.timm.cudnn import apply_policy
 
 NAME = "gpu"  # bench/results/gpu.json
 # the ImageNet checkpoints `make gpu-wheels` packs in 16 bits for a card without a hub (timm model: the package

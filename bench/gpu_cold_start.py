@@ -33,7 +33,7 @@ MODELS = tuple(m for m in os.environ.get("GPU_COLD_START_MODELS", "").split(",")
 POLICIES = tuple(p for p in os.environ.get("GPU_COLD_START_POLICIES", "").split(",") if p) or POLICY_ORDER
 # the images a policy's choice is shown for: the dog-breed run's fold, 16 epochs of 3,840 photos (an H200, 180 s)
 TABLE_IMAGES = 16 * 3840
-PRELOAD = ["torch", "timm", "runner.engines.vision.measure", "gpu_cold_start"]  # as the runner's fork server preloads
+PRELOAD = ["torch", "timm", "runner.engines.timm.measure", "gpu_cold_start"]  # as the runner's fork server preloads
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,9 +53,9 @@ def measured(rung: Rung, policy: str, device: str, conn, cap: float = MEASUREMEN
     CPU."""
     import torch
 
-    from runner.engines.vision.costs import Candidate
-    from runner.engines.vision.cudnn import apply_policy
-    from runner.engines.vision.measure import STEP_WAIT_VARIABLE, Found, OutOfTime, Watch, time_candidate
+    from runner.engines.timm.costs import Candidate
+    from runner.engines.timm.cudnn import apply_policy
+    from runner.engines.timm.measure import STEP_WAIT_VARIABLE, Found, OutOfTime, Watch, time_candidate
 
     os.environ[STEP_WAIT_VARIABLE] = str(wait)
     apply_policy(policy)
@@ -135,11 +135,11 @@ def fork_server():
 def rungs(check: Check) -> list[Rung]:
     """The rungs a plan for this card may take (its local weights counted), those with weights first, each at the
     batch the measuring process times it at (the largest multiple of 8 up to 256 in half the card)."""
-    from runner.engines import get_engine
-    from runner.engines.vision.costs import Candidate
-    from runner.engines.vision.estimates import ladder_estimates
-    from runner.engines.vision.ladder import ladder
-    from runner.engines.vision.measure import timing_batches
+    from runner.planning.registry import get_engine
+    from runner.engines.timm.costs import Candidate
+    from runner.engines.timm.estimates import ladder_estimates
+    from runner.engines.timm.ladder import ladder
+    from runner.engines.timm.measure import timing_batches
     from runner.machine.hardware import probe_hardware
 
     import torch
@@ -217,7 +217,7 @@ def cold_start(check: Check) -> dict:
 def bare_loop(rung: Rung, device: str) -> dict:
     """The bare training loop of one model and batch in a fresh process (random batches already on the device, no
     loader, no augmentation), under the policy folds train with: what a run's member is compared against."""
-    from runner.engines.vision.cudnn import policy_name
+    from runner.engines.timm.cudnn import policy_name
 
     policy = policy_name()
     return dict(in_fresh_process(fork_server(), rung, policy, device), policy=policy)

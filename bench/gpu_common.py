@@ -121,7 +121,7 @@ def release() -> None:
 
 
 def image_settings(check: Check, model: str, size: int, batch: int, **changes):
-    from runner.engines.vision.settings import ImageSettings
+    from runner.engines.timm.settings import ImageSettings
 
     fields = dict(model=model, image_size=size, batch_size=batch, precision=check.precision, device=check.device,
                   threads=torch.get_num_threads())
@@ -131,7 +131,7 @@ def image_settings(check: Check, model: str, size: int, batch: int, **changes):
 def random_batch(settings) -> tuple[torch.Tensor, torch.Tensor]:
     """Random uint8 squares of the cached side, as the loader ships them and `_warm_peak` builds them, already on
     the device: what the step itself costs, no loading."""
-    from runner.engines.vision.images import cache_side
+    from runner.engines.timm.images import cache_side
 
     side, batch = cache_side(settings.image_size), settings.batch_size
     return (torch.randint(0, 255, (batch, 3, side, side), dtype=torch.uint8, device=settings.device),
@@ -141,7 +141,7 @@ def random_batch(settings) -> tuple[torch.Tensor, torch.Tensor]:
 def train_rate(settings, warmup: int, steps: int) -> dict:
     """Training images/s of `Trainer.train_epoch` on one random batch after `warmup` untimed steps; with the
     device's peak memory."""
-    from runner.engines.vision.training import Trainer
+    from runner.engines.timm.training import Trainer
 
     trainer = Trainer(settings, None, CLASSES)
     x, y = random_batch(settings)
@@ -189,11 +189,11 @@ def probe_model(check: Check, slots: int = 1) -> tuple[str, int, int]:
     """The cheapest GPU ladder rung whose estimated batch at the target share stays under half the probe's ceiling
     (a lighter model reaches the ceiling first and cannot show the target), and that batch as the planner
     rounds it."""
-    from runner.engines.vision import estimates as ladder
-    from runner.engines.vision.ladder import GPU_CANDIDATES
-    from runner.engines.vision.settings import TARGET_MEMORY_FRACTION
+    from runner.engines.timm import estimates as ladder
+    from runner.engines.timm.ladder import GPU_CANDIDATES
+    from runner.engines.timm.settings import TARGET_MEMORY_FRACTION
     from runner.engines.networks import CUDA_RUNTIME_BYTES
-    from runner.engines.vision.memory import estimate_memory
+    from runner.engines.timm.memory import estimate_memory
 
     share = TARGET_MEMORY_FRACTION * torch.cuda.get_device_properties(0).total_memory / slots
     table = ladder.known()
@@ -209,7 +209,7 @@ def probe_model(check: Check, slots: int = 1) -> tuple[str, int, int]:
 def probed(settings, note: str, slots: int = 1) -> dict:
     """The confirmed batch, its warm peak's share of the device (or of this fold's part of it), and the batches
     tried, from confirm_batch's note."""
-    from runner.engines.vision.settings import MEMORY_TOLERANCE, TARGET_MEMORY_FRACTION
+    from runner.engines.timm.settings import MEMORY_TOLERANCE, TARGET_MEMORY_FRACTION
 
     match = NOTE.search(note)
     tried = ast.literal_eval(match.group(2)) if match else []

@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from runner.engines.vision.cudnn import policy_name
+from runner.engines.timm.cudnn import policy_name
 
 from gpu_common import EXIT_SLACK, REPO, Check, child_env, gpu_busy, graded, runner_run, with_killed
 

@@ -67,7 +67,7 @@ def hardware(check: Check) -> dict:
 def warm_peak_row(check: Check, model: str, size: int, batch: int, estimate) -> dict:
     """The measured warm peak (with the runtime constant, as `_warm_peak` returns it) against the estimate; also
     the allocator's own peak against the estimate without that constant."""
-    from runner.engines.vision.training import _warm_peak
+    from runner.engines.timm.training import _warm_peak
     from runner.engines.networks import CUDA_RUNTIME_BYTES
 
     peak = _warm_peak(image_settings(check, model, size, batch), CLASSES)(batch)
@@ -79,7 +79,7 @@ def warm_peak_row(check: Check, model: str, size: int, batch: int, estimate) -> 
 
 def memory(check: Check) -> dict:
     from runner.engines.networks import CUDA_RUNTIME_BYTES
-    from runner.engines.vision.memory import estimate_memory
+    from runner.engines.timm.memory import estimate_memory
 
     rows = []
     for model, size in check.sizes.memory_models:
@@ -113,7 +113,7 @@ def memory(check: Check) -> dict:
 # --- 3. confirm_batch ----------------------------------------------------------------------------------------
 
 def confirm(check: Check) -> dict:
-    from runner.engines.vision.training import confirm_batch
+    from runner.engines.timm.training import confirm_batch
 
     model, size, start = probe_model(check)
     confirmed, note = confirm_batch(image_settings(check, model, size, start), CLASSES)
@@ -129,7 +129,7 @@ def confirm(check: Check) -> dict:
 
 def probe_from_oom(check: Check) -> dict:
     """confirm_batch starting far above what fits: the probe's OOM back-off, against the fresh probe's batch."""
-    from runner.engines.vision.training import confirm_batch
+    from runner.engines.timm.training import confirm_batch
     from runner.engines.networks import decay_batch_step
 
     model, size, fits = probe_model(check)
@@ -144,11 +144,11 @@ def probe_from_oom(check: Check) -> dict:
 
 
 def recovery_fold(check: Check):
-    """A fold of random pixels in a decoded-image cache, as runner.engines.vision.training.train reads them."""
+    """A fold of random pixels in a decoded-image cache, as runner.engines.timm.training.train reads them."""
     import numpy as np
 
     from runner.engines.base import FoldData
-    from runner.engines.vision.images import cache_side
+    from runner.engines.timm.images import cache_side
     from runner.competition.catalog import load_spec
 
     side, rng = cache_side(RECOVER_MODEL[1]), np.random.default_rng(0)
@@ -163,10 +163,10 @@ def recovery_fold(check: Check):
 
 
 def recover_mid_fold(check: Check) -> dict:
-    """runner.engines.vision.training.train's own loop meeting a real OOM in its first epoch: a ballast tensor
+    """runner.engines.timm.training.train's own loop meeting a real OOM in its first epoch: a ballast tensor
     holds all but room for RECOVER_FITS; the probe is bypassed so the planned batch reaches the loop."""
-    from runner.engines.vision.training import train
-    from runner.engines.vision.memory import estimate_memory
+    from runner.engines.timm.training import train
+    from runner.engines.timm.memory import estimate_memory
 
     model, size = RECOVER_MODEL
     data = recovery_fold(check)
@@ -178,7 +178,7 @@ def recover_mid_fold(check: Check) -> dict:
     out_dir = check.work / "recover"
     out_dir.mkdir(exist_ok=True)
     try:
-        with mock.patch("runner.engines.vision.training.confirm_batch", lambda s, classes, max_batch=None: (s, "")):
+        with mock.patch("runner.engines.timm.training.confirm_batch", lambda s, classes, max_batch=None: (s, "")):
             result = train(settings, data, out_dir, time.monotonic() + RECOVER_SECONDS)
     finally:
         del ballast

@@ -145,8 +145,8 @@ def _denoising_fold(public: Path, work: Path) -> dict:
     """One U-Net fold of the replica on the CPU, for DENOISE_FOLD_SECONDS: the engine's code paths, not a score."""
     from runner.common import metrics
     from runner.data.loading import load_dataset
-    from runner.engines import get_engine
-    from runner.engines.restore.planning import RestoreSettings
+    from runner.planning.registry import get_engine
+    from runner.engines.unet.planning import RestoreSettings
     from runner.units.worker import fold_data
     from runner.units.tasks import assign_folds
     from runner.competition.catalog import load_spec

@@ -36,10 +36,10 @@ COMBOS = ((False, False, False), (False, True, False), (True, False, False), (Tr
 def shared_fold(model: str, size: int, batch: int) -> dict:
     """One of the folds sharing the GPU, in its own process: confirm_batch with per_gpu set (which caps this
     process's memory), then a few training steps at the confirmed batch."""
-    from runner.engines.vision.cudnn import apply_policy
-    from runner.engines.vision.training import confirm_batch
+    from runner.engines.timm.cudnn import apply_policy
+    from runner.engines.timm.training import confirm_batch
 
-    apply_policy()  # as runner.engines.vision.training.train does
+    apply_policy()  # as runner.engines.timm.training.train does
     check = Check("cuda", FULL, Path("."), {})
     settings, note = confirm_batch(image_settings(check, model, size, batch, per_gpu=SHARED_FOLDS), CLASSES)
     torch.cuda.reset_peak_memory_stats()
@@ -105,7 +105,7 @@ def shared_gpu(check: Check) -> dict:
 # --- 5. the monitor -----------------------------------------------------------------------------------------
 
 def monitor(check: Check) -> dict:
-    from runner.engines.vision.training import Trainer
+    from runner.engines.timm.training import Trainer
     from runner.machine.monitor import Monitor, read_samples
 
     model, size = check.sizes.speed_model
@@ -170,12 +170,12 @@ def precision_layout_compile(check: Check) -> dict:
 
 def planned_settings(check: Check, n_train: int, size: int):
     """What the planner picks for resnet18 at `size` on this device: candidates timed here, memory estimated."""
-    from runner.engines.vision.planning import image_member
+    from runner.engines.timm.planning import image_member
     from runner.machine.hardware import probe_hardware
-    from runner.engines.vision.costs import Candidate, ImageCosts
-    from runner.engines.vision.estimates import estimate
-    from runner.engines.vision.ladder import cpu_precisions
-    from runner.engines.vision.measure import measure
+    from runner.engines.timm.costs import Candidate, ImageCosts
+    from runner.engines.timm.estimates import estimate
+    from runner.engines.timm.ladder import cpu_precisions
+    from runner.engines.timm.measure import measure
     from runner.planning.portfolio import DataShape, PlanContext
     from runner.competition.catalog import load_spec
 
@@ -194,10 +194,10 @@ def planned_rate(check: Check, settings, paths, labels, images: int) -> float:
     """The runner's own trainer and loaders over the decoded-image cache, as a fold runs them."""
     import numpy as np
 
-    from runner.engines.vision.loading import loaders
-    from runner.engines.vision.training import Trainer
+    from runner.engines.timm.loading import loaders
+    from runner.engines.timm.training import Trainer
     from runner.engines.base import FoldData
-    from runner.engines.vision.images import build_cache, cache_side
+    from runner.engines.timm.images import build_cache, cache_side
     from runner.competition.catalog import load_spec
     from throughput import images_per_second
 
@@ -218,7 +218,7 @@ def described(settings) -> dict:
 
 
 def planned_vs_failure(check: Check) -> dict:
-    from runner.engines.vision.training import confirm_batch
+    from runner.engines.timm.training import confirm_batch
     from throughput import demo_labels, failure_config
 
     sizes = check.sizes
@@ -272,7 +272,7 @@ def text_finetune(check: Check) -> dict:
 
     from runner.data.loading import load_dataset
     from runner.demo import write_demo
-    from runner.engines import get_engine
+    from runner.planning.registry import get_engine
     from runner.engines.finetune.models import SMALLEST, bundled_folder
     from runner.engines.finetune.settings import TextSettings
     from runner.engines.finetune.training import train

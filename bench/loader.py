@@ -5,7 +5,7 @@ competition's), in one run on one machine.
 - **Images/s per core at 224 px.** The plain way: PIL opens and decodes each JPEG, then RandomResizedCrop, a flip,
   a float tensor and the normalisation (torchvision; the least a training transform does). The runner's way: rows
   of the decoded cache (256 px squares) read from its memory map a batch at a time; the crop, flip and
-  normalisation run where the model trains (`runner.engines.vision.augment.DeviceAugment`): batched on the GPU on
+  normalisation run where the model trains (`runner.engines.timm.augment.DeviceAugment`): batched on the GPU on
   a GPU box, or crop by crop in uint8 on a CPU.
   Shown twice: the loader's own work (what a loader worker's core does on a GPU box), and with the CPU crop too
   (what a CPU-only box spends per image). Timed after one pass over the cache: a fold maps the file's pages in its
@@ -34,13 +34,13 @@ from torch.utils.data import DataLoader
 from torchvision.transforms import v2
 
 from _common import save
-from runner.engines.vision.augment import DeviceAugment
-from runner.engines.vision.loading import CachedImages, _as_batch, loaders
-from runner.engines.vision.training import Trainer
+from runner.engines.timm.augment import DeviceAugment
+from runner.engines.timm.loading import CachedImages, _as_batch, loaders
+from runner.engines.timm.training import Trainer
 from runner.demo import write_demo
 from runner.engines.base import FoldData
-from runner.engines.vision.settings import ImageSettings
-from runner.engines.vision.images import build_cache, cache_side
+from runner.engines.timm.settings import ImageSettings
+from runner.engines.timm.images import build_cache, cache_side
 from runner.competition.catalog import load_spec
 
 SIZE = 224  # the resolution the per-core figures are quoted at

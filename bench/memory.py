@@ -9,7 +9,7 @@ Each figure is measured in a fresh process over three AdamW training steps, thre
 - resident: the same without that setting. glibc then keeps freed activations in its heap (its mmap threshold
   rises after the first large frees), so this also counts memory that is free but held; the difference between
   the two is that retention alone, since the computation is the same.
-Estimate: runner.engines.vision.memory.estimate_memory (saved-tensor hooks at batch 2 and 4, parameters x 16
+Estimate: runner.engines.timm.memory.estimate_memory (saved-tensor hooks at batch 2 and 4, parameters x 16
 bytes); for the two resident-set measures plus one runtime constant for what any CPU process adds on its first
 training step (oneDNN primitives, thread pools), measured with a one-layer network the same way, as the CUDA
 context is a constant on a GPU. Nothing is calibrated per model.
@@ -76,7 +76,7 @@ def error_pct(estimate: int, measured: int) -> float:
 
 
 def main() -> None:
-    from runner.engines.vision.memory import estimate_memory
+    from runner.engines.timm.memory import estimate_memory
 
     rows = []
     runtime = {"tensors": 0, **{what: measured_peak("one-layer", 1, what) for what in ("in_use", "resident")}}

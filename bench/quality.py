@@ -131,7 +131,8 @@ def prepare(source: Source, root: Path) -> tuple[Path, CompetitionSpec]:
 def write_spec(spec: CompetitionSpec, folder: Path) -> None:
     data = {k: v for k, v in spec.to_json().items() if v not in (None, (), "", False) and k != "split_columns"}
     data = {k: list(v) if isinstance(v, tuple) else v for k, v in data.items()}
-    (folder / f"{spec.id}.yaml").write_text(yaml.safe_dump(data))
+    (folder / spec.id).mkdir(parents=True, exist_ok=True)
+    (folder / spec.id / "spec.yaml").write_text(yaml.safe_dump(data))
 
 
 # --- the contestants ---------------------------------------------------------------------------------------------

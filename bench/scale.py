@@ -43,7 +43,7 @@ import psutil
 from _common import RESULTS, save
 from quality import commit
 from runner.common.csvfiles import find_sample, read_csv_file
-from runner.demo import REPLICAS, resolve
+from runner.demo import replicas, resolve
 from runner.units.tasks import PREPARE
 from runner.competition.grade import grade
 from runner.common.metrics import better
@@ -251,7 +251,7 @@ def kept(fresh: list[dict]) -> list[dict]:
     old = json.loads(path.read_text())["rows"] if path.is_file() else []
     ran = {(r["competition"], r["scale"], r["mode"]) for r in fresh}
     rows = [r for r in old if (r["competition"], r["scale"], r["mode"]) not in ran] + fresh
-    order = list(REPLICAS)
+    order = list(replicas())
     return sorted(rows, key=lambda r: (order.index(r["competition"]), r["share"], r["mode"]))
 
 
@@ -289,7 +289,7 @@ def main() -> None:
     if args.table:
         print(table())
         return
-    competitions = [resolve(c) for c in args.only] if args.only else list(REPLICAS)
+    competitions = [resolve(c) for c in args.only] if args.only else list(replicas())
     root = Path(args.root or tempfile.mkdtemp(prefix="scale-"))
     fresh: list[dict] = []
     largest = max(args.scales, key=share_of)

@@ -37,15 +37,15 @@ from torch.utils.data import DataLoader, Dataset
 
 from _common import save
 from runner.demo import write_demo
-from runner.engines.vision.loading import loaders
-from runner.engines.vision.training import Trainer
+from runner.engines.timm.loading import loaders
+from runner.engines.timm.training import Trainer
 from runner.engines.base import FoldData
-from runner.engines.vision.planning import image_member
+from runner.engines.timm.planning import image_member
 from runner.machine.hardware import probe_hardware
-from runner.engines.vision.images import build_cache, cache_side
-from runner.engines.vision.costs import Candidate, ImageCosts
-from runner.engines.vision.estimates import forward_flops
-from runner.engines.vision.measure import measure
+from runner.engines.timm.images import build_cache, cache_side
+from runner.engines.timm.costs import Candidate, ImageCosts
+from runner.engines.timm.estimates import forward_flops
+from runner.engines.timm.measure import measure
 from runner.common.heap import tunables
 from runner.planning.portfolio import DataShape, PlanContext
 from runner.competition.catalog import load_spec

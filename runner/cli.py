@@ -25,7 +25,7 @@ def _engines(text: str | None) -> list[str] | None:
     """--engines lightgbm,catboost: those engines only (each must be registered)."""
     if not text:
         return None
-    from runner.engines import engine_names
+    from runner.planning.registry import engine_names
 
     names = [n.strip() for n in text.split(",") if n.strip()]
     unknown = [n for n in names if n not in engine_names()]
@@ -87,7 +87,7 @@ def _plan(args) -> int:
 
     from runner.console import console, plan_table
     from runner.data.loading import load_dataset
-    from runner.engines import pretrained_models, weight_models
+    from runner.planning.registry import pretrained_models, weight_models
     from runner.machine.hardware import probe_hardware
     from runner.machine.profiles import profile
     from runner.planning.planner import plan_for
@@ -160,7 +160,7 @@ def _weights(args) -> int:
     """pull: download into the HF cache; import: file a local checkpoint there; list: what the ladder has."""
     from runner.common import weights
     from runner.console import console, weights_table
-    from runner.engines import weight_models
+    from runner.planning.registry import weight_models
 
     cache = Path(args.cache) if args.cache else None
     if args.action == "pull":

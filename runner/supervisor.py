@@ -28,7 +28,7 @@ from runner.control.controller import Controller
 from runner.data.dataset import Dataset
 from runner.data.loading import load_dataset
 from runner.data.targets import nothing_to_learn
-from runner.engines import get_engine
+from runner.planning.registry import get_engine
 from runner.results.ensemble import Ensemble
 from runner.common.errors import InputError, Interrupted
 from runner.control.extra_members import ExtraMembers

@@ -115,7 +115,7 @@ def measuring_pid(timeout: float = 30.0) -> int:
     while time.monotonic() < end:
         for child in children(os.getpid(), recursive=True):
             try:
-                if "runner.engines.vision.measure" in " ".join(child.cmdline()):
+                if "runner.engines.timm.measure" in " ".join(child.cmdline()):
                     return child.pid
             except psutil.Error:
                 continue

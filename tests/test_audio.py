@@ -13,7 +13,7 @@ from runner.common import metrics
 from runner.data.loading import load_dataset
 from runner.demo import write_demo
 from runner.demo._sounds import chirp, write_aiff, write_wav
-from runner.engines import get_engine
+from runner.planning.registry import get_engine
 from runner.engines.sound import CLIPS_PER_CORE_SECOND, SoundSettings, band_table
 from runner.units.worker import as_predictions, fold_data
 from runner.units.tasks import assign_folds
@@ -157,7 +157,7 @@ def test_an_audio_competition_plans_a_spectrogram_cnn_beside_the_band_members(ma
 
 
 def test_a_spectrogram_picture_keeps_high_pitch_at_the_top():
-    from runner.engines.vision.spectrogram import picture
+    from runner.engines.timm.spectrogram import picture
 
     spectrum = np.full((64, 31), -100.0, dtype=np.float32)  # more than RANGE_DB under the peak: black
     spectrum[60:] = -10.0  # energy in the highest bands only
@@ -167,7 +167,7 @@ def test_a_spectrogram_picture_keeps_high_pitch_at_the_top():
 
 
 def test_sound_augmentation_crops_in_time_never_flips_and_masks_a_few_frames_and_bands():
-    from runner.engines.vision.augment import DeviceAugment
+    from runner.engines.timm.augment import DeviceAugment
 
     augment = DeviceAugment(32, (0, 0, 0), (1 / 255, 1 / 255, 1 / 255), "bilinear", torch.device("cpu"),
                             torch.contiguous_format, sound=True)

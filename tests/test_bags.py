@@ -3,7 +3,7 @@ import pytest
 
 from runner.control.extra_members import STALE, WIDE_EVERY, cost_ratio, extra_member, incumbent, note_record, why_stop
 from runner.results.member_state import MemberState
-from runner.engines import get_engine
+from runner.planning.registry import get_engine
 from runner.units.tasks import FoldResult
 from runner.planning.portfolio import Member
 

@@ -10,7 +10,7 @@ from runner.units.tasks import FoldResult, assign_folds
 from runner.common.heap import HEAP_TUNABLES
 from runner.units.processes import kill
 from runner.units.deadlines import MIN_FIXED_SECONDS, MEASURED_SLACK, fold_deadline, fold_window, least_seconds
-from runner.engines import get_engine
+from runner.planning.registry import get_engine
 from runner.planning.portfolio import Member
 
 

@@ -15,14 +15,14 @@ from sklearn.base import BaseEstimator
 from runner.control.rules import (
     REPROBE_SECONDS, STALL_EPOCHS, STALL_GRACE_SECONDS, TIMED_EPOCH, Change, close_enough, combine, monitor_rules,
     needs_replan, stalled)
-from runner.engines import get_engine
+from runner.planning.registry import get_engine
 from runner.engines.base import DeadlineReached, FoldData
 from runner.engines.boosting import MIN_ROUNDS, RoundCost
 from runner.engines.oneshot import LATE_FIT_SECONDS, WARM_ROWS, WARM_STEPS, boosted_head, train_one_shot
 from runner.units.running import GRACE_SECONDS
-from runner.engines.vision.settings import ImageSettings
+from runner.engines.timm.settings import ImageSettings
 from runner.machine.hardware import GiB
-from runner.engines.vision.costs import Candidate, ImageCosts, Throughput
+from runner.engines.timm.costs import Candidate, ImageCosts, Throughput
 from runner.planning.planner import make_plan, replan_context
 from runner.planning.portfolio import DataShape, Member
 from runner.machine.profiles import profile
@@ -37,7 +37,7 @@ def cnn(settings=GPU, per_gpu=1):
 
 
 def epoch(memory_share, data_wait=0.02, number=1):
-    """An epoch line as runner.engines.vision.training writes it."""
+    """An epoch line as runner.engines.timm.training writes it."""
     return dict(epoch=number, loss=2.0, score=1.5, seconds=30.0, epoch_seconds=33.0, images_per_second=400.0,
                 data_wait=data_wait, device_memory_gb=memory_share * 80, device_memory_share=memory_share)
 
@@ -669,7 +669,7 @@ def test_a_lightgbm_fold_whose_prediction_is_heavy_still_ends_by_its_deadline(tm
     on a core another test's run takes half of, prediction slows after its cost was measured (7.3 s once)."""
     import time
 
-    from runner.engines import get_engine
+    from runner.planning.registry import get_engine
     from runner.engines.base import FoldData
 
     rng = np.random.default_rng(0)

@@ -9,7 +9,7 @@ import pytest
 from conftest import run_cli
 from runner.units import processes
 from runner.machine.devices import Card, DeviceError, parse, select, visible
-from runner.engines import get_engine
+from runner.planning.registry import get_engine
 from runner.engines.base import TARGET_MEMORY_FRACTION
 from runner.machine.hardware import GiB, Gpu, Hardware, cuda_fails, spec_sheet_tflops, usable
 from runner.planning.planner import make_plan
@@ -182,8 +182,8 @@ def test_a_plan_whose_pinned_batches_would_fill_the_ram_says_so():
 def test_on_a_gpu_candidates_are_timed_near_the_batch_they_will_train_at():
     """Batch 32 on an H100 times kernel launches more than the model: each candidate is timed at the largest batch
     (up to 256) whose memory estimate fits half the card, never below its own."""
-    from runner.engines.vision.costs import Candidate
-    from runner.engines.vision.measure import TIMING_BATCH_MAX, timing_batches
+    from runner.engines.timm.costs import Candidate
+    from runner.engines.timm.measure import TIMING_BATCH_MAX, timing_batches
 
     memory = gpu_costs().memory
     small = [Candidate("resnet18", 224, "bf16", 32)]

@@ -8,7 +8,7 @@ import pytest
 from conftest import EXIT_SLACK, run_cli, training_share, write_nomad, write_spooky
 from pace import paced
 from runner.control.extra_members import MIN_GAIN, STALE
-from runner.engines.vision.engine import CPU_MEASURE_FLOOR, CPU_MEASURE_MOST
+from runner.engines.timm.engine import CPU_MEASURE_FLOOR, CPU_MEASURE_MOST
 from runner.competition.grade import grade
 from runner.competition.catalog import load_spec
 

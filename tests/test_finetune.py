@@ -9,7 +9,7 @@ import pytest
 
 from conftest import CORES
 from runner.common import metrics
-from runner.engines import get_engine
+from runner.planning.registry import get_engine
 from runner.engines.base import READY_FILE
 from runner.engines.finetune.models import LADDER, SMALLEST, model_folder
 from runner.engines.finetune.planning import MIN_EPOCHS, text_member

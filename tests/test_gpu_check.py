@@ -247,7 +247,7 @@ def test_the_cold_start_rows_make_a_table_of_policies(cold):
 def test_a_cold_start_stopped_inside_its_first_step_counts_as_far_as_it_went(cold):
     """What the fresh process said last becomes the row: a first step it was inside when killed counts the
     seconds it ran, not ended; one that ended, its own."""
-    from runner.engines.vision.costs import Candidate, FirstStep, StartUp
+    from runner.engines.timm.costs import Candidate, FirstStep, StartUp
 
     rung = cold.Rung("efficientnet_lite0", 224, 192, "bf16")
     candidate = Candidate(rung.model, rung.size, rung.precision, rung.batch)

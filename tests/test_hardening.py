@@ -154,7 +154,7 @@ def test_a_zip_extracts_its_images_only(tmp_path):
 
 
 def test_a_pixel_bomb_is_refused_before_it_is_decoded(tmp_path):
-    from runner.engines.vision.images import decode
+    from runner.engines.timm.images import decode
 
     path = tmp_path / "bomb.png"
     Image.new("1", (12_000, 12_000)).save(path, optimize=True)  # 144 M pixels, a small file

@@ -5,7 +5,7 @@ from runner.data import image_draw as image_budget
 from runner.data.dataset import decode_square
 from runner.data.loading import load_dataset
 from runner.demo import write_demo
-from runner.engines.vision.planning import _prepare_seconds
+from runner.engines.timm.planning import _prepare_seconds
 from runner.machine.hardware import GiB, Hardware
 from runner.data.image_draw import affordable_train, decode_seconds
 from runner.planning.portfolio import DataShape, PlanContext

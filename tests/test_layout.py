@@ -16,7 +16,8 @@ import runner
 from runner.competition.catalog import competitions_dir
 
 ROOT = Path(__file__).resolve().parent.parent
-SCANNED = ("runner", "flows", "bench", "tests", "docs", "docker")  # folders whose text may name runner modules
+# folders whose text may name runner modules
+SCANNED = ("runner", "flows", "bench", "tests", "docs", "docker", "competitions")
 SCANNED_FILES = ("Makefile", "pyproject.toml", "prefect.yaml", "README.md")
 DOTTED = re.compile(r"(?<![\w./-])runner(?:\.[a-z_][a-z0-9_]*)+")  # runner.units.worker, a module's attribute
 LOGGER = re.compile(r"getLogger\([\"'][^\"']*[\"']\)")  # a logger's name looks like a module's and need not be one
@@ -58,7 +59,7 @@ def test_the_competitions_folder_beside_the_package_holds_every_lite_spec(monkey
     monkeypatch.delenv("RUNNER_COMPETITIONS", raising=False)
     lite = (ROOT / "competitions" / "splits" / "mle-bench-lite.txt").read_text().split()
     assert competitions_dir().resolve() == (ROOT / "competitions").resolve()
-    specs = {p.stem for p in competitions_dir().glob("*.yaml")}
+    specs = {p.parent.name for p in competitions_dir().glob("*/spec.yaml")}
     assert len(lite) >= 20 and set(lite) <= specs
 
 
@@ -128,7 +129,7 @@ def test_the_name_check_finds_a_stale_name():
 def test_the_fork_servers_preload_imports():
     """Python's forkserver swallows an ImportError in its preload: a stale name there silently drops what it was
     for (the server's stderr file and stack dumps, the engines' libraries imported once)."""
-    from runner.engines import engine_names, get_engine
+    from runner.planning.registry import engine_names, get_engine
     from runner.units.fork_server import BASE_PRELOAD
 
     names = set(BASE_PRELOAD) | {m for n in engine_names() for m in get_engine(n).preload}

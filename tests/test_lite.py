@@ -19,8 +19,8 @@ from runner.common.budget import Budget
 from runner.common.csvfiles import find_sample
 from runner.data.loading import load_dataset
 from runner.data.reading import read_records
-from runner.demo import REPLICAS, write_demo
-from runner.engines import engine_names, get_engine
+from runner.demo import replicas as replica_files, write_demo
+from runner.planning.registry import engine_names, get_engine
 from runner.competition.grade import grade
 from runner.supervisor import run_competition
 from runner.competition.spec import BASELINES
@@ -142,7 +142,7 @@ def test_every_lite_competition_has_a_spec_and_a_replica():
     assert len(LITE) == 22
     for competition in LITE:
         spec = load_spec(competition)
-        assert spec.id == competition and competition in REPLICAS
+        assert spec.id == competition and competition in replica_files()
         assert spec.task != "unsupported" and not spec.baseline, f"{competition}: every Lite competition trains"
     assert set(BASELINES) == set(RULES)
 
@@ -365,7 +365,7 @@ def test_the_cnn_trains_a_fold_on_each_layout_whose_run_leaves_it_out(replicas, 
     or clips, trains a fold of one epoch on them and predicts every validation and test row in the shape the
     competition's labels take (ranzcr's 9 columns and the birds' 19 independent ones), a score the metric accepts.
     One epoch at 32 px is hardly a model, so the score is not held to the sample's."""
-    from runner.engines.vision.settings import ImageSettings
+    from runner.engines.timm.settings import ImageSettings
     from runner.units.tasks import assign_folds
     from runner.units.worker import as_predictions, fold_data
 

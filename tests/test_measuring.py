@@ -19,11 +19,11 @@ import pytest
 from conftest import alive, measuring_pid
 from pace import paced
 from runner.competition.catalog import load_spec
-from runner.engines.vision import estimates as ladder
-from runner.engines.vision.costs import Candidate, FirstStep, ImageCosts, StartUp
-from runner.engines.vision.ladder import GPU_CANDIDATES
-from runner.engines.vision.measure import READY, STEP_WAIT_VARIABLE
-from runner.engines.vision.measuring import OVERRUN_SECONDS, REAP_SECONDS, gather_costs, prestart, release
+from runner.engines.timm import estimates as ladder
+from runner.engines.timm.costs import Candidate, FirstStep, ImageCosts, StartUp
+from runner.engines.timm.ladder import GPU_CANDIDATES
+from runner.engines.timm.measure import READY, STEP_WAIT_VARIABLE
+from runner.engines.timm.measuring import OVERRUN_SECONDS, REAP_SECONDS, gather_costs, prestart, release
 from runner.machine.hardware import GiB, Gpu, Hardware
 from runner.planning.planner import make_plan
 from runner.planning.portfolio import DataShape
@@ -73,7 +73,7 @@ def _modules_of_measuring(folder: Path) -> set[str]:
     """The top-level packages the measuring process had imported when it ended."""
     for dump in folder.glob("*.txt"):
         name, *modules = dump.read_text().splitlines()
-        if name == "runner.engines.vision.measure":
+        if name == "runner.engines.timm.measure":
             return {m.partition(".")[0] for m in modules}
     raise AssertionError(f"no measuring process wrote its modules into {folder}: {sorted(folder.iterdir())}")
 
@@ -130,7 +130,7 @@ def test_an_early_measuring_process_leaves_when_the_run_that_started_it_has_gone
 EARLY_AND_GONE = """import os, sys, time
 from pathlib import Path
 import psutil
-from runner.engines.vision.measuring import prestart
+from runner.engines.timm.measuring import prestart
 prestart("cpu", Path(sys.argv[1]), time.monotonic() + 600.0)
 print(psutil.Process().children()[0].pid, flush=True)
 os._exit(0)
@@ -274,7 +274,7 @@ def test_a_measured_start_up_is_planned_for_each_fold():
 
 def test_costs_with_start_ups_round_trip_through_json():
     """What the measuring process writes (plain dataclasses) is what the supervisor reads back validated."""
-    from runner.engines.vision.measuring import _with_startup
+    from runner.engines.timm.measuring import _with_startup
 
     written = ImageCosts(startup=(StartUp(QUICK, "cpu", 1.5),), starting=FirstStep(QUICK, "cpu", 100.0))
     read = ImageCosts.from_json(dataclasses.asdict(written))
@@ -289,7 +289,7 @@ def test_the_cudnn_policy_is_the_one_the_environment_names(monkeypatch):
     nothing); a name that is no policy is an error naming the variable and the choices."""
     import torch
 
-    from runner.engines.vision import cudnn
+    from runner.engines.timm import cudnn
 
     monkeypatch.delenv(cudnn.POLICY_VARIABLE, raising=False)
     assert cudnn.policy_name() == cudnn.DEFAULT_POLICY

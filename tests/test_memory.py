@@ -2,7 +2,7 @@
 import pytest
 
 from runner.engines.networks import IllegalMemoryAccess, decay_batch_step, is_oom, probe_batch
-from runner.engines.vision.memory import MemoryEstimate, backward_peak_bytes, estimate_memory
+from runner.engines.timm.memory import MemoryEstimate, backward_peak_bytes, estimate_memory
 
 
 class FakeOOM(RuntimeError):

@@ -5,10 +5,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from runner.demo import text_norm_en as en
-from runner.demo import text_norm_ru as ru
-from runner.demo import write_demo
+from runner.demo import replica, write_demo
 from runner.data.textnorm.rules import Normalizer
+
+en = replica("text-normalization-challenge-english-language")
+ru = replica("text-normalization-challenge-russian-language")
 
 RNG = np.random.default_rng(0)
 

@@ -9,7 +9,7 @@ from PIL import Image
 from conftest import CORES
 from runner.common import metrics
 from runner.data.dataset import Dataset
-from runner.engines import get_engine
+from runner.planning.registry import get_engine
 from runner.engines.pixels import PIXEL_SIDE, PixelSettings, pixel_table, table_side
 from runner.units.worker import as_predictions, fold_data
 from runner.units.tasks import assign_folds

@@ -12,19 +12,19 @@ import pandas as pd
 import pytest
 
 from conftest import measuring_pid
-from runner.engines import get_engine
+from runner.planning.registry import get_engine
 from runner.engines.boosting import RoundCost
-from runner.engines.gbm import measure_rounds
+from runner.engines.lightgbm import measure_rounds
 from runner.engines.oneshot import FitCost
-from runner.engines.vision import estimates as ladder
-from runner.engines.vision.images import cache_side
-from runner.engines.vision.ladder import (CPU_CANDIDATES, GPU_CANDIDATES, PRETRAINED_ONLY, SCRATCH_LARGEST,
+from runner.engines.timm import estimates as ladder
+from runner.engines.timm.images import cache_side
+from runner.engines.timm.ladder import (CPU_CANDIDATES, GPU_CANDIDATES, PRETRAINED_ONLY, SCRATCH_LARGEST,
                                           SMALL_MODELS, image_candidates, ladder_models)
-from runner.engines.vision.ladder import ladder as sized_ladder
-from runner.engines.vision.settings import MAX_EPOCHS, MEMORY_TOLERANCE, TARGET_MEMORY_FRACTION
+from runner.engines.timm.ladder import ladder as sized_ladder
+from runner.engines.timm.settings import MAX_EPOCHS, MEMORY_TOLERANCE, TARGET_MEMORY_FRACTION
 from runner.common.errors import RunnerError
 from runner.machine.hardware import GiB, Gpu, Hardware
-from runner.engines.vision.costs import Candidate, ImageCosts, Throughput
+from runner.engines.timm.costs import Candidate, ImageCosts, Throughput
 from runner.planning.planner import EARLY_SERVER_CORES, early_preload, make_plan
 from runner.planning.portfolio import DataShape, Plan
 from runner.machine.profiles import PROFILES, profile
@@ -35,7 +35,7 @@ SPACESHIP = load_spec("spaceship")
 DOG_DATA = DataShape(n_train=9199, n_test=1023, classes=120, inputs=frozenset({"image"}))
 TABLE = DataShape(10_000, 1000, 14, classes=2)  # folds train on 8000 rows: no scaling of the timed rows
 def gpu_costs(precision="bf16"):
-    """The ladder's memory and FLOPs as the real estimators gave them (runner/engines/vision/ladder_costs.json),
+    """The ladder's memory and FLOPs as the real estimators gave them (runner/engines/timm/ladder_costs.json),
     as measuring reports them for a GPU we are not on."""
     return ImageCosts(memory=tuple(ladder.memory_of(m, s, precision) for m, s in GPU_CANDIDATES),
                       flops={f"{m}@{s}": ladder.flops_of(m, s) for m, s in GPU_CANDIDATES})
@@ -195,7 +195,7 @@ def test_wide_bags_draw_every_setting_afresh_from_the_whole_search_space():
 
 
 def test_tfidf_can_read_words_alone_or_words_and_characters():
-    from runner.engines.text import TfidfSettings, tfidf_model
+    from runner.engines.tfidf import TfidfSettings, tfidf_model
 
     texts = ["the bird hit the engine on climb", "struck a gull during landing roll", "geese seen at approach",
              "bird strike on take-off run", "impact on climb out", "hit during approach to runway"] * 3
@@ -456,7 +456,7 @@ H100_EPOCH = 1.59
 
 def cnn_alone(hardware, window, costs, models=None, folds=5):
     """The CNN member as its engine plans it for this hardware and window, from `costs`."""
-    from runner.engines.vision.planning import image_member
+    from runner.engines.timm.planning import image_member
     from runner.planning.portfolio import PlanContext
 
     return image_member(PlanContext(DOG, hardware, window, DEMO_PHOTOS, costs, folds, hardware.cpus, True), models)
@@ -472,7 +472,7 @@ def timed_on_card(img_per_s: float, model="convnext_tiny", size=224):
 def test_folds_sharing_a_card_share_its_pace(source):
     """Four folds on one card each get a quarter of it: their epoch is planned four times one fold's alone,
     whether the pace was estimated from FLOPs or timed on the card."""
-    from runner.engines.vision.planning import GPU_EFFICIENCY
+    from runner.engines.timm.planning import GPU_EFFICIENCY
 
     costs = gpu_costs() if source == "estimated" else timed_on_card(2000.0)
     alone_hw = dataclasses.replace(H100_RUN, cpus=4)  # cores for one fold at a time, with 3 loader workers
@@ -492,7 +492,7 @@ def test_folds_sharing_a_card_share_its_pace(source):
 def test_an_epoch_is_no_faster_than_its_loaders_feed_it():
     """A small model's compute on an H100 takes a fraction of what 3 loader workers need to hand over its images:
     the workers set the epoch, and more cores for them make it shorter."""
-    from runner.engines.vision.planning import LOADER_IMAGES_PER_WORKER_SECOND
+    from runner.engines.timm.planning import LOADER_IMAGES_PER_WORKER_SECOND
 
     few = cnn_alone(dataclasses.replace(H100_RUN, cpus=4), 600, gpu_costs(), (("resnet18", 128),))
     many = cnn_alone(H100_RUN, 600, gpu_costs(), (("resnet18", 128),), folds=2)
@@ -519,7 +519,7 @@ def test_a_replan_with_no_time_for_a_replacement_keeps_the_running_member():
     folds and settings, so its running folds go on), at the measured pace, and the scheduler starts a later fold
     only with time for its start-up, an epoch at that pace and its test predictions."""
     from runner.units.deadlines import capacity, fold_window
-    from runner.engines.vision.planning import STARTUP_SECONDS
+    from runner.engines.timm.planning import STARTUP_SECONDS
     from runner.planning.planner import replan_context
 
     plan = make_plan(DOG, H100_RUN, 44.3, DEMO_PHOTOS, {"timm": gpu_costs()}, engines=["timm"])
@@ -553,7 +553,7 @@ def test_a_measuring_process_that_dies_leaves_a_plan_from_the_ladders_estimates(
     import signal
     import threading
 
-    from runner.engines.vision.measuring import gather_costs
+    from runner.engines.timm.measuring import gather_costs
 
     candidates = image_candidates(H100_RUN, side=DEMO_PHOTOS.image_side)
     result = {}
@@ -610,8 +610,8 @@ def test_measuring_on_this_cpu_gets_a_floor_the_budget_can_spare():
 
 def test_the_ladders_estimates_are_read_without_torch():
     """The supervisor plans from them when measuring died, and never imports torch."""
-    code = ("import sys; from runner.engines.vision.measuring import estimated_costs;"
-            "from runner.engines.vision.ladder import image_candidates; from runner.machine.profiles import profile;"
+    code = ("import sys; from runner.engines.timm.measuring import estimated_costs;"
+            "from runner.engines.timm.ladder import image_candidates; from runner.machine.profiles import profile;"
             "c = estimated_costs(image_candidates(profile('h100-80gb'), side=200), 'test');"
             "assert len(c.memory) == len(c.flops) >= 3 and 'torch' not in sys.modules, sorted(sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
@@ -633,7 +633,7 @@ def test_a_deep_stack_dump_reaches_the_runs_log_from_its_innermost_frame(caplog)
     """A dump lists the innermost frame first: one deeper than the lines the run's log keeps (an import's is 100
     lines) is kept from its start, where the process was; other output by its end, where a traceback says what
     failed."""
-    from runner.engines.vision.measuring import MEASURE_LOG_LINES, _said
+    from runner.engines.timm.measuring import MEASURE_LOG_LINES, _said
 
     frames = [f'  File "m{i}.py", line {i} in f{i}' for i in range(2 * MEASURE_LOG_LINES)]
     with caplog.at_level("INFO", logger="runner"):
@@ -692,7 +692,7 @@ def test_runner_plan_prints_and_writes_a_plan_for_a_profile(dog_breed, tmp_path,
 
 
 def test_a_candidate_timed_far_off_the_others_flops_per_second_is_flagged():
-    from runner.engines.vision.measure import outliers
+    from runner.engines.timm.measure import outliers
 
     flops = {"a@96": 1e9, "b@96": 2e9, "c@96": 4e9, "d@96": 1e9}
     # a, b, c run at the same 100 GFLOP/s; d's timing implies 10x less (a disturbed measurement)
@@ -785,7 +785,7 @@ def test_lightgbm_rounds_are_timed_on_tables_whose_rows_it_is_soon_sure_of():
     """Leaf-classification's shape (891 rows, 99 well-separated classes): the worst-case trees the timing grows
     once asked LightGBM for leaves of rows with no hessian left, which fails its own check (LightGBM issue 4739)
     and left the plan untimed (leaf and tabular-playground dec-2021 at their real sizes)."""
-    from runner.engines.gbm import measure_rounds
+    from runner.engines.lightgbm import measure_rounds
 
     rng = np.random.default_rng(0)
     y = np.arange(891) % 99
@@ -827,12 +827,12 @@ def test_a_fork_server_started_before_the_data_is_read_imports_what_the_tasks_en
 
     roomy = machine(EARLY_SERVER_CORES)
     image = early_preload(load_spec("dog-breed"), roomy)
-    assert {"torch", "timm", "lightgbm", "runner.engines.vision.training"} <= set(image)
+    assert {"torch", "timm", "lightgbm", "runner.engines.timm.training"} <= set(image)
     assert not {"catboost", "xgboost"} & set(image)
     assert len(image) == len(set(image))
     table = early_preload(load_spec("spaceship-titanic"), roomy)
     assert "lightgbm" in table and "torch" not in table
-    assert "runner.engines.restore.training" in early_preload(load_spec("denoising-dirty-documents"), roomy)
+    assert "runner.engines.unet.training" in early_preload(load_spec("denoising-dirty-documents"), roomy)
     assert early_preload(load_spec("spaceship-titanic"), roomy, engines=["linear"]) == get_engine("linear").preload
     assert early_preload(load_spec("dog-breed"), machine(EARLY_SERVER_CORES - 1)) == ()
     unsupported = dataclasses.replace(load_spec("dog-breed"), task="unsupported")
@@ -841,7 +841,7 @@ def test_a_fork_server_started_before_the_data_is_read_imports_what_the_tasks_en
 
 def test_the_measuring_processs_own_lines_are_marked_once_in_the_runs_log(caplog):
     """Its lines that say "measure:" already are not marked twice; the others (a traceback's) are marked."""
-    from runner.engines.vision.measuring import _said
+    from runner.engines.timm.measuring import _said
 
     with caplog.at_level(logging.INFO, logger="runner"):
         _said("measure: torch and timm imported in 6.1 s\nValueError: x")

@@ -14,10 +14,10 @@ from pace import paced
 from runner.common import metrics
 from runner.data.loading import load_dataset
 from runner.demo import write_demo
-from runner.engines import get_engine
+from runner.planning.registry import get_engine
 from runner.engines.base import READY_FILE
-from runner.engines.restore.network import TILE, UNet, restore_page
-from runner.engines.restore.planning import CPU_SHARE, MIN_EPOCHS, RestoreSettings, restore_member
+from runner.engines.unet.network import TILE, UNet, restore_page
+from runner.engines.unet.planning import CPU_SHARE, MIN_EPOCHS, RestoreSettings, restore_member
 from runner.units.worker import fold_data
 from runner.units.tasks import assign_folds
 from runner.planning.planner import make_plan
@@ -127,7 +127,7 @@ def test_only_an_image_to_image_task_gets_the_net():
 
 
 def test_the_memory_estimate_counts_the_nets_own_weights():
-    from runner.engines.restore.shape import parameters
+    from runner.engines.unet.shape import parameters
 
     for width in (8, 16, 32):
         counted = sum(p.numel() for p in UNet(width).parameters())

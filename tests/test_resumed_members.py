@@ -1,6 +1,6 @@
 """What a resumed run trains: the earlier run's unfinished members first, and no more members in all than
 `--max-members` allows, the reused counted (runner.results.resume.resumed_members)."""
-from runner.engines import get_engine
+from runner.planning.registry import get_engine
 from runner.planning.portfolio import Member
 from runner.results.resume import Reused, resumed_members
 from runner.units.tasks import FoldResult

@@ -10,11 +10,18 @@ import pytest
 from PIL import Image
 
 from runner.common.csvfiles import find_sample
-from runner.demo import _pictures, aptos, cactus, dog_breed, dogs_cats, histopathology, melanoma, write_demo
+from runner.demo import _pictures, write_demo, replica
 from runner.demo._layout import REAL, Real
 from runner.common.errors import RunnerError
 from runner.competition.grade import grade
 from runner.competition.catalog import load_spec
+
+aptos = replica("aptos2019-blindness-detection")
+cactus = replica("aerial-cactus-identification")
+dog_breed = replica("dog-breed-identification")
+dogs_cats = replica("dogs-vs-cats-redux-kernels-edition")
+histopathology = replica("histopathologic-cancer-detection")
+melanoma = replica("siim-isic-melanoma-classification")
 
 MODULES = {"aerial-cactus-identification": cactus, "aptos2019-blindness-detection": aptos,
            "dogs-vs-cats-redux-kernels-edition": dogs_cats, "histopathologic-cancer-detection": histopathology,

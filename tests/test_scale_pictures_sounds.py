@@ -14,11 +14,18 @@ import soundfile
 from PIL import Image
 
 from runner.common.csvfiles import find_sample
-from runner.demo import birds, denoising, leaf, plant, ranzcr, whale, write_demo
+from runner.demo import write_demo, replica
 from runner.demo._layout import REAL, Real
 from runner.common.errors import RunnerError
 from runner.competition.grade import grade
 from runner.competition.catalog import load_spec
+
+birds = replica("mlsp-2013-birds")
+denoising = replica("denoising-dirty-documents")
+leaf = replica("leaf-classification")
+plant = replica("plant-pathology-2020-fgvc7")
+ranzcr = replica("ranzcr-clip-catheter-line-classification")
+whale = replica("the-icml-2013-whale-challenge-right-whale-redux")
 
 MODULES = {"plant-pathology-2020-fgvc7": plant, "ranzcr-clip-catheter-line-classification": ranzcr,
            "leaf-classification": leaf, "denoising-dirty-documents": denoising,

@@ -10,12 +10,23 @@ import pandas as pd
 import pytest
 
 from runner.common.csvfiles import find_sample
-from runner.demo import (insults, jigsaw, nomad, pizza, spaceship, spooky, taxi, text_norm_en, text_norm_ru, tps_dec,
-                         tps_may, write_demo)
+from runner.demo import write_demo, replica
 from runner.demo._layout import REAL, Real, is_real, parse_scale
 from runner.common.errors import RunnerError
 from runner.competition.grade import grade
 from runner.competition.catalog import load_spec
+
+insults = replica("detecting-insults-in-social-commentary")
+jigsaw = replica("jigsaw-toxic-comment-classification-challenge")
+nomad = replica("nomad2018-predict-transparent-conductors")
+pizza = replica("random-acts-of-pizza")
+spaceship = replica("spaceship-titanic")
+spooky = replica("spooky-author-identification")
+taxi = replica("new-york-city-taxi-fare-prediction")
+text_norm_en = replica("text-normalization-challenge-english-language")
+text_norm_ru = replica("text-normalization-challenge-russian-language")
+tps_dec = replica("tabular-playground-series-dec-2021")
+tps_may = replica("tabular-playground-series-may-2022")
 
 # competition -> (its module, the public files whose rows or tokens are the train and test counts)
 REPLICAS = {

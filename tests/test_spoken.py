@@ -191,7 +191,7 @@ def test_every_table_engine_answers_every_class_where_training_rows_lack_one(rus
     stops on time (CatBoost refused such a fold until it was told the classes)."""
     import time
 
-    from runner.engines import get_engine
+    from runner.planning.registry import get_engine
     from runner.engines.base import FoldData
 
     train, test = russian

@@ -246,7 +246,7 @@ def test_a_cnn_fold_on_the_cpu_says_it_is_ready_before_its_first_epoch(tmp_path)
     starts the stall clock there is the one tested here."""
     import json
 
-    from runner.engines.vision.training import train
+    from runner.engines.timm.training import train
     from test_vision import PLAN, small_fold
 
     started = time.monotonic()

@@ -10,8 +10,8 @@ from scipy import sparse
 
 from conftest import write_spooky
 from runner.data.loading import load_dataset
-from runner.engines import get_engine
-from runner.engines.text import TfidfCost, TfidfSettings
+from runner.planning.registry import get_engine
+from runner.engines.tfidf import TfidfCost, TfidfSettings
 from runner.units.worker import fold_data
 from runner.units.tasks import assign_folds
 from runner.planning.planner import make_plan

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from runner.engines.vision.training import Trainer, confirm_batch
+from runner.engines.timm.training import Trainer, confirm_batch
 from runner.engines.base import FoldData
-from runner.engines.vision.settings import ImageSettings
+from runner.engines.timm.settings import ImageSettings
 from runner.competition.catalog import load_spec
 
 PLAN = ImageSettings(model="resnet18", image_size=32, batch_size=4, precision="fp32", max_epochs=1, patience=1)
@@ -79,7 +79,7 @@ def test_no_probe_on_cpu():
 
 
 def small_fold(tmp_path, rows=48, side=40):
-    """A fold of random images in a decoded-image cache, as runner.engines.vision.images writes it."""
+    """A fold of random images in a decoded-image cache, as runner.engines.timm.images writes it."""
     rng = np.random.default_rng(0)
     cache = tmp_path / "images.npy"
     np.save(cache, rng.integers(0, 255, (rows + 8, side, side, 3), dtype=np.uint8))
@@ -103,7 +103,7 @@ def inject(monkeypatch, error: str, at_call: int, batch: int):
 
 
 def test_out_of_memory_mid_fold_continues_with_a_smaller_batch_from_the_last_epoch(tmp_path, monkeypatch):
-    from runner.engines.vision.training import train
+    from runner.engines.timm.training import train
 
     calls = inject(monkeypatch, "CUDA out of memory. Tried to allocate 2.00 GiB", at_call=2, batch=8)
     settings = PLAN.model_copy(update=dict(batch_size=8, max_epochs=3, patience=10))
@@ -115,7 +115,7 @@ def test_out_of_memory_mid_fold_continues_with_a_smaller_batch_from_the_last_epo
 
 
 def test_an_illegal_memory_access_is_never_retried(tmp_path, monkeypatch):
-    from runner.engines.vision.training import train
+    from runner.engines.timm.training import train
 
     calls = inject(monkeypatch, "CUDA error: an illegal memory access was encountered", at_call=1, batch=8)
     settings = PLAN.model_copy(update=dict(batch_size=8, max_epochs=2))
@@ -126,7 +126,7 @@ def test_an_illegal_memory_access_is_never_retried(tmp_path, monkeypatch):
 
 def augment(size=16, batched=False):
     """The augmentation as a CPU fold runs it (crop by crop), or as a GPU fold does (`batched`, on the CPU here)."""
-    from runner.engines.vision.augment import DeviceAugment
+    from runner.engines.timm.augment import DeviceAugment
 
     return DeviceAugment(size, (0.0, 0.0, 0.0), (1 / 255, 1 / 255, 1 / 255), "bilinear", torch.device("cpu"),
                          torch.contiguous_format, batched=batched)
@@ -167,7 +167,7 @@ def test_the_device_flip_mirrors_about_half_the_images(batched):
 
 
 def test_crop_boxes_lie_in_the_square_with_the_planned_areas():
-    from runner.engines.vision.augment import CROP_SCALE
+    from runner.engines.timm.augment import CROP_SCALE
 
     torch.manual_seed(0)
     width, height, cx, cy = augment().crop_boxes(5000).T
@@ -187,7 +187,7 @@ def test_evaluation_resizes_the_whole_square_and_keeps_an_image_already_at_size(
 
 
 def test_out_of_memory_while_building_the_fold_retries_at_a_smaller_batch(tmp_path, monkeypatch):
-    from runner.engines.vision import training as cnn
+    from runner.engines.timm import training as cnn
 
     original, built = cnn.Trainer.__init__, []
 
@@ -204,7 +204,7 @@ def test_out_of_memory_while_building_the_fold_retries_at_a_smaller_batch(tmp_pa
 
 
 def test_the_loader_reads_whole_batches_in_channels_last_layout(tmp_path):
-    from runner.engines.vision.loading import loaders
+    from runner.engines.timm.loading import loaders
 
     data = small_fold(tmp_path)
     cache = np.load(data.image_cache)
@@ -223,7 +223,7 @@ def _fold_with_loader_workers(folder: str, out) -> None:
     import psutil
 
     from runner.common.budget import stop_on_sigterm, stop_requested
-    from runner.engines.vision.loading import loaders
+    from runner.engines.timm.loading import loaders
 
     os.setsid()
     stop_on_sigterm()
@@ -262,7 +262,7 @@ def test_a_folds_loader_workers_are_its_forked_children_and_outlive_a_request_to
 
 
 def test_a_fold_with_fewer_rows_than_its_batch_still_steps(tmp_path):
-    from runner.engines.vision.loading import loaders
+    from runner.engines.timm.loading import loaders
 
     data = small_fold(tmp_path, rows=28)  # 12 training rows
     train, _, _ = loaders(PLAN.model_copy(update=dict(batch_size=32)), data, data.image_cache)
@@ -322,8 +322,8 @@ def test_a_28_pixel_set_is_planned_cached_and_trained_at_28_pixels_never_upscale
     from runner.common.budget import Budget
     from runner.data.loading import load_dataset
     from runner.demo import write_demo
-    from runner.engines import get_engine
-    from runner.engines.vision.ladder import SMALL_MODELS
+    from runner.planning.registry import get_engine
+    from runner.engines.timm.ladder import SMALL_MODELS
     from runner.machine.hardware import Hardware
     from runner.planning.planner import plan_for
     from runner.units.tasks import assign_folds

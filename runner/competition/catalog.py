@@ -1,5 +1,6 @@
-"""Finding a competition's spec: `competitions/<id>.yaml` by id or alias, or, for any other MLE-bench id,
-inferred from its public folder (runner.competition.inference)."""
+"""Finding a competition's spec: `competitions/<id>/spec.yaml` by id or alias, or, for any other MLE-bench id,
+inferred from its public folder (runner.competition.inference). A competition is a folder: its spec beside the
+generator of its replica (`replica.py`) and whatever else it alone needs."""
 from __future__ import annotations
 
 import os
@@ -34,10 +35,23 @@ def _load_yaml(path: Path) -> CompetitionSpec:
     return CompetitionSpec.from_json(data)
 
 
+SPEC_FILE = "spec.yaml"  # in each competition's folder
+
+
+def spec_files() -> list[Path]:
+    """Each competition folder's spec file, in the folders' order."""
+    return sorted(competitions_dir().glob(f"*/{SPEC_FILE}"))
+
+
 def known_specs() -> dict[str, CompetitionSpec]:
-    """Every spec in the competitions folder, keyed by id."""
-    specs = [_load_yaml(p) for p in sorted(competitions_dir().glob("*.yaml"))]
-    return {s.id: s for s in specs}
+    """Every spec in the competitions folder, keyed by id; a spec whose id is not its folder's name is refused."""
+    specs = {}
+    for path in spec_files():
+        spec = _load_yaml(path)
+        if spec.id != path.parent.name:
+            raise SpecError(f"{path}: id {spec.id!r} is not its folder's name {path.parent.name!r}")
+        specs[spec.id] = spec
+    return specs
 
 
 def find_spec(name: str) -> CompetitionSpec | None:

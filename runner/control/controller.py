@@ -22,7 +22,7 @@ from runner.control.rules import (
     stalled, with_startup)
 from runner.control.startup_watch import STALL_STACKS_SECONDS, StartupWatch
 from runner.data.dataset import Dataset
-from runner.engines import get_engine, pretrained_models
+from runner.planning.registry import get_engine, pretrained_models
 from runner.units.tasks import PREPARE, FoldResult
 from runner.machine.hardware import Hardware, busy_elsewhere
 from runner.machine.monitor import Monitor

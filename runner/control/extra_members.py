@@ -26,7 +26,7 @@ import logging
 
 import numpy as np
 
-from runner.engines import get_engine
+from runner.planning.registry import get_engine
 from runner.units.tasks import PREPARE, FoldResult
 from runner.planning.portfolio import MAX_MEMBERS, Member
 from runner.results.ensemble import Ensemble

@@ -1,40 +1,47 @@
 """Synthetic competitions in the exact MLE-bench layout, and `runner demo`, which generates, runs and grades them."""
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import shutil
+import sys
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 
 from runner.common.errors import SpecError
-from runner.competition.catalog import find_spec
+from runner.competition.catalog import competitions_dir, find_spec
 
 log = logging.getLogger("runner")
 
-# competition id -> (generator module, default budget for `runner demo`)
-DEMOS = {"dog-breed-identification": ("dog_breed", "3m"), "spaceship-titanic": ("spaceship", "1m")}
+# competition id -> its default budget for `runner demo`
+DEMOS = {"dog-breed-identification": "3m", "spaceship-titanic": "1m"}
 DEMO_WEIGHTS = "efficientnet_lite0"  # the CPU ladder's top rung, whose ImageNet weights install from the index
-# every MLE-bench Lite competition -> the module writing its small replica (exact layout, learnable signal)
-REPLICAS = {
-    "aerial-cactus-identification": "cactus", "aptos2019-blindness-detection": "aptos",
-    "denoising-dirty-documents": "denoising", "detecting-insults-in-social-commentary": "insults",
-    "dog-breed-identification": "dog_breed", "dogs-vs-cats-redux-kernels-edition": "dogs_cats",
-    "histopathologic-cancer-detection": "histopathology", "jigsaw-toxic-comment-classification-challenge": "jigsaw",
-    "leaf-classification": "leaf", "mlsp-2013-birds": "birds", "new-york-city-taxi-fare-prediction": "taxi",
-    "nomad2018-predict-transparent-conductors": "nomad", "plant-pathology-2020-fgvc7": "plant",
-    "random-acts-of-pizza": "pizza", "ranzcr-clip-catheter-line-classification": "ranzcr",
-    "siim-isic-melanoma-classification": "melanoma", "spooky-author-identification": "spooky",
-    "tabular-playground-series-dec-2021": "tps_dec", "tabular-playground-series-may-2022": "tps_may",
-    "text-normalization-challenge-english-language": "text_norm_en",
-    "text-normalization-challenge-russian-language": "text_norm_ru",
-    "the-icml-2013-whale-challenge-right-whale-redux": "whale",
-    "spaceship-titanic": "spaceship",
-}
+REPLICA_FILE = "replica.py"  # in a competition's folder: `generate(root, rng, scale=...)` writes its replica
 
 
-def resolve(name: str, among: dict = REPLICAS) -> str:
+def replicas() -> dict[str, Path]:
+    """Every competition with a replica -> its generator's file (competitions/<id>/replica.py)."""
+    return {path.parent.name: path for path in sorted(competitions_dir().glob(f"*/{REPLICA_FILE}"))}
+
+
+def replica(competition: str) -> ModuleType:
+    """The replica generator of a competition (an id or alias), imported from its folder as `<id>.replica`: the
+    competitions folder is a root of modules (after every other, so no folder there hides a package), so the
+    generator's worker processes import it by that name too, and a helper beside it in the folder by a relative
+    import."""
+    competition = resolve(competition)
+    root = str(competitions_dir().resolve())
+    if root not in sys.path:
+        sys.path.append(root)
+    return importlib.import_module(f"{competition}.{Path(REPLICA_FILE).stem}")
+
+
+def resolve(name: str, among: dict | None = None) -> str:
+    """The competition id of `name` (an id or alias) among those with a replica (or `among`'s keys)."""
+    among = replicas() if among is None else among
     spec = find_spec(name)
     if spec is None or spec.id not in among:
         raise SpecError(f"no demo data for {name!r}; there is some for: {', '.join(sorted(among))}")
@@ -46,15 +53,13 @@ def write_demo(name: str, out: Path, seed: int = 0, scale: float | str = 1.0, **
     `scale`: the replica's own size times a factor, or 'real' (`runner.demo._layout.REAL`): as many rows, images,
     clips, pages and tokens as the real competition has, images at their real pixel sizes; 'real/8' the real counts
     over 8, all else as at 'real'. `options` go to the generator (sizes, such as dog-breed's train_per_breed)."""
-    import importlib
-
     from runner.demo._layout import is_real, parse_scale
 
     competition = resolve(name)
     scale = parse_scale(scale)  # a bad scale is refused before anything is removed or written
     root = Path(out) / competition
     shutil.rmtree(root / "prepared", ignore_errors=True)
-    module = importlib.import_module(f"runner.demo.{REPLICAS[competition]}")
+    module = replica(competition)
     # the default, every generator's own size; real (Real(1.0)) equals 1.0 as a float, so its type is asked first
     sized = {"scale": scale} if is_real(scale) or scale != 1.0 else {}
     module.generate(root, np.random.default_rng(seed), **sized, **options)
@@ -71,7 +76,7 @@ def demo_weights(cache: Path) -> None:
     import subprocess
     import sys
 
-    from runner.engines import get_engine
+    from runner.planning.registry import get_engine
     from runner.common.weights import CACHE_ENV, find_weights
 
     # the CNN ladder's weights only: a text model that comes bundled (MiniLM) says nothing of the images' cache
@@ -102,7 +107,7 @@ def run_demo(out: Path, budget: str | None = None, competitions: list[str] | Non
     for name in competitions or list(DEMOS):
         competition = resolve(name, DEMOS)
         root = write_demo(competition, out / "data")
-        seconds = parse_duration(budget or DEMOS[competition][1])
+        seconds = parse_duration(budget or DEMOS[competition])
         log.info("%s: running with a %.0f s budget", competition, seconds)
         report = run_competition(competition, root / "prepared" / "public", Budget.start(seconds),
                                  out / competition)

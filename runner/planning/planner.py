@@ -18,7 +18,7 @@ from pydantic_core import to_jsonable_python
 
 from runner.common.atomic import write_json
 from runner.common.budget import Budget
-from runner.engines import engine_names, get_engine, pretrained_models
+from runner.planning.registry import engine_names, get_engine, pretrained_models
 from runner.engines.base import TARGET_MEMORY_FRACTION
 from runner.machine.hardware import GiB, Hardware
 from runner.machine.monitor import tree_memory

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, SerializeAsAny, model_validator
 
-from runner.engines import get_engine
+from runner.planning.registry import get_engine
 from runner.machine.hardware import Hardware
 from runner.common.sampling import Sampled
 from runner.common.saved import Saved

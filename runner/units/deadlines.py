@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 
-from runner.engines import get_engine
+from runner.planning.registry import get_engine
 from runner.units.tasks import FoldResult
 from runner.planning.portfolio import Member, Plan
 

@@ -24,7 +24,7 @@ from typing import Callable
 from runner.common.budget import Budget, interrupts_between_steps, raise_if_interrupted
 from runner.units.deadlines import (MIN_FOLD_SECONDS, capacity, fold_window, kept_for_queued, lane_capacity,
                                     prepare_deadline, starting_together)
-from runner.engines import get_engine
+from runner.planning.registry import get_engine
 from runner.units.tasks import PREPARE, FoldResult, FoldTask
 from runner.planning.portfolio import Member, Plan
 from runner.common.saved import Saved

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from runner.engines import get_engine
+from runner.planning.registry import get_engine
 from runner.units.tasks import PREPARE
 from runner.planning.portfolio import Member
 

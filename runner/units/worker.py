@@ -26,7 +26,7 @@ from runner.common.atomic import replacing, write_json, write_npy
 from runner.common.budget import process_start, stop_on_sigterm
 from runner.common.leaving import leave
 from runner.data.dataset import rows_of
-from runner.engines import get_engine
+from runner.planning.registry import get_engine
 from runner.engines.base import DeadlineReached, FoldData, say_ready
 from runner.units.epoch_lines import read_ready
 from runner.units.tasks import PREPARE, FoldResult, FoldTask, assign_folds
