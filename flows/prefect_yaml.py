@@ -10,12 +10,22 @@ from runner.deploy.leases import CPU_QUEUE, GPU_QUEUE
 from runner.competition.catalog import known_specs
 
 SWEEP_QUEUE = "sweep"  # flows that only wait on others: served by a worker holding no lease
+# MLE-bench's splits (competitions/splits/<name>.txt) -> what they hold and when they sweep (inactive until resumed)
+SPLITS = {
+    "mle-bench-lite": ("every MLE-bench Lite competition", "0 1 * * *"),
+    "low": ("MLE-bench's low-complexity split (Lite)", "0 2 * * 6"),
+    "medium": ("MLE-bench's 38 medium-complexity competitions", "0 2 * * 0"),
+    "high": ("MLE-bench's 15 high-complexity competitions", "0 14 * * 6"),
+    "split75": ("all 75 MLE-bench competitions", "0 2 1 * *"),
+    "dev": ("MLE-bench's dev split", "0 14 * * 0"),
+}
 # tasks whose runs want a GPU (a CNN, a sentence encoder, a spectrogram CNN): the gpu queue
 ON_A_CARD = {"image", "text", "audio"}
 
 HEADER = """\
-# Deployments: `compete/<alias>` per competition spec, the `sweep/mle-bench-lite` nightly sweep (its schedule is
-# created inactive: resume it in the UI or with `prefect deployment schedule resume`), and `sweep/demo`.
+# Deployments: `compete/<alias>` per competition spec, a sweep per MLE-bench split (`sweep/mle-bench-lite`, its low
+# split, nightly; `sweep/low`, `sweep/medium`, `sweep/high`, `sweep/split75` and `sweep/dev` weekly: every schedule
+# is created inactive: resume it in the UI or with `prefect deployment schedule resume`), and `sweep/demo`.
 # `make up` deploys them all to a local server; workers run flows from $RUNNER_REPO (set by `make up`).
 # Queues: gpu (image, text and audio competitions), cpu (tables, image to image, text normalization, rule
 # baselines), sweep (flows that wait on others).
@@ -37,17 +47,22 @@ def deployments() -> list[dict]:
                   "parameters": {"competition": "dog-breed-identification", "budget": "2h", "backend": "docker",
                                  "image": "competition-runner:latest", "gpus": "all"},
                   "work_pool": {"name": "runner-process", "work_queue_name": GPU_QUEUE}})
-    found.append({"name": "mle-bench-lite", "entrypoint": "flows/sweep.py:sweep",
-                  "description": "every MLE-bench Lite competition with prepared data, one compete run each",
-                  "parameters": {"split": "mle-bench-lite", "budget": "2h", "data_root": "~/.cache/mle-bench/data",
-                                 "via_deployments": True, "slot": "runner-slot"},
-                  "work_pool": {"name": "runner-process", "work_queue_name": SWEEP_QUEUE},
-                  "schedules": [{"cron": "0 1 * * *", "timezone": "UTC", "active": False}]})
+    found.extend(split_sweep(name, what, cron) for name, (what, cron) in SPLITS.items())
     found.append({"name": "demo", "entrypoint": "flows/sweep.py:sweep",
                   "description": "the demo competitions, one after another in this flow run",
                   "parameters": {"split": "demo", "budget": "2m"},
                   "work_pool": {"name": "runner-process", "work_queue_name": SWEEP_QUEUE}})
     return found
+
+
+def split_sweep(split: str, what: str, cron: str) -> dict:
+    """The sweep of one MLE-bench split: a compete run per competition with prepared data, through deployments."""
+    return {"name": split, "entrypoint": "flows/sweep.py:sweep",
+            "description": f"{what} with prepared data, one compete run each",
+            "parameters": {"split": split, "budget": "2h", "data_root": "~/.cache/mle-bench/data",
+                           "via_deployments": True, "slot": "runner-slot"},
+            "work_pool": {"name": "runner-process", "work_queue_name": SWEEP_QUEUE},
+            "schedules": [{"cron": cron, "timezone": "UTC", "active": False}]}
 
 
 def queue(task: str) -> str:

@@ -58,9 +58,10 @@ def _run(args) -> int:
                                  max_members=args.max_members)
     console.print(summary_table(report))
     if report.error:  # plain lines: the message must survive any terminal width
-        print(f"runner: error: {report.error}", file=sys.stderr)
-        print(f"runner: a valid baseline submission was written to {report.submission}", file=sys.stderr)
-        return 2
+        failed = report.status == "failed"  # a fault of the runner's, not of the input: its traceback in report.json
+        print(f"runner: {'failed' if failed else 'error'}: {report.error}", file=sys.stderr)
+        print(f"runner: the best valid submission so far is {report.submission}", file=sys.stderr)
+        return 1 if failed else 2
     return 0
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from runner.common import archives
 from runner.common.sampling import SAMPLING_SEED, Sampled
 
 ENCODING = "utf-8-sig"  # UTF-8, a byte-order mark dropped from the first column's name
@@ -30,19 +31,35 @@ OPENERS = {"gzip": gzip.open, "bz2": bz2.open, "xz": lzma.open}
 STREAM_RATIO = 4  # bytes of CSV per byte of a bz2 or xz stream, which stores no size: text compresses ~3-6x
 # what competitions name their sample submission, most common first (MLE-bench keeps Kaggle's names)
 SAMPLE_NAMES = ("sample_submission.csv", "sampleSubmission.csv", "sample_submission_null.csv",
-                "sample_submission.csv.zip", "sampleSubmission.csv.zip", "sample_submission.csv.gz")
-SAMPLE_PATTERN = re.compile(r"sample_?submission.*\.csv(\.(zip|gz))?$", re.IGNORECASE)
+                "sample_submission.csv.zip", "sampleSubmission.csv.zip", "sample_submission.csv.gz",
+                "sample_submission.csv.7z")
+SAMPLE_PATTERN = re.compile(r"sample_?submission.*\.csv(\.(zip|gz|7z))?$", re.IGNORECASE)
 
 
 def compression(path: Path) -> str | None:
-    """The file's compression from its first bytes (a .csv that is really gzip is read as gzip), or None."""
+    """The file's compression from its first bytes (a .csv that is really gzip is read as gzip), or None; an
+    archive pandas cannot open ('7z', 'tar', compressed or not) is named as such: its one file is read in memory."""
     with open(path, "rb") as handle:
         start = handle.read(8)
+    if start.startswith(archives.SEVEN_ZIP):
+        return "7z"
+    if start.startswith(archives.GZIP) and archives.kind(path) == "tar":
+        return "tar"
     return next((method for magic, method in MAGIC if start.startswith(magic)), None)
+
+
+IN_MEMORY = ("7z", "tar")  # archives whose one CSV is read into memory first (pandas reads the others itself)
+
+
+def source(path: Path, method: str | None):
+    """What pandas reads and the compression it is told: the file itself, or an in-memory archive's one file."""
+    return (archives.open_member(path), None) if method in IN_MEMORY else (path, method)
 
 
 def head(path: Path, method: str | None, size: int = SNIFF_BYTES) -> bytes:
     """The first `size` bytes of the file's content, decompressed."""
+    if method in IN_MEMORY:
+        return archives.read_member(path)[:size]
     if method == "zip":
         with zipfile.ZipFile(path) as archive:
             members = [m for m in archive.infolist() if not m.is_dir()]
@@ -59,6 +76,8 @@ def content_bytes(path: Path) -> int:
     4 GiB: taken as the least such size not below the file's), else the file's size times STREAM_RATIO; a plain
     file's own size."""
     size, method = path.stat().st_size, compression(path)
+    if method in IN_MEMORY:
+        return max((m.size for m in archives.members(path)), default=0)
     if method == "zip":
         with zipfile.ZipFile(path) as archive:
             return max((m.file_size for m in archive.infolist() if not m.is_dir()), default=0)
@@ -109,6 +128,12 @@ def _options(path: Path, notes: list[str]) -> tuple[str, dict]:
     return encoding, dict(sep=delimiter, compression=method, on_bad_lines="warn")
 
 
+def _pandas_source(path: Path, options: dict):
+    """The file (or its archive's one file in memory) and the options pandas reads it with."""
+    readable, method = source(path, options["compression"])
+    return readable, {**options, "compression": method}
+
+
 def read_csv_sample(path: Path, rows: int, seconds: float, warnings: list[str],
                     seed: int = SAMPLING_SEED) -> pd.DataFrame:
     """About `rows` rows drawn evenly from a large file, read in chunks of CHUNK_ROWS; reading stops after
@@ -118,7 +143,8 @@ def read_csv_sample(path: Path, rows: int, seconds: float, warnings: list[str],
     expected = max(rows, estimated_rows(path))
     share, rng, parts, seen = min(1.0, rows / expected), np.random.default_rng(seed), [], 0
     started, stopped = time.monotonic(), None
-    with pd.read_csv(path, encoding=encoding, chunksize=CHUNK_ROWS, **options) as chunks:
+    readable, options = _pandas_source(path, options)
+    with pd.read_csv(readable, encoding=encoding, chunksize=CHUNK_ROWS, **options) as chunks:
         for chunk in chunks:
             seen += len(chunk)
             parts.append(chunk[rng.random(len(chunk)) < share])
@@ -150,11 +176,14 @@ def read_csv_file(path: Path, nrows: int | None = None, warnings: list[str] | No
     options.update(LITERAL if literal else {})
     with python_warnings.catch_warnings(record=True) as caught:
         python_warnings.simplefilter("always", pd.errors.ParserWarning)
+        readable, options = _pandas_source(path, options)
         try:
-            frame = pd.read_csv(path, encoding=encoding, **options)
+            frame = pd.read_csv(readable, encoding=encoding, **options)
         except UnicodeDecodeError:  # a byte past the head that is not UTF-8
             notes.append(f"{path}: not UTF-8 past its first {SNIFF_BYTES // 1024} KiB; read as {FALLBACK_ENCODING}")
-            frame = pd.read_csv(path, encoding=FALLBACK_ENCODING, **options)
+            if hasattr(readable, "seek"):
+                readable.seek(0)
+            frame = pd.read_csv(readable, encoding=FALLBACK_ENCODING, **options)
     for warning in caught:
         if issubclass(warning.category, pd.errors.ParserWarning):
             for line in str(warning.message).strip().splitlines():  # "Skipping line 3: expected 2 fields, saw 4"

@@ -1,19 +1,36 @@
-"""Competition metrics over arrays, shared by cross-validation and grading.
+"""Competition metrics over arrays, shared by cross-validation and grading: each by its name in `METRICS`, with
+the way it runs.
 
 `y` is the truth: class indices (n,) for classification, values (n, t) for regression and multi-label (0/1).
 `pred` is what an engine outputs: class probabilities (n, k) for classification, values (n, t) for regression.
 Quadratic weighted kappa scores ordinal classes 0..k-1 by the expected grade of the probabilities, cut at
 thresholds (halfway between grades unless tuned on out-of-fold predictions: `fit_grade_thresholds`). ROC AUC over
 several 0/1 labels is pooled over every (row, label) pair, as mlsp-2013-birds is graded.
+
+A metric of another family (sets of labels, rankings, strings) lives in a module named for what it scores and is
+one line in `METRICS` here; grading turns a submission's strings into the same arrays
+(runner.competition.grade).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Callable
+
 import numpy as np
 
-# every metric a spec may name, and which way it runs
-LOWER_IS_BETTER = {"log_loss": True, "rmsle": True, "rmse": True, "mae": True, "roc_auc": False,
-                   "mean_column_roc_auc": False, "accuracy": False, "qwk": False}
+from runner.common import label_metrics
+
 THRESHOLD_ROUNDS = 3  # passes over the kappa cuts; a third rarely moves one
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A metric's direction and its function of (truth, engine output); `fast`: the same figure for the blend's
+    many evaluations, without scikit-learn's input checks (None: `score` is fast enough)."""
+
+    lower_is_better: bool
+    score: Callable[[np.ndarray, np.ndarray], float]
+    fast: Callable[[np.ndarray, np.ndarray], float] | None = None
 
 
 def _sk():
@@ -75,27 +92,33 @@ def fit_grade_thresholds(y: np.ndarray, pred: np.ndarray) -> tuple[float, ...]:
     return tuple(float(c) for c in cuts)
 
 
+def _log_loss(y: np.ndarray, pred: np.ndarray) -> float:
+    return float(_sk().log_loss(y, pred, labels=np.arange(pred.shape[1])))
+
+
+def _accuracy(y: np.ndarray, pred: np.ndarray) -> float:
+    return float(_sk().accuracy_score(y, pred.argmax(axis=1)))
+
+
+def _roc_auc(y: np.ndarray, pred: np.ndarray) -> float:
+    if np.ndim(y) == 2:  # several 0/1 labels: one AUC pooled over every (row, label)
+        return float(_sk().roc_auc_score(np.ravel(y), np.ravel(pred)))
+    return float(_sk().roc_auc_score(y, pred[:, 1] if pred.ndim == 2 else pred))
+
+
+def _rmse(y: np.ndarray, pred: np.ndarray) -> float:
+    return float(np.sqrt(_sk().mean_squared_error(y, pred)))
+
+
+def _mae(y: np.ndarray, pred: np.ndarray) -> float:
+    return float(_sk().mean_absolute_error(y, pred))
+
+
 def score(metric: str, y: np.ndarray, pred: np.ndarray) -> float:
     """The metric of engine output `pred` against truth `y` (see module docstring for shapes)."""
-    if metric == "log_loss":
-        return float(_sk().log_loss(y, pred, labels=np.arange(pred.shape[1])))
-    if metric == "accuracy":
-        return float(_sk().accuracy_score(y, pred.argmax(axis=1)))
-    if metric == "roc_auc" and np.ndim(y) == 2:  # several 0/1 labels: one AUC pooled over every (row, label)
-        return float(_sk().roc_auc_score(np.ravel(y), np.ravel(pred)))
-    if metric == "roc_auc":
-        return float(_sk().roc_auc_score(y, pred[:, 1] if pred.ndim == 2 else pred))
-    if metric == "mean_column_roc_auc":
-        return _mean_column_auc(_label_matrix(y, pred.shape[1]), pred)
-    if metric == "qwk":
-        return qwk(y, grades(pred))
-    if metric == "rmsle":
-        return _rmsle(y, pred)
-    if metric == "rmse":
-        return float(np.sqrt(_sk().mean_squared_error(y, pred)))
-    if metric == "mae":
-        return float(_sk().mean_absolute_error(y, pred))
-    raise KeyError(f"unknown metric {metric!r}")
+    if metric not in METRICS:
+        raise KeyError(f"unknown metric {metric!r}")
+    return METRICS[metric].score(y, pred)
 
 
 def better(metric: str, a: float, b: float) -> bool:
@@ -115,26 +138,55 @@ def _fast_auc(y: np.ndarray, p: np.ndarray) -> float:
     return float((ranks[positive].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 
 
-def fast_score(metric: str, y: np.ndarray, pred: np.ndarray) -> float:
-    """`score` for arrays already in engine-output form (tested equal to it); falls back to `score` for metrics
-    without a fast form."""
-    if metric == "log_loss":
-        eps = np.finfo(pred.dtype).eps
-        return float(-np.mean(np.log(np.clip(pred[np.arange(len(y)), y.astype(int)], eps, 1 - eps))))
-    if metric == "accuracy":
-        return float(np.mean(pred.argmax(axis=1) == y))
-    if metric == "roc_auc" and y.ndim == 2:
+def _fast_log_loss(y: np.ndarray, pred: np.ndarray) -> float:
+    eps = np.finfo(pred.dtype).eps
+    return float(-np.mean(np.log(np.clip(pred[np.arange(len(y)), y.astype(int)], eps, 1 - eps))))
+
+
+def _fast_roc_auc(y: np.ndarray, pred: np.ndarray) -> float:
+    if y.ndim == 2:
         return _fast_auc(y.ravel(), pred.ravel())
-    if metric == "roc_auc":
-        return _fast_auc(y, pred[:, 1] if pred.ndim == 2 else pred)
-    if metric == "mean_column_roc_auc":
-        onehot = _label_matrix(y, pred.shape[1])
-        return float(np.mean([_fast_auc(onehot[:, j], pred[:, j]) for j in range(pred.shape[1])]))
-    if metric == "rmse":
-        return float(np.sqrt(np.mean((np.atleast_2d(y.T).T - pred) ** 2)))
-    if metric == "mae":
-        return float(np.mean(np.abs(np.atleast_2d(y.T).T - pred)))
-    if metric == "rmsle":
-        y2, p2 = np.atleast_2d(y.T).T, np.clip(pred, 0, None)
-        return float(np.mean(np.sqrt(np.mean((np.log1p(y2) - np.log1p(p2)) ** 2, axis=0))))
-    return score(metric, y, pred)
+    return _fast_auc(y, pred[:, 1] if pred.ndim == 2 else pred)
+
+
+def _fast_mean_column_auc(y: np.ndarray, pred: np.ndarray) -> float:
+    onehot = _label_matrix(y, pred.shape[1])
+    return float(np.mean([_fast_auc(onehot[:, j], pred[:, j]) for j in range(pred.shape[1])]))
+
+
+def _fast_rmse(y: np.ndarray, pred: np.ndarray) -> float:
+    return float(np.sqrt(np.mean((np.atleast_2d(y.T).T - pred) ** 2)))
+
+
+def _fast_mae(y: np.ndarray, pred: np.ndarray) -> float:
+    return float(np.mean(np.abs(np.atleast_2d(y.T).T - pred)))
+
+
+def _fast_rmsle(y: np.ndarray, pred: np.ndarray) -> float:
+    y2, p2 = np.atleast_2d(y.T).T, np.clip(pred, 0, None)
+    return float(np.mean(np.sqrt(np.mean((np.log1p(y2) - np.log1p(p2)) ** 2, axis=0))))
+
+
+def fast_score(metric: str, y: np.ndarray, pred: np.ndarray) -> float:
+    """`score` for arrays already in engine-output form (tested equal to it): the metric's fast form where it has
+    one."""
+    if metric not in METRICS:
+        raise KeyError(f"unknown metric {metric!r}")
+    return (METRICS[metric].fast or METRICS[metric].score)(y, pred)
+
+
+# every metric a spec may name: its direction and its functions
+METRICS: dict[str, Metric] = {
+    "log_loss": Metric(True, _log_loss, _fast_log_loss),
+    "rmsle": Metric(True, _rmsle, _fast_rmsle),
+    "rmse": Metric(True, _rmse, _fast_rmse),
+    "mae": Metric(True, _mae, _fast_mae),
+    "roc_auc": Metric(False, _roc_auc, _fast_roc_auc),
+    "mean_column_roc_auc": Metric(False, lambda y, p: _mean_column_auc(_label_matrix(y, p.shape[1]), p),
+                                  _fast_mean_column_auc),
+    "accuracy": Metric(False, _accuracy, lambda y, p: float(np.mean(p.argmax(axis=1) == y))),
+    "qwk": Metric(False, lambda y, p: qwk(y, grades(p))),
+    "micro_f1": Metric(False, label_metrics.micro_f1),  # a set of labels per row (0/1 or probabilities cut)
+    "map_at_5": Metric(False, label_metrics.map_at_k(5)),  # the 5 likeliest labels, ranked, against the truth
+}
+LOWER_IS_BETTER = {name: metric.lower_is_better for name, metric in METRICS.items()}

@@ -4,7 +4,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Callable
 
 import numpy as np
 import pandas as pd
@@ -74,6 +74,12 @@ def thresholds(scores: pd.Series) -> Thresholds:
                       float(scores.median()), bool(scores.iloc[0] < scores.iloc[-1]))
 
 
+def spec_thresholds(spec: CompetitionSpec) -> Thresholds | None:
+    """The medal lines a spec carries, or None."""
+    medals = spec.medals
+    return medals and Thresholds(medals.gold, medals.silver, medals.bronze, medals.median, spec.lower_is_better)
+
+
 def read_leaderboard(path: Path) -> Thresholds:
     try:
         board = pd.read_csv(path)
@@ -121,16 +127,20 @@ EXACT_MATCH = "exact_match"  # labels scored as strings, equal or not (text norm
 @dataclass(frozen=True)
 class _Scored:
     """A valid submission's predictions beside the answers' truths, row for row (in the answers' id order), and
-    the metric that scores them: checked and aligned once, scored many times (a bootstrap's resamples)."""
+    what scores them: checked and aligned once, scored many times (a bootstrap's resamples). `scorer` takes the
+    rows' truth and prediction; by default the spec's metric (runner.common.metrics) scores them."""
 
     truth: np.ndarray
     pred: np.ndarray
     metric: str  # runner.common.metrics' name, or EXACT_MATCH
+    scorer: Callable[[np.ndarray, np.ndarray], float] | None = None
 
     def score(self, rows: np.ndarray | None = None, fast: bool = False) -> float:
         """The metric on `rows` (all by default; a row may repeat); `fast`: the blend's array forms, the same
         figure without scikit-learn's checks (a resample with one class gives nan where scikit-learn raises)."""
         truth, pred = (self.truth, self.pred) if rows is None else (self.truth[rows], self.pred[rows])
+        if self.scorer is not None:
+            return float(self.scorer(truth, pred))
         if self.metric == EXACT_MATCH:
             return float((truth == pred).mean())
         if self.metric == "qwk":
@@ -138,7 +148,7 @@ class _Scored:
         return (metrics.fast_score if fast else metrics.score)(self.metric, truth, pred)
 
 
-def _multilabel(spec: CompetitionSpec, sub: pd.DataFrame, ans: pd.DataFrame) -> _Scored:
+def _multilabel(spec: CompetitionSpec, submission: pd.DataFrame, sub: pd.DataFrame, ans: pd.DataFrame) -> _Scored:
     """Mean column ROC AUC over the scored labels; answer rows marked -1 (jigsaw's unscored rows) are left out."""
     columns = list(spec.scored_columns or [t for t in spec.targets if t in ans.columns])
     if not spec.scored_columns and set(sub.columns) != {spec.id_column, *columns}:  # jigsaw reads every column
@@ -162,7 +172,7 @@ def _probabilities(spec: CompetitionSpec, submission: pd.DataFrame, sub: pd.Data
     return _Scored(_numeric(ans, classes).argmax(axis=1), pred, spec.metric)
 
 
-def _probability(spec: CompetitionSpec, sub: pd.DataFrame, ans: pd.DataFrame) -> _Scored:
+def _probability(spec: CompetitionSpec, submission: pd.DataFrame, sub: pd.DataFrame, ans: pd.DataFrame) -> _Scored:
     target = spec.targets[0]
     pred = _numeric(sub, [target])[:, 0]
     if (pred < 0).any() or (pred > 1).any():
@@ -173,36 +183,103 @@ def _probability(spec: CompetitionSpec, sub: pd.DataFrame, ans: pd.DataFrame) ->
     return _Scored(truth.to_numpy(dtype=int), np.column_stack([1 - pred, pred]), spec.metric)
 
 
-def _scored(spec: CompetitionSpec, submission: pd.DataFrame, answers: pd.DataFrame) -> _Scored:
-    """The submission checked against the answers (InvalidSubmissionError naming what is wrong) and aligned."""
-    sub, ans = _aligned(submission, answers, spec)
-    if spec.submission == "probabilities":
-        return _probabilities(spec, submission, sub, ans)
-    if spec.submission == "multilabel":
-        return _multilabel(spec, sub, ans)
-    if spec.submission == "probability":
-        return _probability(spec, sub, ans)
-    target = spec.targets[0]
-    if target not in sub.columns:
-        raise InvalidSubmissionError(f"missing column {target!r}")
+def _label(spec: CompetitionSpec, submission: pd.DataFrame, sub: pd.DataFrame, ans: pd.DataFrame) -> _Scored:
+    """One label per row: kappa's integer grades, else an exact match as strings (text normalisation's tokens,
+    class names)."""
+    target = _target(spec, sub)
     if spec.metric == "qwk":
         grades = pd.to_numeric(sub[target], errors="coerce")
         if grades.isna().any() or (grades != grades.round()).any():
             raise InvalidSubmissionError(f"column {target!r}: grades must be integers")
         return _Scored(ans[target].to_numpy(), grades.to_numpy(), "qwk")
-    if spec.submission == "label":  # exact match, as strings (text normalisation's tokens, class names)
-        return _Scored(ans[target].astype(str).to_numpy(), sub[target].astype(str).to_numpy(), EXACT_MATCH)
+    return _Scored(ans[target].astype(str).to_numpy(), sub[target].astype(str).to_numpy(), EXACT_MATCH)
+
+
+def _regression(spec: CompetitionSpec, submission: pd.DataFrame, sub: pd.DataFrame, ans: pd.DataFrame) -> _Scored:
+    _target(spec, sub)
     pred = _numeric(sub, list(spec.targets))
     if spec.metric == "rmsle" and (pred < 0).any():
         raise InvalidSubmissionError("negative values: RMSLE is undefined for them")
     return _Scored(_numeric(ans, list(spec.targets)), pred, spec.metric)
 
 
+def _target(spec: CompetitionSpec, sub: pd.DataFrame) -> str:
+    target = spec.targets[0]
+    if target not in sub.columns:
+        raise InvalidSubmissionError(f"missing column {target!r}")
+    return target
+
+
+def label_lists(column: pd.Series, separator: str = " ") -> list[list[str]]:
+    """Each row's labels in a string column, in their order (an empty cell: none)."""
+    return [str(v).split(separator) if separator != " " else str(v).split()
+            for v in column.astype(object).fillna("")]
+
+
+def _labels(spec: CompetitionSpec, submission: pd.DataFrame, sub: pd.DataFrame, ans: pd.DataFrame) -> _Scored:
+    """A set of labels per row: both sides as 0/1 matrices over the labels the answers hold (a label only the
+    submission names counts for nothing, as MLE-bench's graders binarise)."""
+    target = _target(spec, sub)
+    truth_sets = label_lists(ans[target], spec.label_separator)
+    vocabulary = {label: j for j, label in enumerate(sorted({v for labels in truth_sets for v in labels}))}
+
+    def matrix(rows: list[list[str]]) -> np.ndarray:
+        out = np.zeros((len(rows), max(1, len(vocabulary))), dtype=np.int8)
+        for i, labels in enumerate(rows):
+            out[i, [vocabulary[v] for v in labels if v in vocabulary]] = 1
+        return out
+
+    return _Scored(matrix(truth_sets), matrix(label_lists(sub[target], spec.label_separator)), spec.metric)
+
+
+def _ranked(spec: CompetitionSpec, submission: pd.DataFrame, sub: pd.DataFrame, ans: pd.DataFrame) -> _Scored:
+    """The k likeliest labels per row, best first, against the row's true label(s): rows of strings, scored by the
+    metric's ranked form (MAP@k)."""
+    from runner.common import label_metrics
+
+    target = _target(spec, sub)
+    truth = np.empty(len(ans), dtype=object)
+    truth[:] = [set(labels) for labels in label_lists(ans[target], spec.label_separator)]
+    ranked = np.empty(len(sub), dtype=object)
+    ranked[:] = label_lists(sub[target], spec.label_separator)
+    k = spec.top_k
+    return _Scored(truth, ranked, spec.metric,
+                   lambda t, r: label_metrics.mean_average_precision(list(t), list(r), k))
+
+
+# how each submission format is checked against the answers and scored: (spec, submission, and both aligned)
+SCORERS: dict[str, Callable[..., _Scored]] = {
+    "probabilities": _probabilities, "multilabel": _multilabel, "probability": _probability, "label": _label,
+    "regression": _regression, "labels": _labels, "ranked": _ranked,
+}
+
+
+def _scored(spec: CompetitionSpec, submission: pd.DataFrame, answers: pd.DataFrame) -> _Scored:
+    """The submission checked against the answers (InvalidSubmissionError naming what is wrong) and aligned; only
+    the rows the grader scores are kept (the spec's `scored_rows`)."""
+    sub, ans = _aligned(submission, answers, spec)
+    if spec.scored_rows:
+        keep = scored_rows(ans, spec.scored_rows)
+        sub, ans = sub.loc[keep].reset_index(drop=True), ans.loc[keep].reset_index(drop=True)
+    if spec.submission not in SCORERS:
+        raise InputError(f"spec {spec.id}: no grader for a {spec.submission!r} submission")
+    return SCORERS[spec.submission](spec, submission, sub, ans)
+
+
+def scored_rows(frame: pd.DataFrame, condition: str) -> np.ndarray:
+    """Which rows of `frame` meet a spec's `scored_rows` condition (pandas' query over its columns)."""
+    try:
+        return np.asarray(frame.eval(condition), dtype=bool)
+    except Exception as exc:  # a column the condition names is missing, or it is no condition
+        raise InputError(f"scored rows {condition!r}: {exc}") from exc
+
+
 def grade(submission_path: Path, spec: CompetitionSpec, answers_dir: Path,
           leaderboard: Path | None = None) -> GradeReport:
-    """Score a submission file. An invalid submission gets score None and the reason in `error`."""
+    """Score a submission file. An invalid submission gets score None and the reason in `error`. Medals from
+    `leaderboard` where given, else from the spec's medal lines (MLE-bench's leaderboard, read once)."""
     answers = pd.read_csv(_answers_path(spec, answers_dir))
-    limits = read_leaderboard(leaderboard) if leaderboard else None
+    limits = read_leaderboard(leaderboard) if leaderboard else spec_thresholds(spec)
     exists = submission_path.is_file() and submission_path.suffix == ".csv"
     value, error = None, None
     if not exists:

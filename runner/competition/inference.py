@@ -2,11 +2,14 @@
 `description.md`, each choice reported with the evidence for it."""
 from __future__ import annotations
 
+import dataclasses
+import json
 import re
 from pathlib import Path
 
 import pandas as pd
 
+from runner.common import archives
 from runner.common.csvfiles import find_sample, read_csv_file
 from runner.common.errors import InputError
 from runner.common.metrics import LOWER_IS_BETTER
@@ -24,6 +27,8 @@ _METRIC_WORDS = (
 )
 TRAIN_NAMES = ("train.csv", "labels.csv", "train_labels.csv")  # where competitions keep the training labels
 QUOTE = 50  # characters of description.md quoted around the words that named the metric
+TABLE_NAME = re.compile(r"\.(csv|json)(\.(zip|7z|gz|tar\.gz))?", re.IGNORECASE)  # after the stem: train.json.7z
+MAX_TEXT_CLASSES_SHARE = 0.5  # a text target with at most this many values a row is a class label; more: free text
 
 
 def _metric_from_description(data_dir: Path) -> tuple[str, str] | None:
@@ -45,11 +50,20 @@ def _metric_from_description(data_dir: Path) -> tuple[str, str] | None:
     return None
 
 
+def _table_named(data_dir: Path, stem: str) -> Path | None:
+    """`<stem>.csv` or `<stem>.json`, as it is or in an archive (`train.json.7z`, `test.csv.zip`), or None."""
+    found = sorted(p for p in data_dir.glob(f"{stem}.*") if p.is_file() and TABLE_NAME.fullmatch(p.name[len(stem):]))
+    return found[0] if found else None
+
+
 def _train_file(data_dir: Path, id_column: str, sample_name: str) -> Path | None:
-    """The file with the training labels: one of TRAIN_NAMES, else the one other CSV that has the id column."""
+    """The file with the training labels: one of TRAIN_NAMES, else a train table in an archive or JSON, else the
+    one other CSV that has the id column."""
     for name in TRAIN_NAMES:
         if (data_dir / name).is_file():
             return data_dir / name
+    if (table := _table_named(data_dir, "train")) is not None:
+        return table
     for path in sorted(data_dir.glob("*.csv")):
         if path.name not in (sample_name, "test.csv") and path.is_file():
             try:
@@ -65,9 +79,13 @@ def _read_head(path: Path, rows: int | None = 5000) -> pd.DataFrame:
 
     real = inside(path.parent, path)
     try:
+        if ".json" in path.name.lower():  # a JSON array of records, in an archive or not
+            raw = archives.read_member(real) if archives.kind(real) else real.read_bytes()
+            frame = pd.json_normalize(json.loads(raw)[:rows])
+            return frame.apply(lambda c: c.map(lambda v: len(v) if isinstance(v, list) else v))  # as the data reads
         return read_csv_file(real, rows)
     except Exception as exc:  # pandas raises many types for broken CSVs
-        raise InputError(f"{path}: cannot read CSV: {exc}") from exc
+        raise InputError(f"{path}: cannot read the table: {exc}") from exc
 
 
 def _find_files(data_dir: Path, ids: pd.Series, suffixes: tuple[str, ...]) -> tuple[str, str] | None:
@@ -97,7 +115,7 @@ def infer_spec(name: str, data_dir: Path) -> CompetitionSpec:
         evidence.append(f"metric {found[0]}: description.md says \"{found[1]}\"")
     train_path = _train_file(data_dir, id_column, sample_path.name)
     base = dict(id=name, id_column=id_column, targets=targets, inferred=True, sample_submission=sample_path.name,
-                test_file="test.csv" if (data_dir / "test.csv").is_file() else None,
+                test_file=test.name if (test := _table_named(data_dir, "test")) else None,
                 train_file=train_path.name if train_path else "train.csv")
 
     def unsupported(note: str) -> CompetitionSpec:
@@ -137,8 +155,18 @@ def infer_spec(name: str, data_dir: Path) -> CompetitionSpec:
         binary = all(values[t].dropna().nunique() <= 2 for t in targets)
         integer = all(pd.api.types.is_integer_dtype(values[t]) or pd.api.types.is_bool_dtype(values[t])
                       for t in targets)
-        one_hot = binary and len(targets) > 1 and (values.sum(axis=1) == 1).all()
-        if one_hot:
+        text = [t for t in targets if not pd.api.types.is_numeric_dtype(values[t]) and
+                pd.to_numeric(values[t].dropna(), errors="coerce").isna().any()]
+        classes = values[targets[0]].nunique()
+        one_hot = binary and len(targets) > 1 and not text and (values.sum(axis=1) == 1).all()
+        if text and len(targets) == 1 and classes <= max(2, MAX_TEXT_CLASSES_SHARE * len(values)):
+            fmt, metric, what = "label", described or "accuracy", "text values, often repeated: a class label"
+        elif text:  # free text, never read as numbers: the most frequent answer until an engine writes such text
+            evidence.append(f"labels: {train_path.name} column(s) {text} hold text of many values")
+            return dataclasses.replace(unsupported(f"{text[0]!r} holds free text, which no engine writes"),
+                                       submission="text", baseline="most_frequent",
+                                       train_file=train_path.name, targets=tuple(text))
+        elif one_hot:
             fmt, metric = "probabilities", described or "mean_column_roc_auc"
             what = "one-hot columns: one probability per class"
         elif len(targets) > 1 and binary:

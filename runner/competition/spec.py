@@ -15,9 +15,18 @@ from runner.common.saved import Saved
 
 TASKS = ("tabular", "image", "text", "audio", "image_to_image", "text_normalization", "unsupported")
 # what the sample submission's value columns hold: one probability per class of one label, one probability of the
-# positive class, a class label, values, or one independent probability per label column (multi-label)
-FORMATS = ("probabilities", "probability", "label", "regression", "multilabel")
-BASELINES = ("noisy_pixels",)  # see runner.results.baselines
+# positive class, a class label, values, one independent probability per label column (multi-label), a set of
+# labels in one string (space-separated), the k likeliest labels in one string, best first; or what no engine
+# learns yet, written by a rule (runner.results.baselines): run-length masks, boxes, a span of a text, free text,
+# a ranking of items
+FORMATS = ("probabilities", "probability", "label", "regression", "multilabel", "labels", "ranked",
+           "mask", "boxes", "span", "text", "ranking")
+# how the engines learn each format: one class per row (probabilities out), independent 0/1 labels, or values
+LEARNED_AS = {"probabilities": "classes", "probability": "classes", "label": "classes", "ranked": "classes",
+              "regression": "values", "multilabel": "labels", "labels": "labels"}
+STRING_FORMATS = ("labels", "ranked", "mask", "boxes", "span", "text", "ranking")  # one string per row, any text
+# the rules of runner.results.baselines: what a task no engine trains submits
+BASELINES = ("noisy_pixels", "most_frequent", "sample", "column", "constant")
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".tif", ".tiff", ".bmp")
 AUDIO_SUFFIXES = (".wav", ".aif", ".aiff", ".flac", ".ogg")  # what libsndfile reads (runner.data.sounds)
 DESCRIPTION_BYTES = 256 * 1024  # what is read of description.md: its evaluation section is near the top
@@ -30,6 +39,28 @@ class ColumnSplit:
     column: str
     sep: str
     into: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RealSize:
+    """The real competition as MLE-bench prepares it: what `runner plan` and `--scale real` size against."""
+
+    train: int  # training rows or items (images, clips, files, documents)
+    test: int  # test rows or items
+    gigabytes: float = 0.0  # the prepared public folder on disk
+    note: str = ""  # what the counts count, where not rows
+
+
+@dataclass(frozen=True)
+class Medals:
+    """The score thresholds of MLE-bench's medals, from the competition's final leaderboard by MLE-bench's own
+    rules (runner.competition.grade.medal_positions): a score at least as good as one earns it."""
+
+    gold: float
+    silver: float
+    bronze: float
+    median: float  # above-median is strict
+    teams: int
 
 
 @dataclass(frozen=True)
@@ -48,6 +79,7 @@ class CompetitionSpec(Saved):
     image_dir: str | None = None  # folder or .zip with the training images (an audio task's sound clips)
     test_image_dir: str | None = None
     image_suffix: str = ""  # file name = id + suffix
+    test_image_suffix: str | None = None  # a test file's name = its id + this, where not `image_suffix` ("": the id)
     text_column: str | None = None
     drop_columns: tuple[str, ...] = ()
     split_columns: tuple[ColumnSplit, ...] = ()
@@ -55,6 +87,8 @@ class CompetitionSpec(Saved):
     scored_columns: tuple[str, ...] = ()  # the value columns the grader scores, where not all of them
     label_pattern: str | None = None  # regex whose group is the label in a training file's name (no train file)
     baseline: str | None = None  # one of BASELINES: how an unsupported task still gets an honest submission
+    baseline_value: str | None = None  # the `constant` rule's string (an empty mask, a no-finding box)
+    baseline_column: str | None = None  # the `column` rule's column of the test file (the whole text as the span)
     # items listed in files rather than a train table (mlsp-2013-birds): `labels_file` has lines `id,label,...`
     # (`id,?` for a test item) under a header, `names_file` is a CSV of id and file name (without the suffix)
     labels_file: str | None = None
@@ -62,6 +96,21 @@ class CompetitionSpec(Saved):
     feature_files: tuple[str, ...] = ()  # ready features `id,value,...` under a one-line header, joined by id
     stacked_ids: int = 0  # the sample has a row per (item, label), Id = item * stacked_ids + label (0: not so)
     target_image_dir: str | None = None  # image to image: the clean images, named as the inputs in image_dir
+    # where the items and their labels are when no train table lists them (runner.data.items: coco, folders, ...),
+    # and the file that reader reads for the training items (a COCO JSON, a BSON file) and for the test items
+    items: str | None = None
+    items_file: str | None = None
+    test_items_file: str | None = None
+    # how each item's file becomes what the engines read, where it is no picture or clip (runner.data.decoders)
+    decode: str | None = None
+    label_separator: str = " "  # between the labels of a `labels` or `ranked` string
+    top_k: int = 0  # ranked: the labels a row holds, likeliest first
+    new_label: str | None = None  # ranked: the label of an item none of the training labels names (new_whale)
+    # the rows the grader scores, as a condition on the answers' columns (pandas' query: "u_out == 0"); cross-
+    # validation scores the training rows that meet it on the train file's columns
+    scored_rows: str | None = None
+    real: RealSize | None = None
+    medals: Medals | None = None
     folds: int = 5
     inferred: bool = False
     note: str = ""
@@ -76,19 +125,38 @@ class CompetitionSpec(Saved):
             raise SpecError(f"spec {self.id}: submission {self.submission!r} is not one of {FORMATS}")
         if self.baseline is not None and self.baseline not in BASELINES:
             raise SpecError(f"spec {self.id}: baseline {self.baseline!r} is not one of {BASELINES}")
+        if self.baseline == "constant" and self.baseline_value is None:
+            raise SpecError(f"spec {self.id}: the constant baseline needs baseline_value, the string it writes")
+        if self.baseline == "column" and not (self.baseline_column and self.test_file):
+            raise SpecError(f"spec {self.id}: the column baseline needs baseline_column in the test file")
         if self.stacked_ids and self.submission != "multilabel":
             raise SpecError(f"spec {self.id}: stacked_ids needs the multilabel submission format")
         if self.label_pattern is not None and re.compile(self.label_pattern).groups != 1:
             raise SpecError(f"spec {self.id}: label_pattern {self.label_pattern!r} needs exactly one group")
+        if self.submission == "ranked" and self.top_k < 1:
+            raise SpecError(f"spec {self.id}: a ranked submission needs top_k, the labels a row holds")
+        if self.submission not in LEARNED_AS and self.task != "unsupported":
+            raise SpecError(f"spec {self.id}: no engine learns a {self.submission!r} submission: task must be "
+                            "'unsupported', with the baseline rule that writes it")
+
+    @property
+    def test_suffix(self) -> str:
+        """What a test item's id needs to be its file's name."""
+        return self.image_suffix if self.test_image_suffix is None else self.test_image_suffix
 
     @property
     def lower_is_better(self) -> bool:
         return LOWER_IS_BETTER[self.metric]
 
     @property
+    def learned_as(self) -> str:
+        """How the engines learn it: "classes" (probabilities out), "labels" (independent 0/1) or "values"."""
+        return LEARNED_AS.get(self.submission, "values")
+
+    @property
     def is_classification(self) -> bool:
         """One label per row, learned as classes; multi-label columns are learned as 0/1 values."""
-        return self.submission not in ("regression", "multilabel")
+        return self.learned_as == "classes"
 
     @classmethod
     def from_json(cls, data: dict) -> "CompetitionSpec":

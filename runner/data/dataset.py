@@ -42,6 +42,9 @@ class Dataset:
     choices: np.ndarray | None = None  # text normalisation: each test row's string for each class (runner.data.textnorm.candidates)
     sampled: tuple[Sampled, ...] = ()  # what the engines learn from only a part of, and why (runner.common.sampling)
     decode_seconds: float = 0.0  # one core's seconds to decode one training image or clip (0: not measured)
+    # a `labels` submission: the label each column of y stands for (y holds 0/1 per label; the writer names them)
+    labels: list[str] | None = None
+    test_rows: int = 0  # the test rows where no view holds them (no test features: the prior answers every row)
 
     @property
     def n_outputs(self) -> int:
@@ -53,7 +56,7 @@ class Dataset:
 
     @property
     def n_test(self) -> int:
-        return len(next(iter(self.views.values()))[1])
+        return len(next(iter(self.views.values()))[1]) if self.views else self.test_rows
 
     def subset(self, keep: np.ndarray) -> "Dataset":
         """The same dataset keeping only the train rows where `keep` is true."""

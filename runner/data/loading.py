@@ -7,14 +7,18 @@ normalisation's tokens (runner.data.tokens)."""
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from runner.common.errors import InputError
 from runner.competition.spec import CompetitionSpec
 from runner.data.dataset import SPECTROGRAM_SIDE, Dataset, decode_square, typical_side
+from runner.data.decoders import decode
 from runner.data.image_draw import affordable_train, decode_seconds
+from runner.data.items import Items, read_items
 from runner.data.listed import listed_dataset
 from runner.data.pages import pixel_dataset
 from runner.data.reading import read_table
@@ -24,6 +28,49 @@ from runner.data.targets import align_test, file_inputs, files_with_labels, read
 from runner.data.tokens import token_dataset
 
 log = logging.getLogger(__name__)
+
+
+@dataclass
+class FileViews:
+    """What the files of the rows give: views, the training rows they let train, and what was measured of them."""
+
+    views: dict[str, tuple]
+    keep: np.ndarray
+    side: int = 0
+    seconds_each: float = 0.0
+    sampled: tuple = ()
+
+
+def _file_views(spec: CompetitionSpec, data_dir: Path, work_dir: Path, sample: pd.DataFrame, train: pd.DataFrame,
+                items: Items | None, warnings: list[str], budget_seconds: float | None, cores: int) -> FileViews:
+    """The views of a competition whose inputs are files (images, clips, arrays, a signal per item): the files an
+    items reader named, else each row's id plus the spec's suffix; decoded where the spec says how."""
+    if items is not None:  # the reader named the files: the rows whose file it found train
+        files = {str(i): f for i, f in zip(items.train[spec.id_column].astype(str), items.train_files)}
+        train_paths, test_paths = [files.get(str(i)) for i in train[spec.id_column]], items.test_files
+        keep = np.array([p is not None for p in train_paths])
+    else:
+        keep, train_paths, test_paths = file_inputs(spec, train[spec.id_column], sample[spec.id_column], data_dir,
+                                                     work_dir, warnings)
+    views: dict[str, tuple] = {}
+    if spec.decode:  # arrays and other files: pictures (or tables) the engines read, written once
+        views = decode(spec, train_paths, test_paths, work_dir)
+        train_paths, test_paths = views.pop("image", (train_paths, test_paths))
+        keep = keep & np.array([p is not None for p in train_paths])
+    if spec.task not in ("image", "audio"):
+        return FileViews(views, keep)
+    found = FileViews(views, keep)
+    if spec.task == "image" and budget_seconds:  # a first decode of them all must leave time to train
+        found.seconds_each = decode_seconds(train_paths, decode_square)
+        found.keep, cut = affordable_train(keep, len(test_paths), found.seconds_each, budget_seconds, cores,
+                                           str(data_dir / (spec.image_dir or "")))
+        found.sampled += (cut,) if cut else ()
+        warnings.extend([cut.say()] if cut else [])
+    elif budget_seconds:  # clips: what their prepare steps will take, planned from a measured few
+        found.seconds_each = clip_seconds(train_paths)
+    views[spec.task] = (train_paths, test_paths)
+    found.side = typical_side(train_paths) if spec.task == "image" else SPECTROGRAM_SIDE
+    return found
 
 
 def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_seconds: float | None = None,
@@ -42,7 +89,10 @@ def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_s
     if spec.task == "text_normalization":
         return token_dataset(spec, data_dir, sample, columns, budget_seconds, memory)
     warnings: list[str] = []
-    if spec.label_pattern:
+    items = read_items(spec, data_dir, work_dir, sample) if spec.items else None
+    if items is not None:
+        train_path, train = Path(items.where), items.train
+    elif spec.label_pattern:
         train_path = data_dir / spec.image_dir
         train = files_with_labels(spec, data_dir, work_dir)
     else:
@@ -50,24 +100,18 @@ def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_s
         train = read_table(train_path, "train file", data_dir, warnings, budget_seconds, memory)
     sampled = tuple(s for s in (train.attrs.get("sampled"),) if s)  # a large table cut to the budget or memory
     train, classes, y = read_labels(spec, train, columns, train_path, warnings)
+    labels, classes = (classes, None) if spec.submission == "labels" else (None, classes)
     views: dict[str, tuple] = {}
     keep = np.ones(len(y), dtype=bool)
     side, seconds_each = 0, 0.0
-    if spec.task in ("image", "audio"):
-        keep, train_paths, test_paths = file_inputs(spec, train[spec.id_column], sample[spec.id_column], data_dir,
-                                                     work_dir, warnings)
-        if spec.task == "image" and budget_seconds:  # a first decode of them all must leave time to train
-            seconds_each = decode_seconds(train_paths, decode_square)
-            keep, cut = affordable_train(keep, len(test_paths), seconds_each, budget_seconds, cores,
-                                         str(data_dir / spec.image_dir))
-            sampled += (cut,) if cut else ()
-            warnings.extend([cut.say()] if cut else [])
-        elif budget_seconds:  # clips: what their prepare steps will take, planned from a measured few
-            seconds_each = clip_seconds(train_paths)
-        views[spec.task] = (train_paths, test_paths)
-        side = typical_side(train_paths) if spec.task == "image" else SPECTROGRAM_SIDE
-    elif spec.test_file is None:
-        raise InputError(f"spec {spec.id}: a {spec.task} competition needs a test file with features")
+    if spec.task in ("image", "audio") or spec.decode:
+        found = _file_views(spec, data_dir, work_dir, sample, train, items, warnings, budget_seconds, cores)
+        views, keep, side, seconds_each = found.views, found.keep, found.side, found.seconds_each
+        sampled += found.sampled
+    if not views and spec.test_file is None:  # the sample lists the test rows, and nothing describes them
+        warnings.append(f"{data_dir}: no test file with features for a {spec.task} competition: the training "
+                        "labels' prior answers every test row")
+        return Dataset(spec, columns, classes, y, {}, warnings, labels=labels, test_rows=len(sample))
     test = None
     if spec.test_file is not None:
         test_path = data_dir / spec.test_file
@@ -80,9 +124,13 @@ def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_s
                          test[spec.text_column].fillna("").astype(str).tolist())
     if test is not None:
         features, test_features = tabular_features(spec, train, test)
+        if features.shape[1] and "table" in views:  # beside what the files gave (their statistics)
+            given, given_test = views["table"]
+            features, test_features = (pd.concat([a.reset_index(drop=True), b.reset_index(drop=True)], axis=1)
+                                       for a, b in ((given, features), (given_test, test_features)))
         if features.shape[1]:
             views["table"] = (features, test_features)
     if not views:
         raise InputError(f"{train_path}: no feature columns besides the id and the target(s)")
     return Dataset(spec, columns, classes, y, views, warnings, image_side=side, sampled=sampled,
-                   decode_seconds=seconds_each).subset(keep)
+                   decode_seconds=seconds_each, labels=labels).subset(keep)

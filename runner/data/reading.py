@@ -7,14 +7,13 @@ import json
 import logging
 import math
 import os
-import shutil
-import zipfile
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from runner.common.csvfiles import compression, content_bytes, estimated_rows, read_csv_file, read_csv_sample
+from runner.common import archives
+from runner.common.csvfiles import content_bytes, estimated_rows, read_csv_file, read_csv_sample
 from runner.common.errors import InputError
 from runner.common.sampling import Sampled
 from runner.common.untrusted import inside, walk
@@ -30,7 +29,6 @@ MIN_SAMPLED_ROWS = 100_000  # fewer rows than this are no saving worth the lost 
 READ_SHARE = 0.1  # of the budget that reading a large training table may take
 MAX_ZIP_RATIO = 20  # images come compressed already: a zip that expands more than this is a bomb
 MAX_ZIP_MEMBERS = 2_000_000
-DISK_MARGIN = 0.8  # of the free disk an extraction may fill
 
 
 def located(path: Path, what: str, root: Path | None) -> Path:
@@ -79,15 +77,14 @@ def read_records(path: Path, what: str, root: Path | None = None) -> pd.DataFram
     (random-acts-of-pizza's subreddits), nested objects are flattened."""
     real = located(path, what, root)
     try:
-        if compression(real) == "zip":
-            with zipfile.ZipFile(real) as archive:
-                names = [n for n in archive.namelist() if n.lower().endswith(".json")]
-                if len(names) != 1:
-                    raise InputError(f"{path}: {what}: expected one .json inside, found {names[:5]}")
-                records = json.loads(archive.read(names[0]))
+        if archives.kind(real) is not None:
+            names = [m.name for m in archives.members(real) if m.name.lower().endswith(".json")]
+            if len(names) != 1:
+                raise InputError(f"{path}: {what}: expected one .json inside, found {names[:5]}")
+            records = json.loads(archives.read_member(real, names[0]))
         else:
             records = json.loads(real.read_bytes())
-    except (ValueError, zipfile.BadZipFile, OSError) as exc:
+    except (ValueError, OSError) as exc:
         raise InputError(f"{path}: cannot read {what}: {exc}") from exc
     if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
         raise InputError(f"{path}: {what} is not a JSON array of records")
@@ -102,8 +99,8 @@ def read_records(path: Path, what: str, root: Path | None = None) -> pd.DataFram
 
 def read_table(path: Path, what: str, root: Path | None = None, warnings: list[str] | None = None,
                budget_seconds: float | None = None, memory: int | None = None) -> pd.DataFrame:
-    """A CSV or a JSON array of records, by the file's name (`.json` or `.json.zip`)."""
-    if Path(path).name.lower().endswith((".json", ".json.zip")):
+    """A CSV or a JSON array of records, by the file's name (`.json`, or an archive of one: `.json.zip`, `.json.7z`)."""
+    if ".json" in Path(path).name.lower():
         return read_records(path, what, root)
     return read_csv(path, what, root, warnings, budget_seconds, memory=memory)
 
@@ -120,45 +117,26 @@ def affordable_rows(path: Path, size: int, memory: int | None = None) -> int | N
 
 
 def image_folder(data_dir: Path, name: str, work_dir: Path) -> Path:
-    """A folder of images inside the public folder: `name` itself, or where its .zip was extracted (once, images
-    only, within the caps of `check_zip`) under work_dir."""
+    """A folder of images (or clips, or any files one per item) inside the public folder: `name` itself, or where
+    its archive (zip, 7z, tar) was extracted, once, under work_dir: images and clips only when it holds them, else
+    every file, within the caps of runner.common.archives (files that expand more than MAX_ZIP_RATIO times are
+    refused where they are pictures or sounds, which come compressed already)."""
+    from runner.competition.spec import AUDIO_SUFFIXES, IMAGE_SUFFIXES
+
     source = data_dir / name
     if not os.path.lexists(source):
         raise InputError(f"{source}: image folder not found")
     real = inside(data_dir, source, "folder" if source.is_dir() else "file")
     if real.is_dir():
         return source
-    target = work_dir / "extracted" / source.stem
-    if not (target / ".complete").exists():
-        try:
-            with zipfile.ZipFile(real) as archive:
-                members = check_zip(archive, source, work_dir)
-                archive.extractall(target, members=members)
-        except (zipfile.BadZipFile, OSError) as exc:
-            raise InputError(f"{source}: cannot extract: {exc}") from exc
-        (target / ".complete").touch()
-    return target
-
-
-def check_zip(archive: zipfile.ZipFile, source: Path, work_dir: Path) -> list[zipfile.ZipInfo]:
-    """The image members of a zip, refused (before anything is written) when there are too many, when they
-    expand more than MAX_ZIP_RATIO times (images are compressed already) or would fill the disk."""
-    from runner.competition.spec import AUDIO_SUFFIXES, IMAGE_SUFFIXES
-
-    suffixes = IMAGE_SUFFIXES + AUDIO_SUFFIXES
-    members = [m for m in archive.infolist() if not m.is_dir() and Path(m.filename).suffix.lower() in suffixes]
-    if len(members) > MAX_ZIP_MEMBERS:
-        raise InputError(f"{source}: refused: {len(members)} images, more than {MAX_ZIP_MEMBERS}")
-    expanded, packed = sum(m.file_size for m in members), sum(m.compress_size for m in members)
-    if expanded > MAX_ZIP_RATIO * max(1, packed):
-        raise InputError(f"{source}: refused: its images expand {expanded / max(1, packed):.0f} times "
-                         f"({expanded / 2**30:.1f} GiB), more than the {MAX_ZIP_RATIO} times images can")
-    work_dir.mkdir(parents=True, exist_ok=True)
-    free = shutil.disk_usage(work_dir).free
-    if expanded > DISK_MARGIN * free:
-        raise InputError(f"{source}: refused: its images need {expanded / 2**30:.1f} GiB, the work folder has "
-                         f"{free / 2**30:.1f} GiB free")
-    return members
+    media = IMAGE_SUFFIXES + AUDIO_SUFFIXES
+    inside_it = archives.members(real)
+    if len(inside_it) > MAX_ZIP_MEMBERS:
+        raise InputError(f"{source}: refused: {len(inside_it)} images, more than {MAX_ZIP_MEMBERS}")
+    is_media = any(Path(m.name).suffix.lower() in media for m in inside_it)
+    wanted = (lambda member: Path(member).suffix.lower() in media) if is_media else (lambda member: True)
+    target = work_dir / "extracted" / source.name.split(".")[0]
+    return archives.extract(real, target, wanted, MAX_ZIP_RATIO if is_media else None)
 
 
 def image_files(data_dir: Path, name: str, work_dir: Path) -> list[Path]:

@@ -69,7 +69,11 @@ def sample_from_test(spec: CompetitionSpec, data_dir: Path, warnings: list[str])
 
 
 def nothing_to_learn(dataset: Dataset) -> str | None:
-    """Why no model can learn from the training labels (all one class or one value), or None."""
+    """Why no model can learn from the training labels (all one class or one value; no inputs for the test rows),
+    or None."""
+    if not dataset.views:
+        return "no inputs describe the test rows (no test file, no test files named by the sample): the training " \
+               "labels' prior answers every one"
     y = dataset.y if dataset.y.ndim == 1 else dataset.y[:, 0]
     if len(dataset.y) and (dataset.y == dataset.y[0]).all():
         value = dataset.classes[int(y[0])] if dataset.classes is not None else y[0]
@@ -96,7 +100,7 @@ def complete_sample(spec: CompetitionSpec, sample: pd.DataFrame, path: Path) -> 
 
 def value_columns(spec: CompetitionSpec, sample: pd.DataFrame) -> list[str]:
     """Columns of the sample submission that hold predictions (others, like detecting-insults' Date, are kept)."""
-    if spec.submission == "probabilities" and len(spec.targets) == 1:
+    if spec.submission == "probabilities" and len(spec.targets) == 1 and spec.targets[0] not in sample.columns:
         return [c for c in sample.columns if c != spec.id_column]
     missing = [t for t in spec.targets if t not in sample.columns]
     if spec.submission == "multilabel" and len(missing) < len(spec.targets):
@@ -106,20 +110,42 @@ def value_columns(spec: CompetitionSpec, sample: pd.DataFrame) -> list[str]:
     return list(spec.targets)
 
 
+def label_sets(column: pd.Series, separator: str = " ") -> tuple[list[str], np.ndarray]:
+    """(the labels, a 0/1 matrix of rows x labels) of a column whose cells are sets of labels in one string (an
+    empty cell is the empty set)."""
+    rows = [[v for v in (str(cell).split() if separator == " " else str(cell).split(separator)) if v]
+            for cell in column.astype(object).fillna("")]
+    labels = sorted({v for row in rows for v in row})
+    index = {label: j for j, label in enumerate(labels)}
+    matrix = np.zeros((len(rows), len(labels)), dtype=np.float64)
+    for i, row in enumerate(rows):
+        matrix[i, [index[v] for v in row]] = 1.0
+    return labels, matrix
+
+
 def read_labels(spec: CompetitionSpec, train: pd.DataFrame, columns: list[str], path: Path,
             warnings: list[str]) -> tuple[pd.DataFrame, list | None, np.ndarray]:
-    """(rows kept, classes, y) for the spec's submission format."""
+    """(rows kept, classes, y) for the spec's submission format; a `labels` format's classes are the labels each
+    column of y stands for (y is 0/1, learned as independent labels)."""
     missing = [t for t in spec.targets if t not in train.columns]
     if missing:
         raise InputError(f"{path}: missing target column(s) {missing}")
-    nan_rows = train[list(spec.targets)].isna().any(axis=1)
+    nan_rows = train[list(spec.targets)].isna().any(axis=1) & (spec.submission != "labels")  # a set may be empty
     if nan_rows.all():
         raise InputError(f"{path}: target column(s) {list(spec.targets)} are empty in every row")
     if nan_rows.any():
         warnings.append(f"{path}: dropped {int(nan_rows.sum())} row(s) with an empty {list(spec.targets)}")
         train = train.loc[~nan_rows].reset_index(drop=True)
     if spec.submission == "regression":
-        return train, None, train[list(spec.targets)].to_numpy(dtype=np.float64)
+        values = train[list(spec.targets)].apply(pd.to_numeric, errors="coerce")
+        if (text := values.isna() & train[list(spec.targets)].notna()).any().any():
+            column = values.columns[text.any()][0]
+            raise InputError(f"{path}: target column {column!r} holds text ({train.loc[text[column], column].iloc[0]!r}"
+                             "), not numbers: a regression cannot learn it")
+        return train, None, values.to_numpy(dtype=np.float64)
+    if spec.submission == "labels":  # a set of labels per row, learned as one 0/1 column each
+        labels, matrix = label_sets(train[spec.targets[0]], spec.label_separator)
+        return train, labels, matrix
     if spec.submission == "multilabel":  # learned as 0/1 values, one per label the submission holds
         values = train[columns].apply(pd.to_numeric, errors="coerce")
         if ((values != 0) & (values != 1)).any().any():
@@ -170,8 +196,7 @@ def file_inputs(spec, train_names: pd.Series, test_names: pd.Series, data_dir, w
     named its row's name plus the spec's suffix."""
     kind = "clip" if spec.task == "audio" else "image"
     train_paths = _images_of(data_dir, spec.image_dir, work_dir, train_names, spec.image_suffix)
-    test_paths = _images_of(data_dir, spec.test_image_dir or spec.image_dir, work_dir, test_names,
-                            spec.image_suffix)
+    test_paths = _images_of(data_dir, spec.test_image_dir or spec.image_dir, work_dir, test_names, spec.test_suffix)
     missing_train = np.array([p is None for p in train_paths])
     if missing_train.all():
         raise InputError(f"{data_dir / spec.image_dir}: none of the training {kind}s named in "

@@ -75,7 +75,7 @@ def applicable(spec: CompetitionSpec, data: DataShape, names: list[str] | None =
     """Engines (by name, registry order) that can train on this competition's inputs."""
     if spec.task == "unsupported":
         return []
-    return [n for n in names or engine_names() if get_engine(n).applies(spec, data.inputs)]
+    return [n for n in (engine_names() if names is None else names) if get_engine(n).applies(spec, data.inputs)]
 
 
 def _cheap_first(members: list[Member], window_seconds: float, cores: int, one_lane: bool,
@@ -237,7 +237,8 @@ def prestart_measuring(spec: CompetitionSpec, hardware: Hardware, budget_seconds
     for a run on this machine; what ends each once the plan is made."""
     if spec.task == "unsupported":
         return []
-    started = [get_engine(n).prestart(spec, hardware, budget_seconds, work, until) for n in engines or engine_names()]
+    names = engine_names() if engines is None else engines
+    started = [get_engine(n).prestart(spec, hardware, budget_seconds, work, until) for n in names]
     return [end for end in started if end is not None]
 
 
@@ -250,7 +251,7 @@ def early_preload(spec: CompetitionSpec, hardware: Hardware, engines: list[str] 
     if spec.task not in TASK_VIEWS or hardware.cpus < EARLY_SERVER_CORES:
         return ()
     views = frozenset(TASK_VIEWS[spec.task])
-    engines = [get_engine(n) for n in engines or engine_names()]
+    engines = [get_engine(n) for n in (engine_names() if engines is None else engines)]
     return tuple(dict.fromkeys(m for engine in engines if engine.applies(spec, views) for m in engine.preload))
 
 

@@ -3,6 +3,10 @@ says what it is.
 
 - `noisy_pixels` (image to image, denoising, where no clean pages train a model): every test pixel as it is,
   which beats the sample's all-white page.
+- `most_frequent`: the training answer given most often (a label string, a sequence, an identifier), for every row.
+- `sample`: the sample's own values, where they are the best answer without a model (a given order of cells).
+- `column`: a column of the test file, row by row (the whole text as its own span, the sentence as it is).
+- `constant`: the spec's `baseline_value` for every row (an empty mask, a no-finding box).
 """
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from runner.data.pages import gray_image
-from runner.data.reading import image_files
+from runner.data.reading import image_files, read_csv
 from runner.common.errors import InputError
 from runner.competition.spec import CompetitionSpec
 
@@ -64,4 +68,49 @@ def noisy_pixels(spec: CompetitionSpec, data_dir: Path, sample: pd.DataFrame, co
     return Baseline(pd.DataFrame({columns[0]: values}), note)
 
 
-RULES = {"noisy_pixels": noisy_pixels}
+# --- answers of one string per row ---------------------------------------------------------------------------------
+
+def most_frequent(spec: CompetitionSpec, data_dir: Path, sample: pd.DataFrame, columns: list[str],
+                  work_dir: Path) -> Baseline:
+    """The training file's most frequent value of each value column (as read, a string stays a string)."""
+    if spec.train_file is None:
+        raise InputError(f"spec {spec.id}: the most_frequent baseline needs a train file")
+    path = data_dir / spec.train_file
+    train = read_csv(path, "train file", data_dir, literal=True)
+    missing = [c for c in columns if c not in train.columns]
+    if missing:
+        raise InputError(f"{path}: no column(s) {missing} to take the most frequent answer from")
+    values = {c: [train[c].mode().iloc[0]] * len(sample) for c in columns}
+    told = ", ".join(f"{c} = {str(v[0])[:40]!r}" for c, v in values.items())
+    return Baseline(pd.DataFrame(values), f"the most frequent training answer for every row ({told})")
+
+
+def given_sample(spec: CompetitionSpec, data_dir: Path, sample: pd.DataFrame, columns: list[str],
+                 work_dir: Path) -> Baseline:
+    return Baseline(sample[columns].fillna("").reset_index(drop=True), "the sample submission's own answers")
+
+
+def column(spec: CompetitionSpec, data_dir: Path, sample: pd.DataFrame, columns: list[str],
+           work_dir: Path) -> Baseline:
+    """The test file's `baseline_column`, in the sample's row order (an id it lacks keeps the sample's value)."""
+    path = data_dir / spec.test_file
+    test = read_csv(path, "test file", data_dir, literal=True)
+    for name in (spec.id_column, spec.baseline_column):
+        if name not in test.columns:
+            raise InputError(f"{path}: no column {name!r}")
+    by_id = test.drop_duplicates(spec.id_column).set_index(test[spec.id_column].drop_duplicates().astype(str))
+    values, missing = _by_id(sample, spec, by_id[spec.baseline_column].fillna(""), "", str(path))
+    fill = sample[columns[0]].reset_index(drop=True)
+    values = values.where(sample[spec.id_column].astype(str).isin(by_id.index).to_numpy(), fill)
+    return Baseline(pd.DataFrame({columns[0]: values}), f"{spec.test_file}'s {spec.baseline_column!r} as it is" +
+                    (f"; {missing} id(s) it lacks keep the sample's value" if missing else ""))
+
+
+def constant(spec: CompetitionSpec, data_dir: Path, sample: pd.DataFrame, columns: list[str],
+             work_dir: Path) -> Baseline:
+    shown = spec.baseline_value or "an empty string"
+    return Baseline(pd.DataFrame({c: [spec.baseline_value] * len(sample) for c in columns}), f"{shown!r} for every row")
+
+
+RULES = {"noisy_pixels": noisy_pixels, "most_frequent": most_frequent, "sample": given_sample, "column": column,
+         "constant": constant}

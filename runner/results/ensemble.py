@@ -8,6 +8,7 @@ import logging
 import numpy as np
 
 from runner.common import metrics
+from runner.common.label_metrics import tune_threshold
 from runner.results.member_state import MemberState
 from runner.results.blend import Blend, MemberPredictions, choose_blend, pool_gain
 from runner.data.dataset import Dataset
@@ -56,9 +57,10 @@ class Ensemble:
             return {}
         classes = tuple(self.dataset.classes) if self.dataset.classes is not None else None
         weights = ", ".join(f"{name} {w:.2f}" for name, w in sorted(blend.weights.items(), key=lambda i: -i[1]))
-        cuts = self.grade_thresholds(blend)
+        cuts = self.grade_thresholds(blend) or self.set_threshold(blend)
         base = round(baseline_score(self.metric, self.dataset.y, self.prior.values[0], blend.covered), 6)  # as the CV
-        chosen = Predictions(blend.test, classes, f"blend: {weights}", cuts, self.dataset.choices)
+        labels = tuple(self.dataset.labels) if self.dataset.labels is not None else None
+        chosen = Predictions(blend.test, classes, f"blend: {weights}", cuts, self.dataset.choices, labels)
         # models that do not beat the prior are not submitted: one that ties it learned nothing (a booster cut
         # after its first round predicts the majority class), and its predictions would only stand in for the prior's
         if not metrics.better(self.metric, blend.cv, base):
@@ -85,6 +87,18 @@ class Ensemble:
         log.info("grade cuts %s: kappa %.4f on the out-of-fold rows (%.4f halfway between grades)",
                  ", ".join(f"{c:.2f}" for c in cuts), tuned, blend.cv)
         return cuts
+
+    def set_threshold(self, blend: Blend) -> tuple[float] | None:
+        """For a set of labels: the probability from which a label is in a row's set, tuned for the metric on the
+        blend's out-of-fold predictions (the CV reported stays the one at the default threshold)."""
+        if self.dataset.labels is None:
+            return None
+        oof, rows = blend.oof[blend.covered], blend.covered
+        metric = metrics.METRICS[self.metric]
+        threshold, tuned = tune_threshold(metric.score, metric.lower_is_better, self.dataset.y[rows], oof)
+        log.info("label threshold %.2f: %s %.4f on the out-of-fold rows (%.4f at the default)", threshold,
+                 self.metric, tuned, blend.cv)
+        return (threshold,)
 
     def measure_gain(self, state: MemberState) -> None:
         """What this member added to the pool, now that it has ended: the relative fall of the best convex blend's

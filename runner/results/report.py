@@ -14,7 +14,9 @@ from runner.results.card_usage import CardUsage
 @dataclass(frozen=True)
 class RunReport(Saved):
     competition: str
-    status: str  # running | trained | baseline (nothing trained) | error | interrupted | stopped (by the watchdog)
+    # running | trained | baseline (nothing trained) | error (bad input) | failed (a fault of the runner's, its
+    # traceback in `traceback`) | interrupted | stopped (by the watchdog)
+    status: str
     metric: str
     lower_is_better: bool
     budget_seconds: float
@@ -46,6 +48,7 @@ class RunReport(Saved):
     card_usage: CardUsage | None = None
     warnings: tuple[str, ...] = ()
     error: str | None = None
+    traceback: str | None = None  # a failed run's: where the fault was
 
     @classmethod
     def load(cls, path: Path) -> "RunReport":

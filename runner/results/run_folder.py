@@ -105,7 +105,7 @@ class RunOutputs:
 
     def write_prior(self, dataset: Dataset) -> Predictions:
         """The class prior (or mean) once labels are read: the submission and the baseline every blend must beat."""
-        prior = prior_predictions(dataset.y, dataset.classes, dataset.n_test, dataset.choices)
+        prior = prior_predictions(dataset.y, dataset.classes, dataset.n_test, dataset.choices, dataset.labels)
         self.publish(prior, baseline=True)
         for warning in dataset.warnings:
             log.warning(warning)

@@ -16,8 +16,9 @@ from runner.common.csvfiles import LITERAL, compression, find_sample, read_csv_f
 from runner.data.listed import stacked_items
 from runner.common.errors import InputError, InvalidSubmissionError
 from runner.common.untrusted import inside
+from runner.common.label_metrics import LABEL_THRESHOLD, decided, top_k
 from runner.common.metrics import grades
-from runner.competition.spec import CompetitionSpec
+from runner.competition.spec import STRING_FORMATS, CompetitionSpec
 
 SUM_TOLERANCE = 1e-6
 SAMPLE_HEAD_ROWS = 100  # rows of the sample read to tell it is a table before it is copied as the first submission
@@ -32,10 +33,12 @@ class Predictions:
     values: np.ndarray
     classes: tuple | None
     source: str
-    thresholds: tuple[float, ...] | None = None  # grade cuts tuned on out-of-fold predictions (kappa)
+    # tuned on out-of-fold predictions: kappa's grade cuts, or a set's threshold from which a label is in it
+    thresholds: tuple[float, ...] | None = None
     # text normalisation: each row's string for each class (its candidates, runner.data.textnorm.candidates) where one class is not
     # one label for every row
     choices: np.ndarray | None = None
+    labels: tuple[str, ...] | None = None  # a `labels` submission: the label each column of `values` stands for
 
 
 def _normalise(p: np.ndarray) -> np.ndarray:
@@ -64,6 +67,53 @@ def _unstacked(values: np.ndarray, sample: pd.DataFrame, spec: CompetitionSpec) 
     return values[pd.Index(order).get_indexer(items), labels][:, None]
 
 
+def _probabilities(values, predictions, sample, columns, spec) -> dict:
+    return {c: v for c, v in zip(columns, _normalise(values).T)}
+
+
+def _probability(values, predictions, sample, columns, spec) -> dict:
+    return {columns[0]: np.clip(_normalise(values)[:, 1], 0.0, 1.0)}
+
+
+def _label(values, predictions, sample, columns, spec) -> dict:
+    chosen = grades(values, predictions.thresholds) if spec.metric == "qwk" else values.argmax(axis=1)
+    if predictions.choices is not None:  # each row's own string for its chosen class
+        return {columns[0]: predictions.choices[np.arange(len(chosen)), chosen]}
+    return {columns[0]: _label_values(predictions.classes, chosen, sample[columns[0]])}
+
+
+def _multilabel(values, predictions, sample, columns, spec) -> dict:
+    values = np.clip(np.nan_to_num(np.asarray(values, dtype=np.float64), nan=0.5), 0.0, 1.0)
+    return {c: v for c, v in zip(columns, values.T)}
+
+
+def _regression(values, predictions, sample, columns, spec) -> dict:
+    values = np.nan_to_num(np.asarray(values, dtype=np.float64))
+    values = np.clip(values, 0.0, None) if spec.metric == "rmsle" else values
+    return {c: v for c, v in zip(columns, np.atleast_2d(values.T))}
+
+
+def _label_set(values, predictions, sample, columns, spec) -> dict:
+    """Each row's labels whose probability reaches the tuned threshold (LABEL_THRESHOLD until one is tuned), the
+    likeliest one at least: every row of these competitions' answers holds a label."""
+    threshold = predictions.thresholds[0] if predictions.thresholds else LABEL_THRESHOLD
+    chosen = decided(np.nan_to_num(np.asarray(values, dtype=np.float64)), threshold)
+    names = np.asarray(predictions.labels, dtype=object)
+    return {columns[0]: [spec.label_separator.join(names[row.astype(bool)]) for row in chosen]}
+
+
+def _ranked(values, predictions, sample, columns, spec) -> dict:
+    """Each row's `top_k` likeliest classes, likeliest first."""
+    names = [str(c) for c in predictions.classes]
+    ranked = top_k(np.nan_to_num(np.asarray(values, dtype=np.float64)), spec.top_k)
+    return {columns[0]: [spec.label_separator.join(names[j] for j in row) for row in ranked]}
+
+
+# how each submission format's value columns are written from the predictions (the sample's other columns stay)
+WRITERS = {"probabilities": _probabilities, "probability": _probability, "label": _label,
+           "multilabel": _multilabel, "regression": _regression, "labels": _label_set, "ranked": _ranked}
+
+
 def build_submission(sample: pd.DataFrame, spec: CompetitionSpec, columns: list[str],
                      predictions: Predictions) -> pd.DataFrame:
     """The sample submission with its value columns replaced by the predictions."""
@@ -72,22 +122,11 @@ def build_submission(sample: pd.DataFrame, spec: CompetitionSpec, columns: list[
         values = _unstacked(values, sample, spec)
     if len(values) != len(sample):
         raise InvalidSubmissionError(f"{len(values)} predictions for {len(sample)} rows of {spec.sample_submission}")
+    if spec.submission not in WRITERS:
+        raise InvalidSubmissionError(f"no writer for a {spec.submission!r} submission from predictions")
     submission = sample.copy()
-    if spec.submission == "probabilities":
-        submission[columns] = _normalise(values)
-    elif spec.submission == "probability":
-        submission[columns[0]] = np.clip(_normalise(values)[:, 1], 0.0, 1.0)
-    elif spec.submission == "label":
-        chosen = grades(values, predictions.thresholds) if spec.metric == "qwk" else values.argmax(axis=1)
-        if predictions.choices is not None:  # each row's own string for its chosen class
-            submission[columns[0]] = predictions.choices[np.arange(len(chosen)), chosen]
-        else:
-            submission[columns[0]] = _label_values(predictions.classes, chosen, sample[columns[0]])
-    elif spec.submission == "multilabel":
-        submission[columns] = np.clip(np.nan_to_num(np.asarray(values, dtype=np.float64), nan=0.5), 0.0, 1.0)
-    else:
-        values = np.nan_to_num(np.asarray(values, dtype=np.float64))
-        submission[columns] = np.clip(values, 0.0, None) if spec.metric == "rmsle" else values
+    for column, written in WRITERS[spec.submission](values, predictions, sample, columns, spec).items():
+        submission[column] = written
     return submission
 
 
@@ -105,6 +144,9 @@ def validate_submission(submission: pd.DataFrame, sample: pd.DataFrame, spec: Co
         raise InvalidSubmissionError(f"column {spec.id_column!r} row {row}: id {ids.iloc[row]!r} where the sample "
                                      f"has {sample_ids.iloc[row]!r}")
     values = submission[columns]
+    if spec.submission in STRING_FORMATS:  # text: an empty cell is a string too (an empty set, an empty mask)
+        _check_strings(values, sample[columns])
+        return
     if values.isna().any().any():
         column = values.columns[values.isna().any()][0]
         raise InvalidSubmissionError(f"column {column!r}: empty values")
@@ -129,6 +171,15 @@ def validate_submission(submission: pd.DataFrame, sample: pd.DataFrame, spec: Co
     if spec.metric == "rmsle" and (array < 0).any():
         raise InvalidSubmissionError(f"column {columns[int(np.argmax((array < 0).any(axis=0)))]!r}: negative "
                                      "values (RMSLE rejects them)")
+
+
+def _check_strings(values: pd.DataFrame, template: pd.DataFrame) -> None:
+    """String columns: no number where the sample holds text (a fallback must never write 0.0 into a mask)."""
+    for column in values.columns:
+        if pd.api.types.is_numeric_dtype(values[column]) and not pd.api.types.is_numeric_dtype(template[column]) \
+                and values[column].notna().any():
+            raise InvalidSubmissionError(f"column {column!r}: the sample has text, this has numbers "
+                                         f"({values[column].dropna().iloc[0]!r})")
 
 
 def _check_labels(labels: pd.Series, template: pd.Series) -> None:
@@ -165,27 +216,38 @@ def write_read_back(submission: pd.DataFrame, sample: pd.DataFrame, spec: Compet
 
 def sample_baseline(sample: pd.DataFrame, spec: CompetitionSpec, columns: list[str]) -> pd.DataFrame:
     """A valid submission from the sample alone: uniform class probabilities, otherwise the sample's own values
-    made valid (missing filled, clipped). Used before any train file has been read."""
+    made valid (missing filled, clipped). Used before any train file has been read. A column of text stays the
+    sample's text, whatever the spec says it holds: a number is never written where the sample has words."""
     submission = sample.copy()
+    numeric = [c for c in columns if _numbers(sample[c])]
     if spec.submission == "probabilities":
         submission[columns] = _normalise(np.ones((len(sample), len(columns))))
-    elif spec.submission in ("probability", "multilabel"):
-        values = sample[columns].apply(pd.to_numeric, errors="coerce")
-        submission[columns] = values.fillna(0.5).clip(0.0, 1.0)
-    elif spec.submission == "regression":
-        values = sample[columns].apply(pd.to_numeric, errors="coerce").fillna(0.0)
-        submission[columns] = values.clip(lower=0.0) if spec.metric == "rmsle" else values
-    else:
+    elif spec.submission in ("probability", "multilabel") and numeric:
+        values = sample[numeric].apply(pd.to_numeric, errors="coerce")
+        submission[numeric] = values.fillna(0.5).clip(0.0, 1.0)
+    elif spec.submission == "regression" and numeric:
+        values = sample[numeric].apply(pd.to_numeric, errors="coerce").fillna(0.0)
+        submission[numeric] = values.clip(lower=0.0) if spec.metric == "rmsle" else values
+    elif spec.submission == "label":
         column = sample[columns[0]]
         submission[columns[0]] = column.fillna(column.mode().iloc[0]) if column.notna().any() else column
     return submission
 
 
+def _numbers(column: pd.Series) -> bool:
+    """Whether a sample's column holds numbers (or nothing at all): every value it has reads as one."""
+    present = column.dropna()
+    return pd.api.types.is_numeric_dtype(column) or pd.to_numeric(present, errors="coerce").notna().all()
+
+
 def prior_predictions(y: np.ndarray, classes: list | None, n_test: int,
-                      choices: np.ndarray | None = None) -> Predictions:
-    """Class prior (classification) or target mean (regression) for every test row."""
+                      choices: np.ndarray | None = None, labels: list[str] | None = None) -> Predictions:
+    """Class prior (classification), each label's share (a set of labels) or target mean (regression) for every
+    test row."""
     if classes is None:
-        return Predictions(np.tile(np.nanmean(y, axis=0), (n_test, 1)), None, "baseline: target mean")
+        source = "baseline: each label's share of the training rows" if labels is not None else "baseline: target mean"
+        return Predictions(np.tile(np.nanmean(y, axis=0), (n_test, 1)), None, source,
+                           labels=tuple(labels) if labels is not None else None)
     prior = np.bincount(y.astype(int), minlength=len(classes)) / len(y)
     source = "baseline: class prior" if choices is None else \
         f"baseline: class prior, each row's {classes[int(prior.argmax())]!r} candidate"

@@ -98,7 +98,7 @@ class Task:
 
     def __init__(self, data: FoldData):
         self.kind = "classes" if data.classes is not None else \
-            "labels" if data.spec.submission == "multilabel" else "values"
+            "labels" if data.spec.learned_as == "labels" else "values"
         self.to_space, self.from_space = log_space(data.spec.metric)
         y = data.y_train
         if self.kind == "values":

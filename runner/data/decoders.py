@@ -1,0 +1,81 @@
+"""Files that are no picture or clip, turned once into what the engines read, by the spec's `decode`: each decoder
+takes every training and test row's file and gives the views it makes (an image view of pictures it wrote under
+the work folder, a table view of each file's statistics). A file it cannot read gives its row no input: a
+training row is skipped, a test row gets the prior.
+
+- `array_image`: a NumPy array per item (`.npy`): a 2-D array is a gray picture; a 3-D one with its channels
+  first is a colour picture of up to three of them, more panels stacked top to bottom (seti's six cadence
+  frames); each scaled from its 1st to its 99th percentile into 8 bits, so a faint line stands out of the noise.
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+from PIL import Image
+
+from runner.common.errors import InputError
+from runner.competition.spec import CompetitionSpec
+
+log = logging.getLogger(__name__)
+
+SCALE_PERCENTILES = (1.0, 99.0)  # an array's values mapped to 0..255 between these: outliers do not wash it out
+MAX_PANELS_AS_COLOUR = 3  # channels that make one colour picture; more are stacked as gray panels
+DECODED = "decoded"  # the work folder's sub-folder of what decoders write
+
+
+def scaled(values: np.ndarray) -> np.ndarray:
+    """8-bit values of an array scaled between its SCALE_PERCENTILES (a constant array is mid-gray)."""
+    values = np.nan_to_num(np.asarray(values, dtype=np.float32))
+    low, high = np.percentile(values, SCALE_PERCENTILES)
+    if high <= low:
+        return np.full(values.shape, 128, dtype=np.uint8)
+    return (np.clip((values - low) / (high - low), 0, 1) * 255).astype(np.uint8)
+
+
+def array_picture(array: np.ndarray) -> Image.Image:
+    """A picture of a 2-D array, or of a 3-D one with its channels (panels) first."""
+    array = np.squeeze(np.asarray(array))
+    if array.ndim == 2:
+        return Image.fromarray(scaled(array), "L")
+    if array.ndim != 3:
+        raise ValueError(f"an array of {array.ndim} dimensions is no picture")
+    if array.shape[0] <= MAX_PANELS_AS_COLOUR:
+        channels = [scaled(c) for c in array] + [scaled(array[-1])] * (3 - array.shape[0])
+        return Image.fromarray(np.stack(channels[:3], axis=-1), "RGB")
+    return Image.fromarray(scaled(np.concatenate(list(array), axis=0)), "L")
+
+
+def _pictures(paths: list[Path | None], folder: Path, read: Callable[[Path], np.ndarray]) -> list[Path | None]:
+    """Each file's picture written as PNG under `folder` (None where unreadable), once: a picture there is reused."""
+    folder.mkdir(parents=True, exist_ok=True)
+    out = []
+    for k, path in enumerate(paths):
+        target = folder / f"{k}.png"
+        if path is not None and not target.exists():
+            try:
+                array_picture(read(path)).save(target)
+            except (OSError, ValueError) as exc:
+                log.warning("%s: cannot be read as a picture: %s", path, exc)
+                path = None
+        out.append(target if path is not None else None)
+    return out
+
+
+def array_image(spec: CompetitionSpec, train: list[Path | None], test: list[Path | None],
+                work_dir: Path) -> dict[str, tuple]:
+    read = lambda path: np.load(path, allow_pickle=False)
+    root = Path(work_dir) / DECODED
+    return {"image": (_pictures(train, root / "train", read), _pictures(test, root / "test", read))}
+
+
+# a spec's `decode` -> the decoder of that kind of file
+DECODERS: dict[str, Callable[[CompetitionSpec, list, list, Path], dict[str, tuple]]] = {"array_image": array_image}
+
+
+def decode(spec: CompetitionSpec, train: list[Path | None], test: list[Path | None], work_dir: Path) -> dict[str, tuple]:
+    if spec.decode not in DECODERS:
+        raise InputError(f"spec {spec.id}: no decoder {spec.decode!r}; known: {', '.join(DECODERS)}")
+    return DECODERS[spec.decode](spec, train, test, Path(work_dir))
