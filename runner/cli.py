@@ -147,13 +147,16 @@ def _demo(args) -> int:
 
 
 def _specs(args) -> int:
+    """Every competition with a spec, a line each: id, MLE-bench split, task, submission format, metric, aliases."""
     from runner.competition.catalog import known_specs
+    from runner.competition.mlebench import split_of
 
     specs = list(known_specs().values())
-    widths = [max(len(getattr(s, field)) for s in specs) for field in ("id", "task", "metric")]
-    for spec in specs:  # columns as wide as their longest value
-        cells = [f"{getattr(spec, field):{w}s}" for field, w in zip(("id", "task", "metric"), widths)]
-        print(*cells, f"aliases: {', '.join(spec.aliases)}")
+    rows = [(s.id, split_of(s.id), s.task, s.submission, s.metric) for s in specs]
+    widths = [max(len(row[k]) for row in rows) for k in range(5)]
+    for spec, row in zip(specs, rows):  # columns as wide as their longest value
+        print(*(f"{cell:{w}s}" for cell, w in zip(row, widths)), f"aliases: {', '.join(spec.aliases)}")
+    print(f"{len(specs)} competitions")
     return 0
 
 
