@@ -111,10 +111,12 @@ bench: $(BENCH_STAMP)
 
 # every Lite replica at 1/8, 1/4, 1/2 and its real size: each stage's seconds, the run's memory and caches, whole
 # 10-minute runs at the real size graded (bench/scale.py; hours on a small machine: SCALE_ARGS picks, e.g.
-# SCALE_ARGS="--only spaceship-titanic --scales real --full")
+# SCALE_ARGS="--only spaceship-titanic --scales real --full"); then every competition planned at its real size on
+# an H100 for 2 hours, from its replica (bench/real_plans.py: memory, disk and window, what it would sample)
 SCALE_ARGS ?= --full
 bench-scale: $(BENCH_STAMP)
 	cd bench && PYTHONPATH=..:. ../$(PY) scale.py $(SCALE_ARGS)
+	cd bench && PYTHONPATH=..:. ../$(PY) real_plans.py
 
 # every MLE-bench competition of a split on its replica at 60 s, graded by MLE-bench's own graders where
 # `make mlebench-venv` made them a venv (bench/mlebench_sweep.py; about 90 minutes for split75 on 2 cores:

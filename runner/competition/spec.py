@@ -48,6 +48,7 @@ class RealSize:
     train: int  # training rows or items (images, clips, files, documents)
     test: int  # test rows or items
     gigabytes: float = 0.0  # the prepared public folder on disk
+    side: int = 0  # the images' (or pages', clips' pictures') typical shorter side in pixels, where there are some
     note: str = ""  # what the counts count, where not rows
 
 
