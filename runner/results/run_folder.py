@@ -99,6 +99,9 @@ class RunOutputs:
         frame = self.sample.copy()
         frame[self.columns] = made.values[self.columns].to_numpy()
         self._publish(frame, self.submission)
+        if made.prior is not None:  # the rule chose against a prior: that is the baseline its choice must beat
+            frame = self.sample.copy()
+            frame[self.columns] = made.prior[self.columns].to_numpy()
         self._publish(frame, self.out / "baseline.csv")
         log.info("baseline: %s", made.note)
         self.update(status="baseline", error=None, submission_source=f"baseline: {made.note}",
