@@ -31,6 +31,7 @@ WEEKS, REAL_WEEKS = 12, 105  # of purchases, ending on LAST_DAY (the real file r
 LAST_DAY = np.datetime64("2020-09-22")
 HELD_OUT_DAYS = 7  # MLE-bench's answers: the purchases from the last day less 7 days on (8 days)
 VISITS_PER_WEEK = 0.3  # a customer's mean visits a week, drawn from a gamma of shape 0.5 (most rarely, some often)
+REAL_VISITS_PER_WEEK = 0.1  # the real 31.8 M purchases of 1.37 M customers in 105 weeks: 0.22 items a week each
 ITEMS_PER_VISIT = 1.3  # beyond the first item of a visit, a Poisson mean
 AGAIN = 0.25  # an item bought again: one of the customer's last purchases of the past AGAIN_DAYS
 AGAIN_DAYS = 28
@@ -57,13 +58,15 @@ class Shop:
     customers: int
     articles: int
     weeks: int
+    visits: float  # a customer's mean visits a week (the replica's customers shop more, so more of them buy in
+    # the held-out days)
 
 
 def sizes(scale: float | str = 1.0) -> Shop:
     scale = parse_scale(scale)
     real = is_real(scale)
     return Shop(scaled(CUSTOMERS, REAL_CUSTOMERS, scale, 50), scaled(ARTICLES, REAL_ARTICLES, scale, 30),
-                REAL_WEEKS if real else WEEKS)
+                REAL_WEEKS if real else WEEKS, REAL_VISITS_PER_WEEK if real else VISITS_PER_WEEK)
 
 
 def articles(count: int, days: int, rng: np.random.Generator) -> pd.DataFrame:
@@ -100,7 +103,7 @@ def articles(count: int, days: int, rng: np.random.Generator) -> pd.DataFrame:
                         appeal=rng.lognormal(0, 1, count), colour=colour)
 
 
-def customers(count: int, rng: np.random.Generator) -> pd.DataFrame:
+def customers(count: int, visits: float, rng: np.random.Generator) -> pd.DataFrame:
     """customers.csv's columns, and each customer's section and visits a week (for drawing purchases)."""
     ages = rng.integers(16, 80, count).astype(float)
     ages[rng.random(count) < 0.01] = np.nan
@@ -113,7 +116,7 @@ def customers(count: int, rng: np.random.Generator) -> pd.DataFrame:
         "fashion_news_frequency": np.where(news < 0.64, "NONE", np.where(news < 0.99, "Regularly", "Monthly")),
         "age": ages, "postal_code": hex_ids(rng, count, 64),
         "section": rng.integers(0, len(SECTIONS), count),
-        "visits": rng.gamma(0.5, VISITS_PER_WEEK / 0.5, count)})
+        "visits": rng.gamma(0.5, visits / 0.5, count)})
 
 
 def _appeal(shop: pd.DataFrame, day: int) -> np.ndarray:
@@ -172,7 +175,7 @@ def generate(root: Path, rng: np.random.Generator, scale: float | str = 1.0) -> 
     size = sizes(scale)
     public, private = folders(root, "images")
     days = size.weeks * 7
-    shop, people = articles(size.articles, days, rng), customers(size.customers, rng)
+    shop, people = articles(size.articles, days, rng), customers(size.customers, size.visits, rng)
     bought = purchases(people, shop, days, rng)
     dates = LAST_DAY - (days - 1) + bought["day"].to_numpy().astype("timedelta64[D]")
     ids = shop["article_id"].str.lstrip("0").astype(np.int64).to_numpy()  # as MLE-bench's pandas wrote them
