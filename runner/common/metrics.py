@@ -188,5 +188,6 @@ METRICS: dict[str, Metric] = {
     "qwk": Metric(False, lambda y, p: qwk(y, grades(p))),
     "micro_f1": Metric(False, label_metrics.micro_f1),  # a set of labels per row (0/1 or probabilities cut)
     "map_at_5": Metric(False, label_metrics.map_at_k(5)),  # the 5 likeliest labels, ranked, against the truth
+    "map_at_12": Metric(False, label_metrics.map_at_k(12)),  # the 12 likeliest (items bought next), ranked
 }
 LOWER_IS_BETTER = {name: metric.lower_is_better for name, metric in METRICS.items()}

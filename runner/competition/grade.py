@@ -90,7 +90,27 @@ def read_leaderboard(path: Path) -> Thresholds:
     return thresholds(board["score"].dropna())
 
 
+def _answered(submission: pd.DataFrame, answers: pd.DataFrame, spec: CompetitionSpec):
+    """The submission's rows of the ids the answers hold (it must hold every one; others are not scored), both in
+    id order and paired row by row as far as the shorter goes (a repeated id in the submission pairs rows with
+    the wrong answers rather than failing, as MLE-bench's graders zip them)."""
+    if spec.id_column not in submission.columns:
+        raise InvalidSubmissionError(f"no id column {spec.id_column!r}")
+    ids, wanted = submission[spec.id_column].astype(str), answers[spec.id_column].astype(str)
+    if not set(wanted) <= set(ids):
+        missing = sorted(set(wanted) - set(ids))
+        raise InvalidSubmissionError(f"column {spec.id_column!r} lacks {len(missing)} id(s) the answers hold "
+                                     f"(e.g. {missing[0]!r})")
+    sub = submission.loc[ids.isin(set(wanted)).to_numpy()]
+    sub = sub.iloc[np.argsort(sub[spec.id_column].astype(str).to_numpy(), kind="stable")]
+    ans = answers.iloc[np.argsort(wanted.to_numpy(), kind="stable")]
+    rows = min(len(sub), len(ans))
+    return sub.iloc[:rows].reset_index(drop=True), ans.iloc[:rows].reset_index(drop=True)
+
+
 def _aligned(submission: pd.DataFrame, answers: pd.DataFrame, spec: CompetitionSpec):
+    if spec.grade_by == "answers":
+        return _answered(submission, answers, spec)
     if len(submission) != len(answers):
         raise InvalidSubmissionError(f"{len(submission)} rows, the answers have {len(answers)}")
     if spec.grade_by == "row":
@@ -218,8 +238,12 @@ def label_lists(column: pd.Series, separator: str = " ") -> list[list[str]]:
 
 def _labels(spec: CompetitionSpec, submission: pd.DataFrame, sub: pd.DataFrame, ans: pd.DataFrame) -> _Scored:
     """A set of labels per row: both sides as 0/1 matrices over the labels the answers hold (a label only the
-    submission names counts for nothing, as MLE-bench's graders binarise)."""
+    submission names counts for nothing, as MLE-bench's graders binarise). A column read as numbers (every set
+    one numeric label, or none) is no column of sets to MLE-bench's graders, which split it as text: invalid."""
     target = _target(spec, sub)
+    if pd.api.types.is_numeric_dtype(sub[target]) and sub[target].notna().any():
+        raise InvalidSubmissionError(f"column {target!r} reads as numbers ({sub[target].dropna().iloc[0]!r}), "
+                                     "not as sets of labels")
     truth_sets = label_lists(ans[target], spec.label_separator)
     vocabulary = {label: j for j, label in enumerate(sorted({v for labels in truth_sets for v in labels}))}
 
@@ -239,9 +263,9 @@ def _ranked(spec: CompetitionSpec, submission: pd.DataFrame, sub: pd.DataFrame, 
 
     target = _target(spec, sub)
     truth = np.empty(len(ans), dtype=object)
-    truth[:] = [set(labels) for labels in label_lists(ans[target], spec.label_separator)]
-    ranked = np.empty(len(sub), dtype=object)
-    ranked[:] = label_lists(sub[target], spec.label_separator)
+    truth[:] = [set(str(v).split(spec.label_separator)) for v in ans[target]]
+    ranked = np.empty(len(sub), dtype=object)  # split as written: an empty cell is 'nan', two spaces an empty label
+    ranked[:] = [str(v).split(spec.label_separator) for v in sub[target]]
     k = spec.top_k
     return _Scored(truth, ranked, spec.metric,
                    lambda t, r: label_metrics.mean_average_precision(list(t), list(r), k))
@@ -257,6 +281,9 @@ SCORERS: dict[str, Callable[..., _Scored]] = {
 def _scored(spec: CompetitionSpec, submission: pd.DataFrame, answers: pd.DataFrame) -> _Scored:
     """The submission checked against the answers (InvalidSubmissionError naming what is wrong) and aligned; only
     the rows the grader scores are kept (the spec's `scored_rows`)."""
+    if spec.exact_columns and set(submission.columns) != {spec.id_column, *spec.targets}:
+        raise InvalidSubmissionError(f"columns must be exactly {[spec.id_column, *spec.targets]}, not "
+                                     f"{list(submission.columns)[:6]}")
     sub, ans = _aligned(submission, answers, spec)
     if spec.scored_rows:
         keep = scored_rows(ans, spec.scored_rows)

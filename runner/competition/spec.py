@@ -26,7 +26,8 @@ LEARNED_AS = {"probabilities": "classes", "probability": "classes", "label": "cl
               "regression": "values", "multilabel": "labels", "labels": "labels"}
 STRING_FORMATS = ("labels", "ranked", "mask", "boxes", "span", "text", "ranking")  # one string per row, any text
 # the rules of runner.results.baselines: what a task no engine trains submits
-BASELINES = ("noisy_pixels", "most_frequent", "sample", "column", "constant")
+BASELINES = ("noisy_pixels", "most_frequent", "sample", "column", "constant",
+             "recent_items")
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".tif", ".tiff", ".bmp")
 AUDIO_SUFFIXES = (".wav", ".aif", ".aiff", ".flac", ".ogg")  # what libsndfile reads (runner.data.sounds)
 DESCRIPTION_BYTES = 256 * 1024  # what is read of description.md: its evaluation section is near the top
@@ -82,9 +83,15 @@ class CompetitionSpec(Saved):
     image_suffix: str = ""  # file name = id + suffix
     test_image_suffix: str | None = None  # a test file's name = its id + this, where not `image_suffix` ("": the id)
     text_column: str | None = None
+    # a text in several columns (a question's title and its body): read as one, joined by a line break in this
+    # order; `text_column` is the first of them
+    text_columns: tuple[str, ...] = ()
     drop_columns: tuple[str, ...] = ()
     split_columns: tuple[ColumnSplit, ...] = ()
-    grade_by: str = "id"  # "id": rows matched by id; "row": by position (nomad2018's grader)
+    # "id": rows matched by id; "row": by position (nomad2018's grader); "answers": only the ids the answers hold
+    # are scored, and the submission must hold each of them (h-and-m's customers who bought in the test week)
+    grade_by: str = "id"
+    exact_columns: bool = False  # the grader rejects a submission with any column beside the id and the targets
     scored_columns: tuple[str, ...] = ()  # the value columns the grader scores, where not all of them
     label_pattern: str | None = None  # regex whose group is the label in a training file's name (no train file)
     baseline: str | None = None  # one of BASELINES: how an unsupported task still gets an honest submission
@@ -134,6 +141,8 @@ class CompetitionSpec(Saved):
             raise SpecError(f"spec {self.id}: stacked_ids needs the multilabel submission format")
         if self.label_pattern is not None and re.compile(self.label_pattern).groups != 1:
             raise SpecError(f"spec {self.id}: label_pattern {self.label_pattern!r} needs exactly one group")
+        if self.text_columns and self.text_column != self.text_columns[0]:
+            raise SpecError(f"spec {self.id}: text_column must be the first of text_columns {self.text_columns}")
         if self.submission == "ranked" and self.top_k < 1:
             raise SpecError(f"spec {self.id}: a ranked submission needs top_k, the labels a row holds")
         if self.submission not in LEARNED_AS and self.task != "unsupported":

@@ -73,6 +73,18 @@ def _file_views(spec: CompetitionSpec, data_dir: Path, work_dir: Path, sample: p
     return found
 
 
+def texts(spec: CompetitionSpec, frame: pd.DataFrame, path: Path) -> list[str]:
+    """Each row's text: the spec's text column, or its text columns joined by a line break (a title, a body)."""
+    columns = list(spec.text_columns or (spec.text_column,))
+    for column in columns:
+        if column not in frame.columns:
+            raise InputError(f"{path}: no text column {column!r}")
+    joined = frame[columns[0]].fillna("").astype(str)
+    for column in columns[1:]:
+        joined = joined + "\n" + frame[column].fillna("").astype(str)
+    return joined.tolist()
+
+
 def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_seconds: float | None = None,
                  memory: int | None = None, cores: int = 1) -> Dataset:
     """Read everything the engines need, checking each file and column as it goes. Besides the competition's own
@@ -100,6 +112,7 @@ def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_s
         train = read_table(train_path, "train file", data_dir, warnings, budget_seconds, memory)
     sampled = tuple(s for s in (train.attrs.get("sampled"),) if s)  # a large table cut to the budget or memory
     train, classes, y = read_labels(spec, train, columns, train_path, warnings)
+    sampled += tuple(s for s in (train.attrs.get("sampled_labels"),) if s)  # a set's rarest labels left out
     labels, classes = (classes, None) if spec.submission == "labels" else (None, classes)
     views: dict[str, tuple] = {}
     keep = np.ones(len(y), dtype=bool)
@@ -117,11 +130,7 @@ def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_s
         test_path = data_dir / spec.test_file
         test = align_test(spec, read_table(test_path, "test file", data_dir, warnings), sample, test_path)
     if spec.task == "text":
-        for frame, path in ((train, train_path), (test, test_path)):
-            if spec.text_column not in frame.columns:
-                raise InputError(f"{path}: no text column {spec.text_column!r}")
-        views["text"] = (train[spec.text_column].fillna("").astype(str).tolist(),
-                         test[spec.text_column].fillna("").astype(str).tolist())
+        views["text"] = (texts(spec, train, train_path), texts(spec, test, test_path))
     if test is not None:
         features, test_features = tabular_features(spec, train, test)
         if features.shape[1] and "table" in views:  # beside what the files gave (their statistics)

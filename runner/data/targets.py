@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import logging
 import re
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from runner.common.csvfiles import find_sample
+from runner.common.sampling import Sampled
 from runner.common.errors import InputError
 from runner.competition.spec import CompetitionSpec
 from runner.data.dataset import Dataset
@@ -110,17 +112,40 @@ def value_columns(spec: CompetitionSpec, sample: pd.DataFrame) -> list[str]:
     return list(spec.targets)
 
 
-def label_sets(column: pd.Series, separator: str = " ") -> tuple[list[str], np.ndarray]:
+def label_sets(column: pd.Series, separator: str = " ", most: int | None = None) -> tuple[list[str], np.ndarray]:
     """(the labels, a 0/1 matrix of rows x labels) of a column whose cells are sets of labels in one string (an
-    empty cell is the empty set)."""
+    empty cell is the empty set); with `most`, only that many of the most frequent labels (ties: in name order)."""
     rows = [[v for v in (str(cell).split() if separator == " " else str(cell).split(separator)) if v]
             for cell in column.astype(object).fillna("")]
-    labels = sorted({v for row in rows for v in row})
+    counts = Counter(v for row in rows for v in set(row))
+    labels = sorted(counts) if most is None else \
+        sorted(label for label, _ in sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:most])
     index = {label: j for j, label in enumerate(labels)}
     matrix = np.zeros((len(rows), len(labels)), dtype=np.float64)
     for i, row in enumerate(rows):
-        matrix[i, [index[v] for v in row]] = 1.0
+        matrix[i, [index[v] for v in row if v in index]] = 1.0
     return labels, matrix
+
+
+MAX_LABELS = 1000  # labels of a set learned at most: past the thousandth the labels are rare enough to pay nothing
+LABEL_MATRIX_BYTES = 256 * 2**20  # the 0/1 matrix of the labels learned: every fold's process holds a copy
+
+
+def learned_labels(column: pd.Series, separator: str, source: str) -> tuple[list[str], np.ndarray, Sampled | None]:
+    """`label_sets` of a training column, as many of the most frequent labels as MAX_LABELS and the matrix's
+    memory allow (facebook's 42,000 tags; imet's 3,474), and what was left out, said as a part of the labels."""
+    most = int(min(MAX_LABELS, max(1, LABEL_MATRIX_BYTES // (8 * max(1, len(column))))))
+    labels, matrix = label_sets(column, separator, most)
+    if len(labels) < most:
+        return labels, matrix, None
+    every = len({v for cell in column.astype(object).fillna("") for v in
+                 (str(cell).split() if separator == " " else str(cell).split(separator)) if v})
+    if every <= len(labels):
+        return labels, matrix, None
+    return labels, matrix, Sampled(what="labels", kept=len(labels), of=every, how="the most frequent",
+                                   why=f"a 0/1 column per label learned, {LABEL_MATRIX_BYTES >> 20} MiB and "
+                                       f"{MAX_LABELS} labels at most; the others are never predicted",
+                                   source=source)
 
 
 def read_labels(spec: CompetitionSpec, train: pd.DataFrame, columns: list[str], path: Path,
@@ -144,7 +169,10 @@ def read_labels(spec: CompetitionSpec, train: pd.DataFrame, columns: list[str], 
                              "), not numbers: a regression cannot learn it")
         return train, None, values.to_numpy(dtype=np.float64)
     if spec.submission == "labels":  # a set of labels per row, learned as one 0/1 column each
-        labels, matrix = label_sets(train[spec.targets[0]], spec.label_separator)
+        labels, matrix, cut = learned_labels(train[spec.targets[0]], spec.label_separator, str(path))
+        if cut is not None:
+            warnings.append(cut.say())
+            train.attrs["sampled_labels"] = cut
         return train, labels, matrix
     if spec.submission == "multilabel":  # learned as 0/1 values, one per label the submission holds
         values = train[columns].apply(pd.to_numeric, errors="coerce")

@@ -7,6 +7,8 @@ says what it is.
 - `sample`: the sample's own values, where they are the best answer without a model (a given order of cells).
 - `column`: a column of the test file, row by row (the whole text as its own span, the sentence as it is).
 - `constant`: the spec's `baseline_value` for every row (an empty mask, a no-finding box).
+- `recent_items`: from a log of who took which item when, each person's own recent items, then the items most
+  taken lately (runner.results.recent_items); its prior, the popular items alone, is the run's baseline.
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from runner.data.pages import gray_image
 from runner.data.reading import image_files, read_csv
 from runner.common.errors import InputError
 from runner.competition.spec import CompetitionSpec
+from runner.results.recent_items import recommend
 
 
 
@@ -29,6 +32,7 @@ class Baseline:
 
     values: pd.DataFrame  # the sample's value columns
     note: str
+    prior: pd.DataFrame | None = None  # what a rule that chose among answers chose against (the baseline's file)
 
 
 def make_baseline(spec: CompetitionSpec, data_dir: Path, sample: pd.DataFrame, columns: list[str],
@@ -112,5 +116,14 @@ def constant(spec: CompetitionSpec, data_dir: Path, sample: pd.DataFrame, column
     return Baseline(pd.DataFrame({c: [spec.baseline_value] * len(sample) for c in columns}), f"{shown!r} for every row")
 
 
+def recent_items(spec: CompetitionSpec, data_dir: Path, sample: pd.DataFrame, columns: list[str],
+                 work_dir: Path) -> Baseline:
+    """Each person's own recent items then the popular ones, the days of their own past chosen on the log."""
+    ranked = recommend(spec, data_dir, sample)
+    return Baseline(pd.DataFrame({columns[0]: ranked.chosen}), ranked.note,
+                    prior=pd.DataFrame({columns[0]: ranked.prior}))
+
+
 RULES = {"noisy_pixels": noisy_pixels, "most_frequent": most_frequent, "sample": given_sample, "column": column,
-         "constant": constant}
+         "constant": constant,
+         "recent_items": recent_items}

@@ -97,15 +97,35 @@ def _label_set(values, predictions, sample, columns, spec) -> dict:
     """Each row's labels whose probability reaches the tuned threshold (LABEL_THRESHOLD until one is tuned), the
     likeliest one at least: every row of these competitions' answers holds a label."""
     threshold = predictions.thresholds[0] if predictions.thresholds else LABEL_THRESHOLD
-    chosen = decided(np.nan_to_num(np.asarray(values, dtype=np.float64)), threshold)
+    values = np.nan_to_num(np.asarray(values, dtype=np.float64))
     names = np.asarray(predictions.labels, dtype=object)
+    chosen = read_as_sets(decided(values, threshold), values, names)
     return {columns[0]: [spec.label_separator.join(names[row.astype(bool)]) for row in chosen]}
 
 
+def read_as_sets(chosen: np.ndarray, values: np.ndarray, names: np.ndarray) -> np.ndarray:
+    """The chosen sets, made sure to read back as sets of labels: where every label is a number and no row holds
+    two, a CSV reader takes the column for numbers (imet's attribute ids), which the graders refuse; the row
+    whose second likeliest label is likeliest then holds it too."""
+    if len(chosen) == 0 or chosen.shape[1] < 2 or (chosen.sum(axis=1) > 1).any() \
+            or not all(str(n).lstrip("-").isdigit() for n in names):
+        return chosen
+    second = np.where(chosen.astype(bool), -np.inf, values)
+    row = int(second.max(axis=1).argmax())
+    chosen = chosen.copy()
+    chosen[row, int(second[row].argmax())] = 1
+    return chosen
+
+
 def _ranked(values, predictions, sample, columns, spec) -> dict:
-    """Each row's `top_k` likeliest classes, likeliest first."""
+    """Each row's `top_k` likeliest classes, likeliest first; the spec's new label (an item none of the training
+    labels names) at the score tuned for it on out-of-fold rows, where one was."""
     names = [str(c) for c in predictions.classes]
-    ranked = top_k(np.nan_to_num(np.asarray(values, dtype=np.float64)), spec.top_k)
+    values = np.nan_to_num(np.asarray(values, dtype=np.float64))
+    if spec.new_label in names and predictions.thresholds:
+        values = values.copy()
+        values[:, names.index(spec.new_label)] = predictions.thresholds[0]
+    ranked = top_k(values, spec.top_k)
     return {columns[0]: [spec.label_separator.join(names[j] for j in row) for row in ranked]}
 
 
