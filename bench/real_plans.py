@@ -24,12 +24,18 @@ from runner.data.loading import load_dataset
 from runner.demo import replicas, write_demo
 from runner.machine.profiles import profile
 from runner.planning.planner import data_shape, measure_costs
-from runner.planning.real_size import plan_at_real_size
+from runner.planning.real_size import DISK_SHARE, plan_at_real_size
 from runner.planning.registry import get_engine, pretrained_models, weight_models
 
 
 def row_for(competition: str, hardware_name: str, budget_text: str, work: Path) -> dict:
     spec = load_spec(competition)
+    if spec.task == "unsupported":  # a rule writes it: no plan, the real data's disk still counted
+        return dict(competition=competition, hardware=hardware_name, budget=budget_text,
+                    real=dataclasses.asdict(spec.real), members=[], sampled=[], memory_gib=0.0, memory_fits=True,
+                    disk_gib=spec.real.gigabytes, disk_fits=spec.real.gigabytes * 2**30 <= DISK_SHARE *
+                    profile(hardware_name).disk_free_bytes, window_filled=True,
+                    reason=f"the {spec.baseline} rule writes it: {spec.note}")
     root = write_demo(competition, work / "data")
     hardware, budget = profile(hardware_name), Budget.start(parse_duration(budget_text))
     dataset = load_dataset(spec, root / "prepared" / "public", work / "work")

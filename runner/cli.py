@@ -101,6 +101,10 @@ def _plan(args) -> int:
     hardware = probe_hardware() if args.hardware is None else profile(args.hardware)
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="runner-plan-"))
     out.mkdir(parents=True, exist_ok=True)
+    if spec.task == "unsupported":  # a rule writes it: nothing to read, measure or train
+        print(f"{spec.id}: no member: {spec.note or 'no engine trains it'}; the {spec.baseline or 'sample'} rule "
+              "writes its submission")
+        return 0
     dataset = load_dataset(spec, Path(args.data), out / "work")
     pulled = args.hardware is not None and args.weights == "pulled"
     pretrained = pretrained_models() | frozenset(weight_models()) if pulled else None
