@@ -1,6 +1,7 @@
 """Grading a submission against the private answers, with MLE-bench's report fields and medal positions."""
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,17 +92,62 @@ def read_leaderboard(path: Path) -> Thresholds:
 
 
 def _aligned(submission: pd.DataFrame, answers: pd.DataFrame, spec: CompetitionSpec):
+    """The submission's rows beside the answers' rows they are graded against, both in the answers' id order (by
+    the spec's `grade_by`); InvalidSubmissionError where they cannot meet."""
+    if spec.grade_by == "merge":
+        return _merged(submission, answers, spec)
     if len(submission) != len(answers):
         raise InvalidSubmissionError(f"{len(submission)} rows, the answers have {len(answers)}")
     if spec.grade_by == "row":
         return submission.reset_index(drop=True), answers.reset_index(drop=True)
-    if spec.id_column not in submission.columns:
-        raise InvalidSubmissionError(f"no id column {spec.id_column!r}")
+    if spec.grade_by == "group":
+        return _by_group_position(submission, answers, spec)
+    sub_order, ans_order = _id_order(submission, spec), _id_order(answers, spec)
     sub_keys = submission[spec.id_column].astype(str).to_numpy()
     ans_keys = answers[spec.id_column].astype(str).to_numpy()
-    sub_order, ans_order = np.argsort(sub_keys, kind="stable"), np.argsort(ans_keys, kind="stable")
     if sub_keys[sub_order].tolist() != ans_keys[ans_order].tolist():
         raise InvalidSubmissionError(f"the ids in column {spec.id_column!r} differ from the answers' ids")
+    return submission.iloc[sub_order].reset_index(drop=True), answers.iloc[ans_order].reset_index(drop=True)
+
+
+def _id_order(frame: pd.DataFrame, spec: CompetitionSpec) -> np.ndarray:
+    """The positions of a frame's rows sorted by id (as strings; equal ids keep their order)."""
+    if spec.id_column not in frame.columns:
+        raise InvalidSubmissionError(f"no id column {spec.id_column!r}")
+    return np.argsort(frame[spec.id_column].astype(str).to_numpy(), kind="stable")
+
+
+def _merged(submission: pd.DataFrame, answers: pd.DataFrame, spec: CompetitionSpec):
+    """Each answer row beside every submission row of its id (a repeated id repeats the answer), the sets of ids
+    equal, in the answers' order."""
+    for frame in (submission, answers):
+        _id_order(frame, spec)  # the id column is there
+    sub_ids, ans_ids = submission[spec.id_column].astype(str), answers[spec.id_column].astype(str)
+    if set(sub_ids) != set(ans_ids):
+        missing = set(ans_ids) - set(sub_ids)
+        raise InvalidSubmissionError(f"the ids in column {spec.id_column!r} differ from the answers' ids"
+                                     + (f" ({len(missing)} missing, e.g. {sorted(missing)[0]!r})" if missing else ""))
+    pairs = pd.DataFrame({"key": ans_ids.to_numpy(), "answer": np.arange(len(answers))}).merge(
+        pd.DataFrame({"key": sub_ids.to_numpy(), "submitted": np.arange(len(submission))}), on="key")
+    return (submission.iloc[pairs["submitted"].to_numpy()].reset_index(drop=True),
+            answers.iloc[pairs["answer"].to_numpy()].reset_index(drop=True))
+
+
+def _by_group_position(submission: pd.DataFrame, answers: pd.DataFrame, spec: CompetitionSpec):
+    """Rows of each group of `score_groups` (a trip) paired in their order in each file, the groups in the
+    answers' order; each group must have as many rows in both."""
+    column = spec.score_groups
+    if column not in submission.columns:
+        raise InvalidSubmissionError(f"no column {column!r}")
+    sub_groups, ans_groups = submission[column].astype(str), answers[column].astype(str)
+    sub_counts, ans_counts = sub_groups.value_counts(), ans_groups.value_counts()
+    for group, count in ans_counts.items():
+        if sub_counts.get(group, 0) != count:
+            raise InvalidSubmissionError(f"{column} {group!r}: {sub_counts.get(group, 0)} rows, the answers have "
+                                         f"{count}")
+    rank = {group: k for k, group in enumerate(pd.unique(ans_groups))}
+    sub_order = np.argsort(sub_groups.map(rank).to_numpy(), kind="stable")
+    ans_order = np.argsort(ans_groups.map(rank).to_numpy(), kind="stable")
     return submission.iloc[sub_order].reset_index(drop=True), answers.iloc[ans_order].reset_index(drop=True)
 
 
@@ -134,18 +180,20 @@ class _Scored:
     pred: np.ndarray
     metric: str  # runner.common.metrics' name, or EXACT_MATCH
     scorer: Callable[[np.ndarray, np.ndarray], float] | None = None
+    groups: np.ndarray | None = None  # each row's group, for a metric that scores groups apart
 
     def score(self, rows: np.ndarray | None = None, fast: bool = False) -> float:
         """The metric on `rows` (all by default; a row may repeat); `fast`: the blend's array forms, the same
         figure without scikit-learn's checks (a resample with one class gives nan where scikit-learn raises)."""
         truth, pred = (self.truth, self.pred) if rows is None else (self.truth[rows], self.pred[rows])
+        groups = self.groups if rows is None or self.groups is None else self.groups[rows]
         if self.scorer is not None:
             return float(self.scorer(truth, pred))
         if self.metric == EXACT_MATCH:
             return float((truth == pred).mean())
         if self.metric == "qwk":
             return metrics.qwk(truth, pred)
-        return (metrics.fast_score if fast else metrics.score)(self.metric, truth, pred)
+        return (metrics.fast_score if fast else metrics.score)(self.metric, truth, pred, groups)
 
 
 def _multilabel(spec: CompetitionSpec, submission: pd.DataFrame, sub: pd.DataFrame, ans: pd.DataFrame) -> _Scored:
@@ -247,23 +295,54 @@ def _ranked(spec: CompetitionSpec, submission: pd.DataFrame, sub: pd.DataFrame, 
                    lambda t, r: label_metrics.mean_average_precision(list(t), list(r), k))
 
 
+def _strings(spec: CompetitionSpec, submission: pd.DataFrame, sub: pd.DataFrame, ans: pd.DataFrame) -> _Scored:
+    """One string per row that the metric itself reads (ordered label sequences, 3-D boxes), as MLE-bench's
+    graders read them: an empty cell is an empty string where the metric allows one, and the metric's parsing
+    refuses what it cannot read (InvalidSubmissionError)."""
+    target = _target(spec, sub)
+    fill = "" if spec.submission == "boxes" else None  # an empty box string is no box; an empty sequence is 'nan'
+
+    def cells(frame: pd.DataFrame) -> np.ndarray:
+        column = frame[target].astype(object)
+        column = column.fillna(fill) if fill is not None else column
+        out = np.empty(len(column), dtype=object)
+        out[:] = column.astype(str).tolist()
+        return out
+
+    truth, pred = cells(ans), cells(sub)
+    metrics.score(spec.metric, truth, pred)  # unreadable strings are refused here, once, not in each resample
+    return _Scored(truth, pred, spec.metric)
+
+
 # how each submission format is checked against the answers and scored: (spec, submission, and both aligned)
 SCORERS: dict[str, Callable[..., _Scored]] = {
     "probabilities": _probabilities, "multilabel": _multilabel, "probability": _probability, "label": _label,
     "regression": _regression, "labels": _labels, "ranked": _ranked,
+    "sequence": _strings, "boxes": _strings,
 }
 
 
 def _scored(spec: CompetitionSpec, submission: pd.DataFrame, answers: pd.DataFrame) -> _Scored:
     """The submission checked against the answers (InvalidSubmissionError naming what is wrong) and aligned; only
     the rows the grader scores are kept (the spec's `scored_rows`)."""
+    missing = [c for c in spec.required_columns if c not in submission.columns]
+    if missing:
+        raise InvalidSubmissionError(f"missing column(s) {missing}: the grader requires them, unscored")
     sub, ans = _aligned(submission, answers, spec)
     if spec.scored_rows:
         keep = scored_rows(ans, spec.scored_rows)
-        sub, ans = sub.loc[keep].reset_index(drop=True), ans.loc[keep].reset_index(drop=True)
+        # by position: the submission's row in the file takes the mask of the answers' row in the same place
+        kept = scored_rows(answers, spec.scored_rows)[_id_order(submission, spec)] if spec.scored_rows_by_position \
+            else keep
+        sub, ans = sub.loc[kept].reset_index(drop=True), ans.loc[keep].reset_index(drop=True)
     if spec.submission not in SCORERS:
         raise InputError(f"spec {spec.id}: no grader for a {spec.submission!r} submission")
-    return SCORERS[spec.submission](spec, submission, sub, ans)
+    scored = SCORERS[spec.submission](spec, submission, sub, ans)
+    if spec.score_groups:  # a metric that scores each group apart: the answers' group of each row
+        if spec.score_groups not in ans.columns:
+            raise InputError(f"answers: no column {spec.score_groups!r}, the groups the metric scores apart")
+        scored = dataclasses.replace(scored, groups=ans[spec.score_groups].astype(str).to_numpy())
+    return scored
 
 
 def scored_rows(frame: pd.DataFrame, condition: str) -> np.ndarray:

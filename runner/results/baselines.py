@@ -7,6 +7,9 @@ says what it is.
 - `sample`: the sample's own values, where they are the best answer without a model (a given order of cells).
 - `column`: a column of the test file, row by row (the whole text as its own span, the sentence as it is).
 - `constant`: the spec's `baseline_value` for every row (an empty mask, a no-finding box).
+- `medoid`: the training answer nearest all the others (an ordered label sequence, by its edit distance).
+- `receiver_fixes`: a position per (track, time) row from the track's own receiver fixes
+  (runner.results.receiver_fixes).
 """
 from __future__ import annotations
 
@@ -16,8 +19,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from runner.common.sequence_metrics import medoid as medoid_index
 from runner.data.pages import gray_image
 from runner.data.reading import image_files, read_csv
+from runner.results.receiver_fixes import track_positions
 from runner.common.errors import InputError
 from runner.competition.spec import CompetitionSpec
 
@@ -112,5 +117,32 @@ def constant(spec: CompetitionSpec, data_dir: Path, sample: pd.DataFrame, column
     return Baseline(pd.DataFrame({c: [spec.baseline_value] * len(sample) for c in columns}), f"{shown!r} for every row")
 
 
+def medoid(spec: CompetitionSpec, data_dir: Path, sample: pd.DataFrame, columns: list[str],
+           work_dir: Path) -> Baseline:
+    """The training sequence whose summed edit distance to the others is least, for every row: of the answers
+    train gives, the constant one that scores best on them (the most frequent one when every one differs, as
+    gestures' orders do, is arbitrary)."""
+    if spec.train_file is None:
+        raise InputError(f"spec {spec.id}: the medoid baseline needs a train file")
+    path = data_dir / spec.train_file
+    train = read_csv(path, "train file", data_dir, literal=True)
+    if columns[0] not in train.columns:
+        raise InputError(f"{path}: no column {columns[0]!r} to take the medoid answer from")
+    answers = train[columns[0]].dropna().astype(str)
+    answers = answers[answers.str.strip() != ""].reset_index(drop=True)
+    if answers.empty:
+        raise InputError(f"{path}: column {columns[0]!r} holds no answer")
+    chosen = answers[medoid_index(answers.tolist())]
+    return Baseline(pd.DataFrame({columns[0]: [chosen] * len(sample)}),
+                    f"the training answer nearest the others, {chosen[:60]!r}, for every row")
+
+
+def receiver_fixes(spec: CompetitionSpec, data_dir: Path, sample: pd.DataFrame, columns: list[str],
+                   work_dir: Path) -> Baseline:
+    """Each track's own receiver fixes, at each row's time (runner.results.receiver_fixes)."""
+    values, note = track_positions(spec, data_dir, sample, columns)
+    return Baseline(values, note)
+
+
 RULES = {"noisy_pixels": noisy_pixels, "most_frequent": most_frequent, "sample": given_sample, "column": column,
-         "constant": constant}
+         "constant": constant, "medoid": medoid, "receiver_fixes": receiver_fixes}
