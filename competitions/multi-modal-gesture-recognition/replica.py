@@ -7,7 +7,7 @@ and the extra archives (devel01-40.7z, valid_all_files_combined.7z, sample_code_
 randomPredictions.csv, gives each test sequence a random order of all 20 gestures; the answers are in
 private/test.csv. As in MLE-bench's copy, the test zips' `_data.mat` still hold their labels.
 
-A sequence makes 8 to 12 of the 20 gestures, each once, the commoner gestures more often and earlier on. The
+A sequence makes 8 to 20 of the 20 gestures, each once, the commoner gestures more often and earlier on. The
 audio says each gesture as a tone of its own pitch; the videos are placeholders. The training sequence nearest all
 the others (the medoid) is the honest constant answer: no engine reads these recordings yet.
 """
@@ -33,7 +33,7 @@ GESTURES = ("vattene", "vieniqui", "perfetto", "furbo", "cheduepalle", "chevuoi"
 PER_TARBALL, VALIDATION = 16, 4  # the replica's own sequences in each training tarball, each validation one
 REAL_PER_TARBALL, REAL_VALIDATION = 100, 95  # roughly: about 400 labelled sequences in four tarballs
 LEAST = 3
-LENGTH = (8, 13)  # gestures a sequence makes
+LENGTH = (8, 21)  # gestures a sequence makes
 POPULARITY = 0.93 ** np.arange(len(GESTURES))  # how often each gesture is made, commonest first
 RATE, FRAMES_PER_GESTURE = 4_000, 4  # the audio's rate; video frames a gesture lasts (at 20 fps)
 MP4 = b"\x00\x00\x00\x18ftypmp42\x00\x00\x00\x00mp42isom" + b"\x00\x00\x00\x08free"  # a placeholder video's bytes

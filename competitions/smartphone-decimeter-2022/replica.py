@@ -18,12 +18,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from runner.demo._layout import describe, parse_scale, scaled
+from runner.demo._layout import describe, is_real, parse_scale, scaled
 
 DATES = 7  # the replica's own drive dates, a tenth of them (one) the test
 REAL_DATES = 40  # roughly: 62 drives over the real dates, 8 drives (19 traces) of them the test
-EPOCHS = 120  # seconds a trace lasts (real ones last 20 to 90 minutes)
-SATELLITES = 3  # signal rows an epoch (real epochs have 20 to 60)
+EPOCHS, REAL_EPOCHS = 120, 1_950  # seconds a trace lasts (37,087 test epochs over 19 real traces)
+SATELLITES, REAL_SATELLITES = 3, 30  # signal rows an epoch (real epochs have 20 to 60)
 PHONES = ("GooglePixel4", "GooglePixel4XL", "GooglePixel5", "SamsungGalaxyS20Ultra", "XiaomiMi8")
 PLACES = ("US-MTV", "US-SVL", "US-SJC")
 ORIGIN = (37.3950, -122.0800, -30.0)  # latitude, longitude (degrees), height (m) of the drives
@@ -54,10 +54,13 @@ RAW_STATES = {"0": "STATE_UNKNOWN", "1": "STATE_CODE_LOCK", "2": "STATE_BIT_SYNC
 ADR_STATES = {"0": "ADR_STATE_UNKNOWN", "1": "ADR_STATE_VALID", "2": "ADR_STATE_RESET", "4": "ADR_STATE_CYCLE_SLIP"}
 
 
-def sizes(scale: float | str = 1.0) -> tuple[int, int]:
-    """(drive dates, test dates) at `scale` (a factor of the replica's own count, or 'real', 'real/N')."""
-    dates = scaled(DATES, REAL_DATES, parse_scale(scale), 2)
-    return dates, max(1, int(np.ceil(dates * 0.1)))
+def sizes(scale: float | str = 1.0) -> tuple[int, int, int, int]:
+    """(drive dates, test dates, epochs a trace, signals an epoch) at `scale` (a factor of the replica's own
+    dates, or 'real', 'real/N': real traces' lengths)."""
+    scale = parse_scale(scale)
+    dates = scaled(DATES, REAL_DATES, scale, 2)
+    epochs, satellites = (REAL_EPOCHS, REAL_SATELLITES) if is_real(scale) else (EPOCHS, SATELLITES)
+    return dates, max(1, int(np.ceil(dates * 0.1))), epochs, satellites
 
 
 def ecef(latitude, longitude, height) -> np.ndarray:
@@ -68,29 +71,30 @@ def ecef(latitude, longitude, height) -> np.ndarray:
                             (n * (1 - ECCENTRICITY2) + height) * np.sin(lat)])
 
 
-def _path(rng: np.random.Generator, start: int) -> pd.DataFrame:
+def _path(rng: np.random.Generator, start: int, epochs: int) -> pd.DataFrame:
     """A drive's ground truth: a smooth path at 1 Hz, its speed and bearing."""
-    heading = rng.uniform(0, 2 * np.pi) + np.cumsum(rng.normal(0, 0.04, EPOCHS))
-    speed = np.clip(12 + np.cumsum(rng.normal(0, 0.4, EPOCHS)), 2, 30)
+    heading = rng.uniform(0, 2 * np.pi) + np.cumsum(rng.normal(0, 0.04, epochs))
+    speed = np.clip(12 + np.cumsum(rng.normal(0, 0.4, epochs)), 2, 30)
     north, east = np.cumsum(speed * np.cos(heading)), np.cumsum(speed * np.sin(heading))
     lat0, lon0 = ORIGIN[0] + rng.normal(0, 0.02), ORIGIN[1] + rng.normal(0, 0.03)
     latitude = lat0 + north / 111_320
     longitude = lon0 + east / (111_320 * np.cos(np.radians(lat0)))
     return pd.DataFrame({"MessageType": "Fix", "Provider": "GT", "LatitudeDegrees": latitude,
-                         "LongitudeDegrees": longitude, "AltitudeMeters": ORIGIN[2] + rng.normal(0, 0.3, EPOCHS),
+                         "LongitudeDegrees": longitude, "AltitudeMeters": ORIGIN[2] + rng.normal(0, 0.3, epochs),
                          "SpeedMps": speed, "AccuracyMeters": 0.1, "BearingDegrees": np.degrees(heading) % 360,
-                         "UnixTimeMillis": start + 1000 * np.arange(EPOCHS)})[list(GROUND_TRUTH)]
+                         "UnixTimeMillis": start + 1000 * np.arange(epochs)})[list(GROUND_TRUTH)]
 
 
-def _gnss(truth: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
+def _gnss(truth: pd.DataFrame, rng: np.random.Generator, satellites: int) -> pd.DataFrame:
     """A row per satellite signal per epoch, each with the epoch's WLS fix: the truth plus a wandering bias,
     noise and now and then a multipath jump."""
+    epochs = len(truth)
     true = ecef(truth["LatitudeDegrees"], truth["LongitudeDegrees"], truth["AltitudeMeters"])
-    bias = np.cumsum(rng.normal(0, BIAS_WANDER, (EPOCHS, 3)), axis=0)
-    jumps = (rng.random(EPOCHS) < JUMP_RATE)[:, None] * rng.normal(0, JUMP, (EPOCHS, 3))
-    fixes = true + bias + rng.normal(0, FIX_NOISE, (EPOCHS, 3)) + jumps
-    rows = EPOCHS * SATELLITES
-    epoch = np.repeat(np.arange(EPOCHS), SATELLITES)
+    bias = np.cumsum(rng.normal(0, BIAS_WANDER, (epochs, 3)), axis=0)
+    jumps = (rng.random(epochs) < JUMP_RATE)[:, None] * rng.normal(0, JUMP, (epochs, 3))
+    fixes = true + bias + rng.normal(0, FIX_NOISE, (epochs, 3)) + jumps
+    rows = epochs * satellites
+    epoch = np.repeat(np.arange(epochs), satellites)
     time = truth["UnixTimeMillis"].to_numpy()[epoch]
     columns = {name: np.zeros(rows) for name in GNSS}
     columns.update({
@@ -138,11 +142,12 @@ def _metadata(folder: Path) -> None:
         folder / "constellation_type_mapping.csv", index=False)
 
 
-def _trace(folder: Path, phone: str, truth: pd.DataFrame, rng: np.random.Generator, with_truth: bool) -> None:
+def _trace(folder: Path, phone: str, truth: pd.DataFrame, rng: np.random.Generator, with_truth: bool,
+           satellites: int) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     if with_truth:
         truth.to_csv(folder / "ground_truth.csv", index=False)
-    _gnss(truth, rng).to_csv(folder / "device_gnss.csv", index=False)
+    _gnss(truth, rng, satellites).to_csv(folder / "device_gnss.csv", index=False)
     _imu(truth, rng).to_csv(folder / "device_imu.csv", index=False)
     _supplemental(folder / "supplemental", phone, truth)
 
@@ -152,7 +157,7 @@ def generate(root: Path, rng: np.random.Generator, scale: float | str = 1.0) -> 
     prepared/private/test.csv, as many drive dates as `sizes(scale)` says."""
     public, private = root / "prepared" / "public", root / "prepared" / "private"
     public.mkdir(parents=True, exist_ok=True), private.mkdir(parents=True, exist_ok=True)
-    count, test_count = sizes(scale)
+    count, test_count, epochs, satellites = sizes(scale)
     days = np.sort(rng.choice(np.arange(900), count, replace=False))
     dates = [(pd.Timestamp("2020-05-14") + pd.Timedelta(days=int(d))).strftime("%Y-%m-%d") for d in days]
     test_dates = set(rng.choice(dates, test_count, replace=False))
@@ -161,10 +166,10 @@ def generate(root: Path, rng: np.random.Generator, scale: float | str = 1.0) -> 
         drives = [f"{date}-{rng.choice(PLACES)}-{n + 1}" for n in range(int(rng.integers(1, 3)))]
         for drive in drives:
             start = START_MILLIS + int(days[k]) * 86_400_000 + int(rng.integers(0, 36_000_000))
-            truth = _path(rng, start)
+            truth = _path(rng, start, epochs)
             for phone in rng.choice(PHONES, int(rng.integers(1, 3)), replace=False):
                 split = "test" if date in test_dates else "train"
-                _trace(public / split / drive / str(phone), str(phone), truth, rng, split == "train")
+                _trace(public / split / drive / str(phone), str(phone), truth, rng, split == "train", satellites)
                 if split == "test":
                     answers.append((f"{drive}-{phone}", truth))
     answers.sort(key=lambda item: item[0])  # the test's ground truths in their paths' order

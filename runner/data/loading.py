@@ -95,9 +95,9 @@ def _scored_train_rows(spec: CompetitionSpec, train: pd.DataFrame, path: Path, w
         return np.ones(len(train), dtype=bool)
     try:
         keep = scored_rows(train, spec.scored_rows)
-    except InputError:
-        warnings.append(f"{path}: the scored rows' condition {spec.scored_rows!r} names what only the answers "
-                        "hold: every training row is scored")
+    except InputError as exc:  # a mark only the answers carry (stanford-covid's `keep`)
+        warnings.append(f"{path}: the scored rows' condition does not read on the train file ({exc}): every "
+                        "training row is scored")
         return np.ones(len(train), dtype=bool)
     if not keep.any():
         raise InputError(f"{path}: no training row meets the scored rows' condition {spec.scored_rows!r}")
