@@ -141,6 +141,9 @@ class CompetitionSpec(Saved):
     # the rows the grader scores, as a condition on the answers' columns (pandas' query: "u_out == 0"); cross-
     # validation scores the training rows that meet it on the train file's columns
     scored_rows: str | None = None
+    # the training rows like the test's, where the test was drawn among rows that meet a condition on the train
+    # file's columns (stanford-covid's SN_filter == 1): the others are left out of training and cross-validation
+    train_rows: str | None = None
     # the grader picks a submission's scored rows by their place in its file, as the answers' rows are placed (a
     # mask aligned by row label: stanford-covid-vaccine), not by id; the same for a file in the sample's order
     scored_rows_by_position: bool = False

@@ -174,6 +174,12 @@ def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_s
     if not views:
         raise InputError(f"{train_path}: no feature columns besides the id and the target(s)")
     keep &= _scored_train_rows(spec, train, train_path, warnings)
+    if spec.train_rows:  # rows like the test's only: the test was drawn among them
+        from runner.competition.grade import scored_rows
+
+        keep &= scored_rows(train, spec.train_rows)
+        if not keep.any():
+            raise InputError(f"{train_path}: no training row meets the condition {spec.train_rows!r}")
     return Dataset(spec, columns, classes, y, views, warnings, image_side=side, sampled=sampled,
                    decode_seconds=seconds_each, labels=labels, groups=groups,
                    score_groups=score_groups).subset(keep)
