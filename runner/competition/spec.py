@@ -29,7 +29,7 @@ STRING_FORMATS = ("labels", "ranked", "mask", "boxes", "span", "text", "ranking"
                   "sequence")  # one string per row, any text
 # the rules of runner.results.baselines: what a task no engine trains submits
 BASELINES = ("noisy_pixels", "most_frequent", "sample", "column", "constant",
-             "medoid",  # the training answer nearest all the others by the competition's metric
+             "medoid",  # the training answer nearest all the others (ordered label sequences, by edit distance)
              "receiver_fixes")  # each track's own position fixes, at the sample's times
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".tif", ".tiff", ".bmp")
 AUDIO_SUFFIXES = (".wav", ".aif", ".aiff", ".flac", ".ogg")  # what libsndfile reads (runner.data.sounds)
