@@ -18,7 +18,7 @@ from typing import Callable
 
 import numpy as np
 
-from runner.common import label_metrics
+from runner.common import box_metrics, grouped_metrics, label_metrics, sequence_metrics
 
 THRESHOLD_ROUNDS = 3  # passes over the kappa cuts; a third rarely moves one
 
@@ -26,11 +26,14 @@ THRESHOLD_ROUNDS = 3  # passes over the kappa cuts; a third rarely moves one
 @dataclass(frozen=True)
 class Metric:
     """A metric's direction and its function of (truth, engine output); `fast`: the same figure for the blend's
-    many evaluations, without scikit-learn's input checks (None: `score` is fast enough)."""
+    many evaluations, without scikit-learn's input checks (None: `score` is fast enough). A `grouped` metric
+    scores each group of rows apart and averages them: its functions take each row's group as a third argument
+    (runner.common.grouped_metrics)."""
 
     lower_is_better: bool
-    score: Callable[[np.ndarray, np.ndarray], float]
-    fast: Callable[[np.ndarray, np.ndarray], float] | None = None
+    score: Callable[..., float]
+    fast: Callable[..., float] | None = None
+    grouped: bool = False
 
 
 def _sk():
@@ -114,11 +117,20 @@ def _mae(y: np.ndarray, pred: np.ndarray) -> float:
     return float(_sk().mean_absolute_error(y, pred))
 
 
-def score(metric: str, y: np.ndarray, pred: np.ndarray) -> float:
-    """The metric of engine output `pred` against truth `y` (see module docstring for shapes)."""
+def _called(function: Callable[..., float], metric: Metric, y, pred, groups) -> float:
+    """`function` of the truth and the prediction, and of each row's group where the metric scores groups apart
+    (without them: every row in one group)."""
+    if not metric.grouped:
+        return function(y, pred)
+    return function(y, pred, np.zeros(len(y), dtype=np.int8) if groups is None else groups)
+
+
+def score(metric: str, y: np.ndarray, pred: np.ndarray, groups: np.ndarray | None = None) -> float:
+    """The metric of engine output `pred` against truth `y` (see module docstring for shapes); `groups`: each
+    row's group, for a metric that scores groups apart (ignored by the others)."""
     if metric not in METRICS:
         raise KeyError(f"unknown metric {metric!r}")
-    return METRICS[metric].score(y, pred)
+    return _called(METRICS[metric].score, METRICS[metric], y, pred, groups)
 
 
 def better(metric: str, a: float, b: float) -> bool:
@@ -167,12 +179,13 @@ def _fast_rmsle(y: np.ndarray, pred: np.ndarray) -> float:
     return float(np.mean(np.sqrt(np.mean((np.log1p(y2) - np.log1p(p2)) ** 2, axis=0))))
 
 
-def fast_score(metric: str, y: np.ndarray, pred: np.ndarray) -> float:
+def fast_score(metric: str, y: np.ndarray, pred: np.ndarray, groups: np.ndarray | None = None) -> float:
     """`score` for arrays already in engine-output form (tested equal to it): the metric's fast form where it has
     one."""
     if metric not in METRICS:
         raise KeyError(f"unknown metric {metric!r}")
-    return (METRICS[metric].fast or METRICS[metric].score)(y, pred)
+    chosen = METRICS[metric]
+    return _called(chosen.fast or chosen.score, chosen, y, pred, groups)
 
 
 # every metric a spec may name: its direction and its functions
@@ -189,5 +202,12 @@ METRICS: dict[str, Metric] = {
     "micro_f1": Metric(False, label_metrics.micro_f1),  # a set of labels per row (0/1 or probabilities cut)
     "map_at_5": Metric(False, label_metrics.map_at_k(5)),  # the 5 likeliest labels, ranked, against the truth
     "map_at_12": Metric(False, label_metrics.map_at_k(12)),  # the 12 likeliest (items bought next), ranked
+    "group_log_mae": Metric(True, grouped_metrics.group_log_mae, grouped=True),  # log MAE of each group, averaged
+    "mcrmse": Metric(True, grouped_metrics.mcrmse),  # the RMSE of each column, averaged
+    # the haversine metres of each group (a trip), its median and 95th percentile averaged, then the groups'
+    "track_error": Metric(True, grouped_metrics.track_error, grouped=True),
+    # Levenshtein distances between ordered label strings over the true labels' count (gestures)
+    "sequence_edit_rate": Metric(True, sequence_metrics.edit_rate),
+    "box3d_map": Metric(False, box_metrics.box3d_map),  # 3-D boxes' mAP over IoU 0.5 to 0.95, a sample's mean
 }
 LOWER_IS_BETTER = {name: metric.lower_is_better for name, metric in METRICS.items()}

@@ -20,16 +20,21 @@ TASKS = ("tabular", "image", "text", "audio", "image_to_image", "text_normalizat
 # learns yet, written by a rule (runner.results.baselines): run-length masks, boxes, a span of a text, free text,
 # a ranking of items
 FORMATS = ("probabilities", "probability", "label", "regression", "multilabel", "labels", "ranked",
-           "mask", "boxes", "span", "text", "ranking")
+           "mask", "boxes", "span", "text", "ranking",
+           "sequence")  # an ordered list of labels in one string (gestures in the order they were made)
 # how the engines learn each format: one class per row (probabilities out), independent 0/1 labels, or values
 LEARNED_AS = {"probabilities": "classes", "probability": "classes", "label": "classes", "ranked": "classes",
               "regression": "values", "multilabel": "labels", "labels": "labels"}
-STRING_FORMATS = ("labels", "ranked", "mask", "boxes", "span", "text", "ranking")  # one string per row, any text
+STRING_FORMATS = ("labels", "ranked", "mask", "boxes", "span", "text", "ranking",
+                  "sequence")  # one string per row, any text
 # the rules of runner.results.baselines: what a task no engine trains submits
 BASELINES = ("noisy_pixels", "most_frequent", "sample", "column", "constant",
-             "recent_items")
+             "recent_items",
+             "medoid",  # the training answer nearest all the others (ordered label sequences, by edit distance)
+             "receiver_fixes")  # each track's own position fixes, at the sample's times
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".tif", ".tiff", ".bmp")
 AUDIO_SUFFIXES = (".wav", ".aif", ".aiff", ".flac", ".ogg")  # what libsndfile reads (runner.data.sounds)
+GRADE_BY = ("id", "row", "answers", "merge", "group")  # how a submission's rows meet the answers' (CompetitionSpec.grade_by)
 DESCRIPTION_BYTES = 256 * 1024  # what is read of description.md: its evaluation section is near the top
 
 
@@ -40,6 +45,29 @@ class ColumnSplit:
     column: str
     sep: str
     into: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RowGroups:
+    """Rows that belong together (a breath's time steps, a molecule's atom pairs, a sequence's positions): folds
+    keep a group whole, and each row takes features from its group's other rows (runner.data.group_features)."""
+
+    column: str  # the group of a row; not itself a feature (an arbitrary name or number)
+    order: str | None = None  # what orders a group's rows (a time, a position); None: the file's order
+    sequence: tuple[str, ...] = ()  # columns whose neighbours along the order become features
+    lags: tuple[int, ...] = (1, 2, 3, -1, -2, -3)  # the neighbours: positive looks back, negative ahead
+    statistics: tuple[str, ...] = ()  # number columns whose group mean, min, max and spread become features
+    counts: tuple[str, ...] = ()  # category columns whose count of each value in the group become features
+
+
+@dataclass(frozen=True)
+class PositionRows:
+    """Records (JSON lines or a JSON array) whose list and string fields hold a value per position, read as a row
+    per position: the sample's id of a row is the record's `key`, `separator` and the position ('id_0f1_0')."""
+
+    key: str = "id"  # the record's field that names it
+    separator: str = "_"
+    position: str = "position"  # the column a row's position is read into
 
 
 @dataclass(frozen=True)
@@ -89,10 +117,14 @@ class CompetitionSpec(Saved):
     drop_columns: tuple[str, ...] = ()
     split_columns: tuple[ColumnSplit, ...] = ()
     # "id": rows matched by id; "row": by position (nomad2018's grader); "answers": only the ids the answers hold
-    # are scored, and the submission must hold each of them (h-and-m's customers who bought in the test week)
+    # are scored, and the submission must hold each of them (h-and-m's customers who bought in the test week);
+    # "merge": the answers joined with the submission's rows of each id, the ids' sets equal (a repeated id repeats
+    # its answer, as champs' grader merges); "group": by position within each group of `score_groups`
+    # (smartphone-decimeter's trips)
     grade_by: str = "id"
     exact_columns: bool = False  # the grader rejects a submission with any column beside the id and the targets
     scored_columns: tuple[str, ...] = ()  # the value columns the grader scores, where not all of them
+    required_columns: tuple[str, ...] = ()  # columns a submission must hold that the grader does not score
     label_pattern: str | None = None  # regex whose group is the label in a training file's name (no train file)
     baseline: str | None = None  # one of BASELINES: how an unsupported task still gets an honest submission
     baseline_value: str | None = None  # the `constant` rule's string (an empty mask, a no-finding box)
@@ -117,6 +149,17 @@ class CompetitionSpec(Saved):
     # the rows the grader scores, as a condition on the answers' columns (pandas' query: "u_out == 0"); cross-
     # validation scores the training rows that meet it on the train file's columns
     scored_rows: str | None = None
+    # the training rows like the test's, where the test was drawn among rows that meet a condition on the train
+    # file's columns (stanford-covid's SN_filter == 1): the others are left out of training and cross-validation
+    train_rows: str | None = None
+    # the grader picks a submission's scored rows by their place in its file, as the answers' rows are placed (a
+    # mask aligned by row label: stanford-covid-vaccine), not by id; the same for a file in the sample's order
+    scored_rows_by_position: bool = False
+    groups: RowGroups | None = None  # rows in groups: folds keep a group whole, rows take their group's features
+    # the column (of the train file and the answers) whose groups a grouped metric scores apart and averages
+    # (champs' coupling type, a trip)
+    score_groups: str | None = None
+    positions: PositionRows | None = None  # records with a value per position: a row per position
     real: RealSize | None = None
     medals: Medals | None = None
     folds: int = 5
@@ -145,6 +188,10 @@ class CompetitionSpec(Saved):
             raise SpecError(f"spec {self.id}: text_column must be the first of text_columns {self.text_columns}")
         if self.submission == "ranked" and self.top_k < 1:
             raise SpecError(f"spec {self.id}: a ranked submission needs top_k, the labels a row holds")
+        if self.grade_by not in GRADE_BY:
+            raise SpecError(f"spec {self.id}: grade_by {self.grade_by!r} is not one of {GRADE_BY}")
+        if self.grade_by == "group" and not self.score_groups:
+            raise SpecError(f"spec {self.id}: grade_by 'group' needs score_groups, the column of the groups")
         if self.submission not in LEARNED_AS and self.task != "unsupported":
             raise SpecError(f"spec {self.id}: no engine learns a {self.submission!r} submission: task must be "
                             "'unsupported', with the baseline rule that writes it")

@@ -17,11 +17,13 @@ from runner.common.errors import InputError
 from runner.competition.spec import CompetitionSpec
 from runner.data.dataset import SPECTROGRAM_SIDE, Dataset, decode_square, typical_side
 from runner.data.decoders import decode
+from runner.data.group_features import counted_values, group_codes, with_group_features
 from runner.data.image_draw import affordable_train, decode_seconds
 from runner.data.items import Items, read_items
 from runner.data.listed import listed_dataset
 from runner.data.pages import pixel_dataset
 from runner.data.reading import read_table
+from runner.data.records import read_position_table
 from runner.data.sounds import clip_seconds
 from runner.data.table_features import tabular_features
 from runner.data.targets import align_test, file_inputs, files_with_labels, read_labels, read_sample, value_columns
@@ -85,6 +87,35 @@ def texts(spec: CompetitionSpec, frame: pd.DataFrame, path: Path) -> list[str]:
     return joined.tolist()
 
 
+def _read_rows(spec: CompetitionSpec, path: Path, what: str, data_dir: Path, warnings: list[str],
+               budget_seconds: float | None = None, memory: int | None = None) -> pd.DataFrame:
+    """A train or test file's rows: a row per position of records with a value per position (the spec's
+    `positions`), else the table. Rows in groups are read whole, never sampled row by row: a sampled breath has
+    no neighbours left (only what memory holds is read, its first rows)."""
+    if spec.positions is not None:
+        return read_position_table(path, what, spec, data_dir)
+    return read_table(path, what, data_dir, warnings, None if spec.groups else budget_seconds, memory)
+
+
+def _scored_train_rows(spec: CompetitionSpec, train: pd.DataFrame, path: Path, warnings: list[str]) -> np.ndarray:
+    """The training rows the grader would score (the spec's `scored_rows` on the train file's columns): the only
+    rows folds train and validate on. Every row where the file lacks what the condition names (the answers'
+    own marks)."""
+    from runner.competition.scoring import scored_rows
+
+    if not spec.scored_rows:
+        return np.ones(len(train), dtype=bool)
+    try:
+        keep = scored_rows(train, spec.scored_rows)
+    except InputError as exc:  # a mark only the answers carry (stanford-covid's `keep`)
+        warnings.append(f"{path}: the scored rows' condition does not read on the train file ({exc}): every "
+                        "training row is scored")
+        return np.ones(len(train), dtype=bool)
+    if not keep.any():
+        raise InputError(f"{path}: no training row meets the scored rows' condition {spec.scored_rows!r}")
+    return keep
+
+
 def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_seconds: float | None = None,
                  memory: int | None = None, cores: int = 1) -> Dataset:
     """Read everything the engines need, checking each file and column as it goes. Besides the competition's own
@@ -109,10 +140,17 @@ def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_s
         train = files_with_labels(spec, data_dir, work_dir)
     else:
         train_path = data_dir / spec.train_file
-        train = read_table(train_path, "train file", data_dir, warnings, budget_seconds, memory)
+        train = _read_rows(spec, train_path, "train file", data_dir, warnings, budget_seconds, memory)
     sampled = tuple(s for s in (train.attrs.get("sampled"),) if s)  # a large table cut to the budget or memory
+    counted = counted_values(spec.groups, train) if spec.groups else {}
+    if spec.groups:  # before any row is dropped: a labelled row's neighbours may have no label
+        train = with_group_features(spec.groups, train, counted, str(train_path))
     train, classes, y = read_labels(spec, train, columns, train_path, warnings)
     sampled += tuple(s for s in (train.attrs.get("sampled_labels"),) if s)  # a set's rarest labels left out
+    groups = group_codes(train, spec.groups, str(train_path)) if spec.groups else None
+    if spec.score_groups and spec.score_groups not in train.columns:
+        raise InputError(f"{train_path}: no column {spec.score_groups!r}, the groups the metric scores apart")
+    score_groups = train[spec.score_groups].astype(str).to_numpy() if spec.score_groups else None
     labels, classes = (classes, None) if spec.submission == "labels" else (None, classes)
     views: dict[str, tuple] = {}
     keep = np.ones(len(y), dtype=bool)
@@ -128,7 +166,10 @@ def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_s
     test = None
     if spec.test_file is not None:
         test_path = data_dir / spec.test_file
-        test = align_test(spec, read_table(test_path, "test file", data_dir, warnings), sample, test_path)
+        test = _read_rows(spec, test_path, "test file", data_dir, warnings)
+        if spec.groups:
+            test = with_group_features(spec.groups, test, counted, str(test_path))
+        test = align_test(spec, test, sample, test_path)
     if spec.task == "text":
         views["text"] = (texts(spec, train, train_path), texts(spec, test, test_path))
     if test is not None:
@@ -141,5 +182,13 @@ def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_s
             views["table"] = (features, test_features)
     if not views:
         raise InputError(f"{train_path}: no feature columns besides the id and the target(s)")
+    keep &= _scored_train_rows(spec, train, train_path, warnings)
+    if spec.train_rows:  # rows like the test's only: the test was drawn among them
+        from runner.competition.scoring import scored_rows
+
+        keep &= scored_rows(train, spec.train_rows)
+        if not keep.any():
+            raise InputError(f"{train_path}: no training row meets the condition {spec.train_rows!r}")
     return Dataset(spec, columns, classes, y, views, warnings, image_side=side, sampled=sampled,
-                   decode_seconds=seconds_each, labels=labels).subset(keep)
+                   decode_seconds=seconds_each, labels=labels, groups=groups,
+                   score_groups=score_groups).subset(keep)

@@ -9,6 +9,9 @@ says what it is.
 - `constant`: the spec's `baseline_value` for every row (an empty mask, a no-finding box).
 - `recent_items`: from a log of who took which item when, each person's own recent items, then the items most
   taken lately (runner.results.recent_items); its prior, the popular items alone, is the run's baseline.
+- `medoid`: the training answer nearest all the others (an ordered label sequence, by its edit distance).
+- `receiver_fixes`: a position per (track, time) row from the track's own receiver fixes
+  (runner.results.receiver_fixes).
 """
 from __future__ import annotations
 
@@ -18,8 +21,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from runner.common.sequence_metrics import medoid as medoid_index
 from runner.data.pages import gray_image
 from runner.data.reading import image_files, read_csv
+from runner.results.receiver_fixes import track_positions
 from runner.common.errors import InputError
 from runner.competition.spec import CompetitionSpec
 from runner.results.recent_items import recommend
@@ -124,6 +129,32 @@ def recent_items(spec: CompetitionSpec, data_dir: Path, sample: pd.DataFrame, co
                     prior=pd.DataFrame({columns[0]: ranked.prior}))
 
 
+def medoid(spec: CompetitionSpec, data_dir: Path, sample: pd.DataFrame, columns: list[str],
+           work_dir: Path) -> Baseline:
+    """The training sequence whose summed edit distance to the others is least, for every row: of the answers
+    train gives, the constant one that scores best on them (the most frequent one when every one differs, as
+    gestures' orders do, is arbitrary)."""
+    if spec.train_file is None:
+        raise InputError(f"spec {spec.id}: the medoid baseline needs a train file")
+    path = data_dir / spec.train_file
+    train = read_csv(path, "train file", data_dir, literal=True)
+    if columns[0] not in train.columns:
+        raise InputError(f"{path}: no column {columns[0]!r} to take the medoid answer from")
+    answers = train[columns[0]].dropna().astype(str)
+    answers = answers[answers.str.strip() != ""].reset_index(drop=True)
+    if answers.empty:
+        raise InputError(f"{path}: column {columns[0]!r} holds no answer")
+    chosen = answers[medoid_index(answers.tolist())]
+    return Baseline(pd.DataFrame({columns[0]: [chosen] * len(sample)}),
+                    f"the training answer nearest the others, {chosen[:60]!r}, for every row")
+
+
+def receiver_fixes(spec: CompetitionSpec, data_dir: Path, sample: pd.DataFrame, columns: list[str],
+                   work_dir: Path) -> Baseline:
+    """Each track's own receiver fixes, at each row's time (runner.results.receiver_fixes)."""
+    values, note = track_positions(spec, data_dir, sample, columns)
+    return Baseline(values, note)
+
+
 RULES = {"noisy_pixels": noisy_pixels, "most_frequent": most_frequent, "sample": given_sample, "column": column,
-         "constant": constant,
-         "recent_items": recent_items}
+         "constant": constant, "recent_items": recent_items, "medoid": medoid, "receiver_fixes": receiver_fixes}

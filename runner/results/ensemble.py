@@ -47,18 +47,21 @@ class Ensemble:
         """The member's out-of-fold and test predictions from its finished folds, and its own CV."""
         predictions = member_predictions(state.member, results, self.outputs.out, self._ids(state.member))
         self.predictions[state.member.name] = predictions
-        state.cv = round(metrics.fast_score(self.metric, self.dataset.y[predictions.covered],
-                                            predictions.oof[predictions.covered]), 6)
+        covered, groups = predictions.covered, self.dataset.score_groups
+        state.cv = round(metrics.fast_score(self.metric, self.dataset.y[covered], predictions.oof[covered],
+                                            None if groups is None else groups[covered]), 6)
 
     def publish(self) -> dict:
         """The blend chosen again and written as the submission when it beats the prior; the report's changes."""
-        blend = choose_blend(self.metric, self.dataset.y, list(self.predictions.values()), self.prior.values[0])
+        blend = choose_blend(self.metric, self.dataset.y, list(self.predictions.values()), self.prior.values[0],
+                             self.dataset.score_groups)
         if blend is None:
             return {}
         classes = tuple(self.dataset.classes) if self.dataset.classes is not None else None
         weights = ", ".join(f"{name} {w:.2f}" for name, w in sorted(blend.weights.items(), key=lambda i: -i[1]))
         cuts = self.grade_thresholds(blend) or self.set_threshold(blend) or self.new_label_score(blend)
-        base = round(baseline_score(self.metric, self.dataset.y, self.prior.values[0], blend.covered), 6)  # as the CV
+        base = round(baseline_score(self.metric, self.dataset.y, self.prior.values[0], blend.covered,
+                                    self.dataset.score_groups), 6)  # as the CV
         labels = tuple(self.dataset.labels) if self.dataset.labels is not None else None
         chosen = Predictions(blend.test, classes, f"blend: {weights}", cuts, self.dataset.choices, labels)
         # a set or a ranked list with a new label is held against the prior as the files written will score: each
