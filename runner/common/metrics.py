@@ -18,7 +18,7 @@ from typing import Callable
 
 import numpy as np
 
-from runner.common import box_metrics, grouped_metrics, label_metrics, sequence_metrics
+from runner.common import box3d_metrics, grouped_metrics, label_metrics, sequence_metrics
 
 THRESHOLD_ROUNDS = 3  # passes over the kappa cuts; a third rarely moves one
 
@@ -208,6 +208,6 @@ METRICS: dict[str, Metric] = {
     "track_error": Metric(True, grouped_metrics.track_error, grouped=True),
     # Levenshtein distances between ordered label strings over the true labels' count (gestures)
     "sequence_edit_rate": Metric(True, sequence_metrics.edit_rate),
-    "box3d_map": Metric(False, box_metrics.box3d_map),  # 3-D boxes' mAP over IoU 0.5 to 0.95, a sample's mean
+    "box3d_map": Metric(False, box3d_metrics.box3d_map),  # 3-D boxes' mAP over IoU 0.5 to 0.95, a sample's mean
 }
 LOWER_IS_BETTER = {name: metric.lower_is_better for name, metric in METRICS.items()}

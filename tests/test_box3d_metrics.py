@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from runner.common.box_metrics import Box, average_precision, box3d_map, iou, overlap_area, parse_boxes
+from runner.common.box3d_metrics import Box, average_precision, box3d_map, iou, overlap_area, parse_boxes
 from runner.competition.catalog import load_spec
 from runner.competition.grade import grade
 
