@@ -18,7 +18,8 @@ from typing import Callable
 
 import numpy as np
 
-from runner.common import label_metrics
+from runner.common import box_metrics, label_metrics
+from runner.common.mask_metrics import MASK_METRICS
 
 THRESHOLD_ROUNDS = 3  # passes over the kappa cuts; a third rarely moves one
 
@@ -188,5 +189,15 @@ METRICS: dict[str, Metric] = {
     "qwk": Metric(False, lambda y, p: qwk(y, grades(p))),
     "micro_f1": Metric(False, label_metrics.micro_f1),  # a set of labels per row (0/1 or probabilities cut)
     "map_at_5": Metric(False, label_metrics.map_at_k(5)),  # the 5 likeliest labels, ranked, against the truth
+    # masks: sequences of boolean masks (a series' volume of class masks for dice_hausdorff)
+    "mask_iou_sweep": Metric(False, MASK_METRICS["mask_iou_sweep"]),
+    "mean_dice": Metric(False, MASK_METRICS["mean_dice"]),
+    "global_dice": Metric(False, MASK_METRICS["global_dice"]),
+    "pixel_f05": Metric(False, MASK_METRICS["pixel_f05"]),
+    "dice_hausdorff": Metric(False, MASK_METRICS["dice_hausdorff"]),
+    # boxes and points: each row's list of labelled boxes (points) on both sides
+    "coco_map_iou40": Metric(False, box_metrics.coco_map_iou40),
+    "class_ap_iou50": Metric(False, box_metrics.class_ap_iou50),
+    "point_in_box_f1": Metric(False, box_metrics.point_in_box_f1),
 }
 LOWER_IS_BETTER = {name: metric.lower_is_better for name, metric in METRICS.items()}

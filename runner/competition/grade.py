@@ -13,6 +13,7 @@ from pydantic import PlainSerializer
 from runner.common import metrics
 from runner.common.errors import InputError, InvalidSubmissionError
 from runner.common.saved import Saved
+from runner.competition import grade_shapes
 from runner.competition.spec import CompetitionSpec
 
 BOOTSTRAP_ROUNDS = 1000  # resamples of the test rows: enough for steady 5% and 95% quantiles
@@ -95,6 +96,8 @@ def _aligned(submission: pd.DataFrame, answers: pd.DataFrame, spec: CompetitionS
         raise InvalidSubmissionError(f"{len(submission)} rows, the answers have {len(answers)}")
     if spec.grade_by == "row":
         return submission.reset_index(drop=True), answers.reset_index(drop=True)
+    if spec.grade_by == "scorer":  # the format's scorer matches the rows itself (answers of several rows an id)
+        return submission, answers
     if spec.id_column not in submission.columns:
         raise InvalidSubmissionError(f"no id column {spec.id_column!r}")
     sub_keys = submission[spec.id_column].astype(str).to_numpy()
@@ -251,6 +254,7 @@ def _ranked(spec: CompetitionSpec, submission: pd.DataFrame, sub: pd.DataFrame, 
 SCORERS: dict[str, Callable[..., _Scored]] = {
     "probabilities": _probabilities, "multilabel": _multilabel, "probability": _probability, "label": _label,
     "regression": _regression, "labels": _labels, "ranked": _ranked,
+    "mask": grade_shapes.masks, "boxes": grade_shapes.shapes, "points": grade_shapes.shapes,
 }
 
 

@@ -20,13 +20,16 @@ TASKS = ("tabular", "image", "text", "audio", "image_to_image", "text_normalizat
 # learns yet, written by a rule (runner.results.baselines): run-length masks, boxes, a span of a text, free text,
 # a ranking of items
 FORMATS = ("probabilities", "probability", "label", "regression", "multilabel", "labels", "ranked",
-           "mask", "boxes", "span", "text", "ranking")
+           "mask", "boxes", "span", "text", "ranking",
+           "points")  # labelled points, "label x y" triples (kuzushiji's characters)
 # how the engines learn each format: one class per row (probabilities out), independent 0/1 labels, or values
 LEARNED_AS = {"probabilities": "classes", "probability": "classes", "label": "classes", "ranked": "classes",
               "regression": "values", "multilabel": "labels", "labels": "labels"}
-STRING_FORMATS = ("labels", "ranked", "mask", "boxes", "span", "text", "ranking")  # one string per row, any text
+STRING_FORMATS = ("labels", "ranked", "mask", "boxes", "span", "text", "ranking",
+                  "points")  # one string per row, any text
 # the rules of runner.results.baselines: what a task no engine trains submits
-BASELINES = ("noisy_pixels", "most_frequent", "sample", "column", "constant")
+BASELINES = ("noisy_pixels", "most_frequent", "sample", "column", "constant",
+             "constant_by_suffix", "whole_mask", "region_mask", "slice_prior")
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".tif", ".tiff", ".bmp")
 AUDIO_SUFFIXES = (".wav", ".aif", ".aiff", ".flac", ".ogg")  # what libsndfile reads (runner.data.sounds)
 DESCRIPTION_BYTES = 256 * 1024  # what is read of description.md: its evaluation section is near the top
@@ -49,6 +52,27 @@ class RealSize:
     test: int  # test rows or items
     gigabytes: float = 0.0  # the prepared public folder on disk
     note: str = ""  # what the counts count, where not rows
+
+
+@dataclass(frozen=True)
+class MaskFormat:
+    """How a competition writes masks as run-length strings (runner.common.rle) and how its grader reads them."""
+
+    order: str = "column"  # how the labels and the submission flatten a mask: "column" (top to bottom first), "row"
+    graded_order: str | None = None  # how the grader decodes both sides, where not `order` (uw-madison's)
+    empty: str | None = ""  # an empty mask's cell: "" (an empty cell), a token ("-"), None: none can be written
+    shape: tuple[int, int] | None = None  # (height, width) of every mask, where the answers do not say
+    size_columns: tuple[str, ...] = ()  # the answers' (height, width) columns: each row's mask size
+    answer_column: str | None = None  # the answers' run-length column, where not the submission's
+    only_columns: bool = False  # the grader rejects a submission with any column beyond the sample's
+    # the text in an id after which a slice's number follows (uw-madison's "_slice_"): the rows whose ids share what
+    # comes before it are one series, graded as a volume
+    series: str | None = None
+    region: str | None = None  # a file in each test item's folder marking where the mask can be (vesuvius' mask.png)
+
+    @property
+    def decoded_order(self) -> str:
+        return self.graded_order or self.order
 
 
 @dataclass(frozen=True)
@@ -83,7 +107,9 @@ class CompetitionSpec(Saved):
     text_column: str | None = None
     drop_columns: tuple[str, ...] = ()
     split_columns: tuple[ColumnSplit, ...] = ()
-    grade_by: str = "id"  # "id": rows matched by id; "row": by position (nomad2018's grader)
+    # "id": rows matched by id; "row": by position (nomad2018's grader); "scorer": by the format's own scorer (answers
+    # of several rows an id: vinbigdata's boxes)
+    grade_by: str = "id"
     scored_columns: tuple[str, ...] = ()  # the value columns the grader scores, where not all of them
     label_pattern: str | None = None  # regex whose group is the label in a training file's name (no train file)
     baseline: str | None = None  # one of BASELINES: how an unsupported task still gets an honest submission
@@ -109,6 +135,9 @@ class CompetitionSpec(Saved):
     # the rows the grader scores, as a condition on the answers' columns (pandas' query: "u_out == 0"); cross-
     # validation scores the training rows that meet it on the train file's columns
     scored_rows: str | None = None
+    mask: MaskFormat | None = None  # a `mask` submission: how its run-length strings are written and graded
+    # the `constant_by_suffix` rule: the string each row gets by how its id ends (siim-covid19's `_study`, `_image`)
+    baseline_values: dict[str, str] | None = None
     real: RealSize | None = None
     medals: Medals | None = None
     folds: int = 5
@@ -133,6 +162,11 @@ class CompetitionSpec(Saved):
             raise SpecError(f"spec {self.id}: stacked_ids needs the multilabel submission format")
         if self.label_pattern is not None and re.compile(self.label_pattern).groups != 1:
             raise SpecError(f"spec {self.id}: label_pattern {self.label_pattern!r} needs exactly one group")
+        if self.submission == "mask" and self.mask is None:
+            raise SpecError(f"spec {self.id}: a mask submission needs `mask`, how its run-length strings are written")
+        if self.baseline == "constant_by_suffix" and not self.baseline_values:
+            raise SpecError(f"spec {self.id}: the constant_by_suffix baseline needs baseline_values, a string per id "
+                            "ending")
         if self.submission == "ranked" and self.top_k < 1:
             raise SpecError(f"spec {self.id}: a ranked submission needs top_k, the labels a row holds")
         if self.submission not in LEARNED_AS and self.task != "unsupported":

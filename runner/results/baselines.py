@@ -20,6 +20,7 @@ from runner.data.pages import gray_image
 from runner.data.reading import image_files, read_csv
 from runner.common.errors import InputError
 from runner.competition.spec import CompetitionSpec
+from runner.results import shape_priors
 
 
 
@@ -112,5 +113,12 @@ def constant(spec: CompetitionSpec, data_dir: Path, sample: pd.DataFrame, column
     return Baseline(pd.DataFrame({c: [spec.baseline_value] * len(sample) for c in columns}), f"{shown!r} for every row")
 
 
+def _ruled(rule):
+    """A rule of another module, which gives the value columns and their note, as a Baseline."""
+    return lambda *args: Baseline(*rule(*args))
+
+
 RULES = {"noisy_pixels": noisy_pixels, "most_frequent": most_frequent, "sample": given_sample, "column": column,
-         "constant": constant}
+         "constant": constant,
+         "whole_mask": _ruled(shape_priors.whole_mask), "region_mask": _ruled(shape_priors.region_mask),
+         "constant_by_suffix": _ruled(shape_priors.constant_by_suffix)}
