@@ -23,7 +23,7 @@ from runner.demo._layout import describe, parse_scale, scaled
 from runner.demo._pictures import Sizes, folders, hex_ids, smooth_fields
 
 SIDE = 101  # every slice, as the real ones
-TRAIN, TEST = 200, 100  # the replica's own counts
+TRAIN, TEST = 150, 100  # the replica's own counts
 REAL_TRAIN, REAL_TEST = 3_000, 1_000  # MLE-bench's 75/25 split of the 4,000 labelled slices
 LEAST = 8
 EMPTY = 0.39  # share of slices without salt, as in the real training set

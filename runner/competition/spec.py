@@ -64,6 +64,7 @@ class MaskFormat:
     shape: tuple[int, int] | None = None  # (height, width) of every mask, where the answers do not say
     size_columns: tuple[str, ...] = ()  # the answers' (height, width) columns: each row's mask size
     answer_column: str | None = None  # the answers' run-length column, where not the submission's
+    train_column: str | None = None  # the train file's run-length column, where not the submission's
     only_columns: bool = False  # the grader rejects a submission with any column beyond the sample's
     # the text in an id after which a slice's number follows (uw-madison's "_slice_"): the rows whose ids share what
     # comes before it are one series, graded as a volume

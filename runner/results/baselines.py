@@ -20,7 +20,7 @@ from runner.data.pages import gray_image
 from runner.data.reading import image_files, read_csv
 from runner.common.errors import InputError
 from runner.competition.spec import CompetitionSpec
-from runner.results import shape_priors
+from runner.results import shape_priors, slice_prior
 
 
 
@@ -121,4 +121,5 @@ def _ruled(rule):
 RULES = {"noisy_pixels": noisy_pixels, "most_frequent": most_frequent, "sample": given_sample, "column": column,
          "constant": constant,
          "whole_mask": _ruled(shape_priors.whole_mask), "region_mask": _ruled(shape_priors.region_mask),
-         "constant_by_suffix": _ruled(shape_priors.constant_by_suffix)}
+         "constant_by_suffix": _ruled(shape_priors.constant_by_suffix),
+         "slice_prior": _ruled(slice_prior.slice_prior)}
