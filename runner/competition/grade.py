@@ -92,12 +92,12 @@ def read_leaderboard(path: Path) -> Thresholds:
 
 
 def _aligned(submission: pd.DataFrame, answers: pd.DataFrame, spec: CompetitionSpec):
+    if spec.grade_by == "scorer":  # the format's scorer matches the rows itself (answers of several rows an id)
+        return submission, answers
     if len(submission) != len(answers):
         raise InvalidSubmissionError(f"{len(submission)} rows, the answers have {len(answers)}")
     if spec.grade_by == "row":
         return submission.reset_index(drop=True), answers.reset_index(drop=True)
-    if spec.grade_by == "scorer":  # the format's scorer matches the rows itself (answers of several rows an id)
-        return submission, answers
     if spec.id_column not in submission.columns:
         raise InvalidSubmissionError(f"no id column {spec.id_column!r}")
     sub_keys = submission[spec.id_column].astype(str).to_numpy()
