@@ -20,8 +20,10 @@ class RleError(ValueError):
 
 def runs(text: str, size: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The (starts, lengths) of a run-length string, 1-indexed as written, checked as MLE-bench's graders check
-    them: every start (an unpaired last one too, which is then dropped) positive and rising, every length
-    positive, no run covering a pixel an earlier one covers within the first `size` pixels (all, without it)."""
+    them: every start positive and rising, every length positive, no run covering a pixel an earlier one covers
+    within the first `size` pixels (all, without it). An unpaired last start is read as their decoder's array
+    arithmetic reads it: with the one length of a single pair it is a second run of that length, alone it is
+    nothing, after several pairs the string is refused."""
     if not isinstance(text, str):
         raise RleError(f"a run-length mask must be a string, not {type(text).__name__} {text!r}")
     tokens = text.split()
@@ -34,7 +36,11 @@ def runs(text: str, size: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         raise RleError("the runs' starts must rise")
     if (starts <= 0).any() or (lengths <= 0).any():
         raise RleError("every start and length must be a positive integer")
-    starts = starts[:len(lengths)]
+    if len(starts) > len(lengths):  # an unpaired last start: numpy's broadcasting in MLE-bench's decoder decides
+        if len(lengths) > 1:
+            raise RleError(f"a run-length mask needs start/length pairs, it has {len(values)} numbers")
+        lengths = np.repeat(lengths, len(starts))  # one length serves both starts; none: no run at all
+        starts = starts[:len(lengths)]
     if len(starts) > 1:
         limit = np.iinfo(np.int64).max if size is None else size
         ends = np.minimum(starts - 1 + lengths, limit)

@@ -40,19 +40,19 @@ def _stacked(statistics: np.ndarray, total: Callable[[np.ndarray], float]) -> Ro
 
 # --- masks ---------------------------------------------------------------------------------------------------------
 
-def _cells(frame: pd.DataFrame, column: str, layout: MaskFormat, side: str) -> list[str]:
+def _cells(frame: pd.DataFrame, column: str, layout: MaskFormat, side: str, names: list) -> list[str]:
     """A column's run-length strings, the empty mask's token read as ""; an empty cell is an empty mask only where
-    the competition writes empty masks so."""
+    the competition writes empty masks so. `names`: each row's id, for messages."""
     if column not in frame.columns:
         raise InvalidSubmissionError(f"no column {column!r}" + ("" if side == "submission" else f" in the {side}"))
     cells = []
-    for row, value in enumerate(frame[column].tolist()):
+    for row, value in zip(names, frame[column].tolist()):
         if not isinstance(value, str):
             if pd.isna(value) and (layout.empty == "" or side != "submission"):
                 value = ""
             else:
                 allowed = "" if layout.empty is None else f" (an empty mask is {layout.empty!r})"
-                raise InvalidSubmissionError(f"column {column!r} row {row}: {value!r} is no run-length string"
+                raise InvalidSubmissionError(f"column {column!r}, id {row!r}: {value!r} is no run-length string"
                                              + allowed)
         cells.append("" if layout.empty and value == layout.empty else value)
     return cells
@@ -67,11 +67,11 @@ def _sizes(answers: pd.DataFrame, layout: MaskFormat) -> list[tuple[int, int]]:
     return [tuple(layout.shape)] * len(answers)
 
 
-def _decoded(text: str, size: tuple[int, int], layout: MaskFormat, row: int) -> np.ndarray:
+def _decoded(text: str, size: tuple[int, int], layout: MaskFormat, name) -> np.ndarray:
     try:
         return rle.decode(text, *size, layout.decoded_order)
     except rle.RleError as exc:
-        raise InvalidSubmissionError(f"row {row}: {exc}") from None
+        raise InvalidSubmissionError(f"id {name!r}: {exc}") from None
 
 
 def _series_volumes(spec: CompetitionSpec, ids: list[str], truths: list[str], predictions: list[str],
@@ -91,9 +91,10 @@ def _series_volumes(spec: CompetitionSpec, ids: list[str], truths: list[str], pr
         for depth, rows in enumerate(slices.values()):
             for c, i in enumerate(rows):
                 if sizes[i] != (height, width):
-                    raise InvalidSubmissionError(f"row {i}: a slice of {sizes[i]} in a series of {(height, width)}")
-                truth[depth, c] = _decoded(truths[i], sizes[i], layout, i)
-                prediction[depth, c] = _decoded(predictions[i], sizes[i], layout, i)
+                    raise InvalidSubmissionError(f"id {ids[i]!r}: a slice of {sizes[i]} in a series of "
+                                                 f"{(height, width)}")
+                truth[depth, c] = _decoded(truths[i], sizes[i], layout, ids[i])
+                prediction[depth, c] = _decoded(predictions[i], sizes[i], layout, ids[i])
         yield truth, prediction
 
 
@@ -109,16 +110,16 @@ def masks(spec: CompetitionSpec, submission: pd.DataFrame, sub: pd.DataFrame, an
             row = int(np.argmax(differ))
             raise InvalidSubmissionError(f"row {row}: id {sub[spec.id_column].iloc[row]!r} where the answers have "
                                          f"{ans[spec.id_column].iloc[row]!r} (rows are matched by position)")
-    predictions = _cells(sub, column, layout, "submission")
-    truths = _cells(ans, layout.answer_column or column, layout, "answers")
+    ids = ans[spec.id_column].astype(str).tolist() if spec.id_column in ans.columns else list(range(len(ans)))
+    predictions = _cells(sub, column, layout, "submission", ids)
+    truths = _cells(ans, layout.answer_column or column, layout, "answers", ids)
     sizes = _sizes(ans, layout)
     metric = MASK_METRICS[spec.metric]
     if layout.series:
-        ids = ans[spec.id_column].astype(str).tolist()
         pairs = _series_volumes(spec, ids, truths, predictions, sizes)
     else:
         pairs = ((_decoded(t, s, layout, i), _decoded(p, s, layout, i))
-                 for i, (t, p, s) in enumerate(zip(truths, predictions, sizes)))
+                 for i, t, p, s in zip(ids, truths, predictions, sizes))
     statistics = [metric.row(truth, prediction) for truth, prediction in pairs]
     return _stacked(np.vstack(statistics) if statistics else np.zeros((0, 3)), metric.total)
 
