@@ -151,3 +151,14 @@ def test_weighted_average_precision_is_scikit_learns():
         average_precision_score(found, confidence, sample_weight=weights))
     assert box_metrics.average_precision(found, confidence) == pytest.approx(
         average_precision_score(found, confidence))
+
+
+def test_a_shape_spec_names_what_its_rule_and_grader_need():
+    from runner.common.errors import SpecError
+    from runner.competition.spec import CompetitionSpec
+
+    base = dict(id="x", task="unsupported", metric="global_dice", id_column="id", targets=("m",))
+    with pytest.raises(SpecError, match="mask"):
+        CompetitionSpec(submission="mask", baseline="whole_mask", **base)
+    with pytest.raises(SpecError, match="baseline_values"):
+        CompetitionSpec(submission="boxes", baseline="constant_by_suffix", **base)

@@ -137,8 +137,9 @@ class CompetitionSpec(Saved):
     # validation scores the training rows that meet it on the train file's columns
     scored_rows: str | None = None
     mask: MaskFormat | None = None  # a `mask` submission: how its run-length strings are written and graded
-    # the `constant_by_suffix` rule: the string each row gets by how its id ends (siim-covid19's `_study`, `_image`)
-    baseline_values: dict[str, str] | None = None
+    # the `constant_by_suffix` rule: (id ending, string) pairs, the string a row gets by how its id ends (siim-covid19's
+    # `_study`, `_image`)
+    baseline_values: tuple[tuple[str, str], ...] = ()
     real: RealSize | None = None
     medals: Medals | None = None
     folds: int = 5

@@ -86,11 +86,12 @@ def region_mask(spec: CompetitionSpec, data_dir: Path, sample: pd.DataFrame, col
 
 def constant_by_suffix(spec: CompetitionSpec, data_dir: Path, sample: pd.DataFrame, columns: list[str],
                        work_dir: Path) -> tuple[pd.DataFrame, str]:
-    """`baseline_values[suffix]` for each row whose id ends with the suffix; a row none names keeps the sample's."""
+    """Each (suffix, string) of `baseline_values` for the rows whose id ends with the suffix; a row none names keeps
+    the sample's."""
     ids = sample[spec.id_column].astype(str)
     values = sample[columns[0]].astype(object).fillna("").copy()
     told = []
-    for suffix, value in spec.baseline_values.items():
+    for suffix, value in spec.baseline_values:
         rows = ids.str.endswith(suffix).to_numpy()
         values[rows] = value
         told.append(f"{value!r} for the {int(rows.sum())} `{suffix}` rows")
