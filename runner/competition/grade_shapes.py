@@ -192,7 +192,7 @@ def _class_ap(spec: CompetitionSpec, submission: pd.DataFrame, sub: pd.DataFrame
                      lambda rows: box_metrics.class_ap_total(pairs, _weights(rows, len(ans)), exact=rows is None))
 
 
-def _points(column: pd.Series, width: int, where: str, check: bool) -> list[list[tuple]]:
+def _points(column: pd.Series, width: int, where: str) -> list[list[tuple]]:
     """Each row's groups of `width` tokens (a label, then numbers) split on single spaces; an empty cell: none."""
     out = []
     for row, value in enumerate(column.tolist()):
@@ -207,9 +207,7 @@ def _points(column: pd.Series, width: int, where: str, check: bool) -> list[list
         try:
             out.append([(tokens[i], *map(float, tokens[i + 1:i + width])) for i in range(0, len(tokens), width)])
         except ValueError as exc:
-            if check:
-                raise InvalidSubmissionError(f"{where} row {row}: {exc}") from None
-            raise
+            raise InvalidSubmissionError(f"{where} row {row}: {exc}") from None
     return out
 
 
@@ -218,7 +216,7 @@ def _point_f1(spec: CompetitionSpec, submission: pd.DataFrame, sub: pd.DataFrame
     column = spec.targets[0]
     if column not in sub.columns:
         raise InvalidSubmissionError(f"no column {column!r}")
-    points, boxes = _points(sub[column], 3, "submission", True), _points(ans[column], 5, "answers", False)
+    points, boxes = _points(sub[column], 3, "submission"), _points(ans[column], 5, "answers")
     counts = np.array([box_metrics.point_counts(b, p) for b, p in zip(boxes, points)]).reshape(-1, 3)
     return _stacked(counts, box_metrics.point_f1_total)
 

@@ -22,8 +22,9 @@ from runner.data.slices import SliceFile, depths, slice_files
 
 GRID = 32  # cells a side of the averaged slice: finer than an organ, coarse enough for a few hundred slices
 DEPTH_BINS = 8  # depths of a series averaged apart
-LEVELS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6)  # shares of training slices from which a cell is in the prior
-TUNING_SERIES = 12  # training series the level is chosen on: the Hausdorff term needs whole series, and is costly
+LEVELS = (0.2, 0.3, 0.4, 0.5)  # shares of training slices from which a cell is in the prior
+# training series the level is chosen on: the Hausdorff term needs whole series, and a real scan's takes a second
+TUNING_SERIES = 6
 
 
 def _cells(mask: np.ndarray) -> np.ndarray:
@@ -65,24 +66,40 @@ def _decoded(text, slice_file: SliceFile, order: str, where: str) -> np.ndarray 
         raise InputError(f"{where}: {exc}") from None
 
 
-def _series_score(spec: CompetitionSpec, rows: pd.DataFrame, slices: dict[str, SliceFile], depth: dict[str, float],
-                  shares: _Shares, level: float, groups: list[str], truth: dict) -> float:
-    """The metric of the prior cut at `level` on the training series `rows` holds (their truths in `truth`)."""
+def _tuning_series(spec: CompetitionSpec, ids: list[str], keys: list[tuple], truths: dict[int, np.ndarray],
+                   slices: dict[str, SliceFile]) -> list[tuple[np.ndarray, list]]:
+    """The training series the level is tuned on, each as its true (depth, classes, height, width) volume and, for
+    each of its (slice, class) rows, its place there and its prior's key; slices in the order of their ids, a
+    slice's rows in theirs, as the grader stacks them."""
+    by_series: dict[str, dict[str, list[int]]] = {}
+    for row in sorted(truths, key=lambda r: ids[r]):
+        by_series.setdefault(slices[ids[row]].series, {}).setdefault(ids[row], []).append(row)
+    out = []
+    for series in by_series.values():
+        first = slices[next(iter(series))]
+        classes = max(len(rows) for rows in series.values())
+        true = np.zeros((len(series), classes, first.height, first.width), bool)
+        places = []
+        for d, rows in enumerate(series.values()):
+            for c, row in enumerate(rows):
+                if truths[row] is not None:
+                    true[d, c] = truths[row]
+                places.append((d, c, keys[row]))
+        out.append((true, places))
+    return out
+
+
+def _score_at(spec: CompetitionSpec, series: list[tuple[np.ndarray, list]], shares: _Shares, level: float) -> float:
+    """The metric of the prior cut at `level` on the tuning series."""
     metric = MASK_METRICS[spec.metric]
-    statistics = []
-    for _, series in rows.groupby("_series", sort=True):
-        series = series.sort_values(spec.id_column, kind="stable")
-        ids = pd.unique(series[spec.id_column])
-        classes = max(series.groupby(spec.id_column).size())
-        first = slices[ids[0]]
-        true = np.zeros((len(ids), classes, first.height, first.width), bool)
+    statistics, drawn = [], {}
+    for true, places in series:
         guess = np.zeros_like(true)
-        for d, (slice_id, part) in enumerate(series.groupby(spec.id_column, sort=True)):
-            for c, (index, row) in enumerate(part.iterrows()):
-                if truth.get(index) is not None:
-                    true[d, c] = truth[index]
-                key = (*[row[g] for g in groups], _depth_bin(depth[slice_id]))
-                guess[d, c] = shares.mask(key, level, first.height, first.width)
+        size = true.shape[2:]
+        for d, c, key in places:
+            if (key, size) not in drawn:
+                drawn[key, size] = shares.mask(key, level, *size)
+            guess[d, c] = drawn[key, size]
         statistics.append(metric.row(true, guess))
     return float(metric.total(np.vstack(statistics)))
 
@@ -103,17 +120,19 @@ def slice_prior(spec: CompetitionSpec, data_dir: Path, sample: pd.DataFrame, col
     train = train[train[spec.id_column].astype(str).isin(slices)].reset_index(drop=True)
     if train.empty:
         raise InputError(f"{data_dir / (spec.image_dir or 'train')}: no training slice file matches train.csv's ids")
-    train["_series"] = [slices[i].series for i in train[spec.id_column].astype(str)]
-    tuned = set(pd.unique(train["_series"])[:TUNING_SERIES])
-    shares, truth = _Shares(), {}
-    for index, row in train.iterrows():
-        slice_id = str(row[spec.id_column])
-        mask = _decoded(row[label], slices[slice_id], layout.order, str(data_dir / spec.train_file))
-        shares.add((*[row[g] for g in groups], _depth_bin(depth[slice_id])), None if mask is None else _cells(mask))
-        if row["_series"] in tuned:
-            truth[index] = mask
-    tuning = train[train["_series"].isin(tuned)]
-    scores = {level: _series_score(spec, tuning, slices, depth, shares, level, groups, truth) for level in LEVELS}
+    ids = train[spec.id_column].astype(str).tolist()
+    keys = [(*values, _depth_bin(depth[i])) for i, values in zip(ids, zip(*[train[g] for g in groups]))] if groups \
+        else [(_depth_bin(depth[i]),) for i in ids]
+    tuned = set(list(dict.fromkeys(slices[i].series for i in ids))[:TUNING_SERIES])
+    shares, truths = _Shares(), {}
+    where = str(data_dir / spec.train_file)
+    for row, (slice_id, key, text) in enumerate(zip(ids, keys, train[label].tolist())):
+        mask = _decoded(text, slices[slice_id], layout.order, where)
+        shares.add(key, None if mask is None else _cells(mask))
+        if slices[slice_id].series in tuned:
+            truths[row] = mask
+    series = _tuning_series(spec, ids, keys, truths, slices)
+    scores = {level: _score_at(spec, series, shares, level) for level in LEVELS}
     level = max(LEVELS, key=lambda v: (scores[v], -v))
     return _test_masks(spec, data_dir, sample, columns, groups, shares, level), \
         f"each {'/'.join(groups) or 'mask'}'s training share by depth and place, cut at {level} (it scored " \
@@ -127,12 +146,15 @@ def _test_masks(spec: CompetitionSpec, data_dir: Path, sample: pd.DataFrame, col
     depth = depths(slices)
     empty = "" if layout.empty is None else layout.empty
     values = []
-    for _, row in sample.iterrows():
-        slice_id = str(row[spec.id_column])
+    drawn: dict[tuple, str] = {}
+    for slice_id, values_of_groups in zip(sample[spec.id_column].astype(str), zip(*[sample[g] for g in groups])
+                                          if groups else [()] * len(sample)):
         if slice_id not in slices:
             values.append(empty)
             continue
         s = slices[slice_id]
-        mask = shares.mask((*[row[g] for g in groups], _depth_bin(depth[slice_id])), level, s.height, s.width)
-        values.append(rle.written(mask, layout.order, empty))
+        key = ((*values_of_groups, _depth_bin(depth[slice_id])), s.height, s.width)
+        if key not in drawn:
+            drawn[key] = rle.written(shares.mask(key[0], level, s.height, s.width), layout.order, empty)
+        values.append(drawn[key])
     return pd.DataFrame({columns[0]: values})
