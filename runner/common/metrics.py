@@ -18,7 +18,8 @@ from typing import Callable
 
 import numpy as np
 
-from runner.common import box3d_metrics, grouped_metrics, label_metrics, sequence_metrics
+from runner.common import box3d_metrics, box_metrics, grouped_metrics, label_metrics, sequence_metrics
+from runner.common.mask_metrics import MASK_METRICS
 
 THRESHOLD_ROUNDS = 3  # passes over the kappa cuts; a third rarely moves one
 
@@ -209,5 +210,15 @@ METRICS: dict[str, Metric] = {
     # Levenshtein distances between ordered label strings over the true labels' count (gestures)
     "sequence_edit_rate": Metric(True, sequence_metrics.edit_rate),
     "box3d_map": Metric(False, box3d_metrics.box3d_map),  # 3-D boxes' mAP over IoU 0.5 to 0.95, a sample's mean
+    # masks: sequences of boolean masks (a series' volume of class masks for dice_hausdorff)
+    "mask_iou_sweep": Metric(False, MASK_METRICS["mask_iou_sweep"]),
+    "mean_dice": Metric(False, MASK_METRICS["mean_dice"]),
+    "global_dice": Metric(False, MASK_METRICS["global_dice"]),
+    "pixel_f05": Metric(False, MASK_METRICS["pixel_f05"]),
+    "dice_hausdorff": Metric(False, MASK_METRICS["dice_hausdorff"]),
+    # boxes and points: each row's list of labelled boxes (points) on both sides
+    "coco_map_iou40": Metric(False, box_metrics.coco_map_iou40),
+    "class_ap_iou50": Metric(False, box_metrics.class_ap_iou50),
+    "point_in_box_f1": Metric(False, box_metrics.point_in_box_f1),
 }
 LOWER_IS_BETTER = {name: metric.lower_is_better for name, metric in METRICS.items()}

@@ -13,6 +13,7 @@ import pandas as pd
 
 from runner.common import metrics
 from runner.common.errors import InputError, InvalidSubmissionError
+from runner.competition import grade_shapes
 from runner.competition.spec import CompetitionSpec
 
 
@@ -37,6 +38,8 @@ def _answered(submission: pd.DataFrame, answers: pd.DataFrame, spec: Competition
 def _aligned(submission: pd.DataFrame, answers: pd.DataFrame, spec: CompetitionSpec):
     """The submission's rows beside the answers' rows they are graded against, both in the answers' id order (by
     the spec's `grade_by`); InvalidSubmissionError where they cannot meet."""
+    if spec.grade_by == "scorer":  # the format's scorer matches the rows itself (answers of several rows an id)
+        return submission, answers
     if spec.grade_by == "answers":
         return _answered(submission, answers, spec)
     if spec.grade_by == "merge":
@@ -249,7 +252,7 @@ def _strings(spec: CompetitionSpec, submission: pd.DataFrame, sub: pd.DataFrame,
     graders read them: an empty cell is an empty string where the metric allows one, and the metric's parsing
     refuses what it cannot read (InvalidSubmissionError)."""
     target = _target(spec, sub)
-    fill = "" if spec.submission == "boxes" else None  # an empty box string is no box; an empty sequence is 'nan'
+    fill = "" if spec.submission == "boxes3d" else None  # an empty box string is no box; an empty sequence is 'nan'
 
     def cells(frame: pd.DataFrame) -> np.ndarray:
         column = frame[target].astype(object)
@@ -267,7 +270,8 @@ def _strings(spec: CompetitionSpec, submission: pd.DataFrame, sub: pd.DataFrame,
 SCORERS: dict[str, Callable[..., _Scored]] = {
     "probabilities": _probabilities, "multilabel": _multilabel, "probability": _probability, "label": _label,
     "regression": _regression, "labels": _labels, "ranked": _ranked,
-    "sequence": _strings, "boxes": _strings,
+    "mask": grade_shapes.masks, "boxes": grade_shapes.shapes, "points": grade_shapes.shapes,
+    "sequence": _strings, "boxes3d": _strings,
 }
 
 

@@ -21,20 +21,24 @@ TASKS = ("tabular", "image", "text", "audio", "image_to_image", "text_normalizat
 # a ranking of items
 FORMATS = ("probabilities", "probability", "label", "regression", "multilabel", "labels", "ranked",
            "mask", "boxes", "span", "text", "ranking",
-           "sequence")  # an ordered list of labels in one string (gestures in the order they were made)
+           "sequence",  # an ordered list of labels in one string (gestures in the order they were made)
+           "points",  # labelled points, "label x y" triples (kuzushiji's characters)
+           "boxes3d")  # a sample's 3-D boxes in one string, nine tokens a box (lyft's lidar scenes)
 # how the engines learn each format: one class per row (probabilities out), independent 0/1 labels, or values
 LEARNED_AS = {"probabilities": "classes", "probability": "classes", "label": "classes", "ranked": "classes",
               "regression": "values", "multilabel": "labels", "labels": "labels"}
 STRING_FORMATS = ("labels", "ranked", "mask", "boxes", "span", "text", "ranking",
-                  "sequence")  # one string per row, any text
+                  "sequence", "points", "boxes3d")  # one string per row, any text
 # the rules of runner.results.baselines: what a task no engine trains submits
 BASELINES = ("noisy_pixels", "most_frequent", "sample", "column", "constant",
              "recent_items",
              "medoid",  # the training answer nearest all the others (ordered label sequences, by edit distance)
-             "receiver_fixes")  # each track's own position fixes, at the sample's times
+             "receiver_fixes",  # each track's own position fixes, at the sample's times
+             "constant_by_suffix", "whole_mask", "region_mask", "slice_prior")
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".tif", ".tiff", ".bmp")
 AUDIO_SUFFIXES = (".wav", ".aif", ".aiff", ".flac", ".ogg")  # what libsndfile reads (runner.data.sounds)
-GRADE_BY = ("id", "row", "answers", "merge", "group")  # how a submission's rows meet the answers' (CompetitionSpec.grade_by)
+# how a submission's rows meet the answers' (CompetitionSpec.grade_by)
+GRADE_BY = ("id", "row", "answers", "merge", "group", "scorer")
 DESCRIPTION_BYTES = 256 * 1024  # what is read of description.md: its evaluation section is near the top
 
 
@@ -82,6 +86,28 @@ class RealSize:
 
 
 @dataclass(frozen=True)
+class MaskFormat:
+    """How a competition writes masks as run-length strings (runner.common.rle) and how its grader reads them."""
+
+    order: str = "column"  # how the labels and the submission flatten a mask: "column" (top to bottom first), "row"
+    graded_order: str | None = None  # how the grader decodes both sides, where not `order` (uw-madison's)
+    empty: str | None = ""  # an empty mask's cell: "" (an empty cell), a token ("-"), None: none can be written
+    shape: tuple[int, int] | None = None  # (height, width) of every mask, where the answers do not say
+    size_columns: tuple[str, ...] = ()  # the answers' (height, width) columns: each row's mask size
+    answer_column: str | None = None  # the answers' run-length column, where not the submission's
+    train_column: str | None = None  # the train file's run-length column, where not the submission's
+    only_columns: bool = False  # the grader rejects a submission with any column beyond the sample's
+    # the text in an id after which a slice's number follows (uw-madison's "_slice_"): the rows whose ids share what
+    # comes before it are one series, graded as a volume
+    series: str | None = None
+    region: str | None = None  # a file in each test item's folder marking where the mask can be (vesuvius' mask.png)
+
+    @property
+    def decoded_order(self) -> str:
+        return self.graded_order or self.order
+
+
+@dataclass(frozen=True)
 class Medals:
     """The score thresholds of MLE-bench's medals, from the competition's final leaderboard by MLE-bench's own
     rules (runner.competition.grade.medal_positions): a score at least as good as one earns it."""
@@ -120,7 +146,8 @@ class CompetitionSpec(Saved):
     # are scored, and the submission must hold each of them (h-and-m's customers who bought in the test week);
     # "merge": the answers joined with the submission's rows of each id, the ids' sets equal (a repeated id repeats
     # its answer, as champs' grader merges); "group": by position within each group of `score_groups`
-    # (smartphone-decimeter's trips)
+    # (smartphone-decimeter's trips); "scorer": by the format's own scorer (answers of several rows an id:
+    # vinbigdata's boxes)
     grade_by: str = "id"
     exact_columns: bool = False  # the grader rejects a submission with any column beside the id and the targets
     scored_columns: tuple[str, ...] = ()  # the value columns the grader scores, where not all of them
@@ -160,6 +187,10 @@ class CompetitionSpec(Saved):
     # (champs' coupling type, a trip)
     score_groups: str | None = None
     positions: PositionRows | None = None  # records with a value per position: a row per position
+    mask: MaskFormat | None = None  # a `mask` submission: how its run-length strings are written and graded
+    # the `constant_by_suffix` rule: (id ending, string) pairs, the string a row gets by how its id ends (siim-covid19's
+    # `_study`, `_image`)
+    baseline_values: tuple[tuple[str, str], ...] = ()
     real: RealSize | None = None
     medals: Medals | None = None
     folds: int = 5
@@ -186,6 +217,11 @@ class CompetitionSpec(Saved):
             raise SpecError(f"spec {self.id}: label_pattern {self.label_pattern!r} needs exactly one group")
         if self.text_columns and self.text_column != self.text_columns[0]:
             raise SpecError(f"spec {self.id}: text_column must be the first of text_columns {self.text_columns}")
+        if self.submission == "mask" and self.mask is None:
+            raise SpecError(f"spec {self.id}: a mask submission needs `mask`, how its run-length strings are written")
+        if self.baseline == "constant_by_suffix" and not self.baseline_values:
+            raise SpecError(f"spec {self.id}: the constant_by_suffix baseline needs baseline_values, a string per id "
+                            "ending")
         if self.submission == "ranked" and self.top_k < 1:
             raise SpecError(f"spec {self.id}: a ranked submission needs top_k, the labels a row holds")
         if self.grade_by not in GRADE_BY:

@@ -28,6 +28,7 @@ from runner.results.receiver_fixes import track_positions
 from runner.common.errors import InputError
 from runner.competition.spec import CompetitionSpec
 from runner.results.recent_items import recommend
+from runner.results import shape_priors, slice_prior
 
 
 
@@ -156,5 +157,13 @@ def receiver_fixes(spec: CompetitionSpec, data_dir: Path, sample: pd.DataFrame, 
     return Baseline(values, note)
 
 
+def _ruled(rule):
+    """A rule of another module, which gives the value columns and their note, as a Baseline."""
+    return lambda *args: Baseline(*rule(*args))
+
+
 RULES = {"noisy_pixels": noisy_pixels, "most_frequent": most_frequent, "sample": given_sample, "column": column,
-         "constant": constant, "recent_items": recent_items, "medoid": medoid, "receiver_fixes": receiver_fixes}
+         "constant": constant, "recent_items": recent_items, "medoid": medoid, "receiver_fixes": receiver_fixes,
+         "whole_mask": _ruled(shape_priors.whole_mask), "region_mask": _ruled(shape_priors.region_mask),
+         "constant_by_suffix": _ruled(shape_priors.constant_by_suffix),
+         "slice_prior": _ruled(slice_prior.slice_prior)}
