@@ -18,7 +18,8 @@ from typing import Callable
 
 import numpy as np
 
-from runner.common import label_metrics
+from runner.common import (answer_metrics, bias_metrics, correlation_metrics, label_metrics, order_metrics,
+                           string_metrics)
 
 THRESHOLD_ROUNDS = 3  # passes over the kappa cuts; a third rarely moves one
 
@@ -188,5 +189,13 @@ METRICS: dict[str, Metric] = {
     "qwk": Metric(False, lambda y, p: qwk(y, grades(p))),
     "micro_f1": Metric(False, label_metrics.micro_f1),  # a set of labels per row (0/1 or probabilities cut)
     "map_at_5": Metric(False, label_metrics.map_at_k(5)),  # the 5 likeliest labels, ranked, against the truth
+    "mean_column_spearman": Metric(False, correlation_metrics.mean_column_spearman),  # each target's ranks
+    "pearson": Metric(False, correlation_metrics.pearson),  # one target's values
+    "bias_auc": Metric(False, bias_metrics.decided_auc),  # toxicity decisions, weighed by identity subgroups
+    "word_jaccard": Metric(False, string_metrics.word_jaccard),  # a span's words; both empty: invalid
+    "word_jaccard_samples": Metric(False, string_metrics.word_jaccard_samples),  # a span's words; both empty: 0
+    "mean_levenshtein": Metric(True, string_metrics.mean_levenshtein),  # a text's character edits
+    "kendall_tau": Metric(False, order_metrics.kendall_tau),  # orderings of items, pooled
+    "answer_micro_f1": Metric(False, answer_metrics.answered_share),  # an answer found or rightly left blank
 }
 LOWER_IS_BETTER = {name: metric.lower_is_better for name, metric in METRICS.items()}

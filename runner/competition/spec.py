@@ -16,14 +16,16 @@ from runner.common.saved import Saved
 TASKS = ("tabular", "image", "text", "audio", "image_to_image", "text_normalization", "unsupported")
 # what the sample submission's value columns hold: one probability per class of one label, one probability of the
 # positive class, a class label, values, one independent probability per label column (multi-label), a set of
-# labels in one string (space-separated), the k likeliest labels in one string, best first; or what no engine
+# labels in one string (space-separated), the k likeliest labels in one string, best first, a value the grader
+# cuts at 0.5 into a yes or no (written so that the cut falls where out-of-fold predictions put it); or what no engine
 # learns yet, written by a rule (runner.results.baselines): run-length masks, boxes, a span of a text, free text,
 # a ranking of items
-FORMATS = ("probabilities", "probability", "label", "regression", "multilabel", "labels", "ranked",
+FORMATS = ("probabilities", "probability", "label", "regression", "multilabel", "labels", "ranked", "decision",
            "mask", "boxes", "span", "text", "ranking")
 # how the engines learn each format: one class per row (probabilities out), independent 0/1 labels, or values
 LEARNED_AS = {"probabilities": "classes", "probability": "classes", "label": "classes", "ranked": "classes",
-              "regression": "values", "multilabel": "labels", "labels": "labels"}
+              "regression": "values", "multilabel": "labels", "labels": "labels", "decision": "classes"}
+DECISION_CUT = 0.5  # a `decision` submission's grader: from this value on, yes
 STRING_FORMATS = ("labels", "ranked", "mask", "boxes", "span", "text", "ranking")  # one string per row, any text
 # the rules of runner.results.baselines: what a task no engine trains submits
 BASELINES = ("noisy_pixels", "most_frequent", "sample", "column", "constant")
@@ -81,6 +83,15 @@ class CompetitionSpec(Saved):
     image_suffix: str = ""  # file name = id + suffix
     test_image_suffix: str | None = None  # a test file's name = its id + this, where not `image_suffix` ("": the id)
     text_column: str | None = None
+    # several columns read together as one text, each after its name (us-patent's anchor, target and context)
+    text_columns: tuple[str, ...] = ()
+    # pairs of text columns compared as a table view (lengths, shared words, the similarity of their TF-IDF vectors)
+    text_pairs: tuple[tuple[str, str], ...] = ()
+    # the train file's names of the targets, where not the submission's (jigsaw-unintended's `target` is submitted
+    # as `prediction`), and the answers' (its `toxicity`)
+    train_targets: tuple[str, ...] = ()
+    answer_targets: tuple[str, ...] = ()
+    subgroup_columns: tuple[str, ...] = ()  # the answers' identity columns whose subgroups a bias metric weighs
     drop_columns: tuple[str, ...] = ()
     split_columns: tuple[ColumnSplit, ...] = ()
     grade_by: str = "id"  # "id": rows matched by id; "row": by position (nomad2018's grader)
@@ -129,6 +140,9 @@ class CompetitionSpec(Saved):
             raise SpecError(f"spec {self.id}: the constant baseline needs baseline_value, the string it writes")
         if self.baseline == "column" and not (self.baseline_column and self.test_file):
             raise SpecError(f"spec {self.id}: the column baseline needs baseline_column in the test file")
+        if self.train_targets and len(self.train_targets) != len(self.targets):
+            raise SpecError(f"spec {self.id}: train_targets names {len(self.train_targets)} columns for "
+                            f"{len(self.targets)} targets")
         if self.stacked_ids and self.submission != "multilabel":
             raise SpecError(f"spec {self.id}: stacked_ids needs the multilabel submission format")
         if self.label_pattern is not None and re.compile(self.label_pattern).groups != 1:
@@ -143,6 +157,11 @@ class CompetitionSpec(Saved):
     def test_suffix(self) -> str:
         """What a test item's id needs to be its file's name."""
         return self.image_suffix if self.test_image_suffix is None else self.test_image_suffix
+
+    @property
+    def texts(self) -> tuple[str, ...]:
+        """The text columns read as the text view: the spec's several, or its one."""
+        return self.text_columns or ((self.text_column,) if self.text_column else ())
 
     @property
     def lower_is_better(self) -> bool:

@@ -25,6 +25,7 @@ from runner.data.reading import read_table
 from runner.data.sounds import clip_seconds
 from runner.data.table_features import tabular_features
 from runner.data.targets import align_test, file_inputs, files_with_labels, read_labels, read_sample, value_columns
+from runner.data.texts import pair_features, text_view
 from runner.data.tokens import token_dataset
 
 log = logging.getLogger(__name__)
@@ -98,6 +99,7 @@ def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_s
     else:
         train_path = data_dir / spec.train_file
         train = read_table(train_path, "train file", data_dir, warnings, budget_seconds, memory)
+        train = train.rename(columns=dict(zip(spec.train_targets, spec.targets)))  # as the submission names them
     sampled = tuple(s for s in (train.attrs.get("sampled"),) if s)  # a large table cut to the budget or memory
     train, classes, y = read_labels(spec, train, columns, train_path, warnings)
     labels, classes = (classes, None) if spec.submission == "labels" else (None, classes)
@@ -116,15 +118,13 @@ def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_s
     if spec.test_file is not None:
         test_path = data_dir / spec.test_file
         test = align_test(spec, read_table(test_path, "test file", data_dir, warnings), sample, test_path)
-    if spec.task == "text":
-        for frame, path in ((train, train_path), (test, test_path)):
-            if spec.text_column not in frame.columns:
-                raise InputError(f"{path}: no text column {spec.text_column!r}")
-        views["text"] = (train[spec.text_column].fillna("").astype(str).tolist(),
-                         test[spec.text_column].fillna("").astype(str).tolist())
+    if spec.task == "text":  # one column or several read together; pairs of them compared as a table
+        views["text"] = text_view(spec, train, test, train_path, test_path)
+        if spec.text_pairs:
+            views["table"] = pair_features(spec, train, test)
     if test is not None:
         features, test_features = tabular_features(spec, train, test)
-        if features.shape[1] and "table" in views:  # beside what the files gave (their statistics)
+        if features.shape[1] and "table" in views:  # beside what the files gave (their statistics), or text pairs
             given, given_test = views["table"]
             features, test_features = (pd.concat([a.reset_index(drop=True), b.reset_index(drop=True)], axis=1)
                                        for a, b in ((given, features), (given_test, test_features)))
