@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from runner.common.errors import InvalidSubmissionError
-
 CUT = 0.5  # the grader's: a prediction (and a truth, an identity share) from 0.5 on is 1
 POWER = -5  # of the mean over subgroups
 WEIGHT = 0.25  # of the overall AUC and of each of the three power means
@@ -21,8 +19,8 @@ WEIGHT = 0.25  # of the overall AUC and of each of the three power means
 def _auc(truth: np.ndarray, decided: np.ndarray) -> float:
     from sklearn.metrics import roc_auc_score
 
-    if len(np.unique(truth)) < 2:  # scikit-learn raises, and the grader with it
-        raise InvalidSubmissionError("a subgroup's rows are all of one class: its AUC is undefined")
+    if len(np.unique(truth)) < 2:  # scikit-learn raises, and the grader with it (a resample of rows skips it)
+        raise ValueError("a subgroup's rows are all of one class: its AUC is undefined")
     return float(roc_auc_score(truth, decided))
 
 
