@@ -28,7 +28,7 @@ LEARNED_AS = {"probabilities": "classes", "probability": "classes", "label": "cl
 DECISION_CUT = 0.5  # a `decision` submission's grader: from this value on, yes
 STRING_FORMATS = ("labels", "ranked", "mask", "boxes", "span", "text", "ranking")  # one string per row, any text
 # the rules of runner.results.baselines: what a task no engine trains submits
-BASELINES = ("noisy_pixels", "most_frequent", "sample", "column", "constant")
+BASELINES = ("noisy_pixels", "most_frequent", "sample", "column", "constant", "medoid")
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".tif", ".tiff", ".bmp")
 AUDIO_SUFFIXES = (".wav", ".aif", ".aiff", ".flac", ".ogg")  # what libsndfile reads (runner.data.sounds)
 DESCRIPTION_BYTES = 256 * 1024  # what is read of description.md: its evaluation section is near the top

@@ -4,6 +4,8 @@ says what it is.
 - `noisy_pixels` (image to image, denoising, where no clean pages train a model): every test pixel as it is,
   which beats the sample's all-white page.
 - `most_frequent`: the training answer given most often (a label string, a sequence, an identifier), for every row.
+- `medoid`: the training answer with the least mean edit distance to the others, for every row (a string scored
+  by its edits, where nearly every answer is unique and the most frequent is an arbitrary one).
 - `sample`: the sample's own values, where they are the best answer without a model (a given order of cells).
 - `column`: a column of the test file, row by row (the whole text as its own span, the sentence as it is).
 - `constant`: the spec's `baseline_value` for every row (an empty mask, a no-finding box).
@@ -85,6 +87,34 @@ def most_frequent(spec: CompetitionSpec, data_dir: Path, sample: pd.DataFrame, c
     return Baseline(pd.DataFrame(values), f"the most frequent training answer for every row ({told})")
 
 
+MEDOID_SAMPLE = 1000  # training answers the medoid is chosen among and measured against: a million distances
+
+
+def medoid(spec: CompetitionSpec, data_dir: Path, sample: pd.DataFrame, columns: list[str],
+           work_dir: Path) -> Baseline:
+    """For each value column, the training answer (of a sample of MEDOID_SAMPLE) whose mean character edit distance
+    to the sample's others is least."""
+    from rapidfuzz.distance import Levenshtein
+    from rapidfuzz.process import cdist
+
+    if spec.train_file is None:
+        raise InputError(f"spec {spec.id}: the medoid baseline needs a train file")
+    path = data_dir / spec.train_file
+    train = read_csv(path, "train file", data_dir, literal=True)
+    values = {}
+    for column in columns:
+        if column not in train.columns:
+            raise InputError(f"{path}: no column {column!r} to take the medoid answer from")
+        answers = train[column].dropna().astype(str)
+        if answers.empty:
+            raise InputError(f"{path}: column {column!r} holds no answer")
+        drawn = answers.sample(min(len(answers), MEDOID_SAMPLE), random_state=0).tolist()
+        distances = cdist(drawn, drawn, scorer=Levenshtein.distance, workers=1)
+        values[column] = [drawn[int(np.argmin(distances.mean(axis=1)))]] * len(sample)
+    told = ", ".join(f"{c} = {v[0][:60]!r}" for c, v in values.items())
+    return Baseline(pd.DataFrame(values), f"the training answer nearest to the others by edits for every row ({told})")
+
+
 def given_sample(spec: CompetitionSpec, data_dir: Path, sample: pd.DataFrame, columns: list[str],
                  work_dir: Path) -> Baseline:
     return Baseline(sample[columns].fillna("").reset_index(drop=True), "the sample submission's own answers")
@@ -113,4 +143,4 @@ def constant(spec: CompetitionSpec, data_dir: Path, sample: pd.DataFrame, column
 
 
 RULES = {"noisy_pixels": noisy_pixels, "most_frequent": most_frequent, "sample": given_sample, "column": column,
-         "constant": constant}
+         "constant": constant, "medoid": medoid}
