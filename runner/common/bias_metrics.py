@@ -17,14 +17,20 @@ WEIGHT = 0.25  # of the overall AUC and of each of the three power means
 
 
 def _auc(truth: np.ndarray, decided: np.ndarray) -> float:
+    """The ROC AUC of 0/1 decisions; NaN where the rows hold one class (scikit-learn's value, and the grader's
+    score then)."""
     from sklearn.metrics import roc_auc_score
 
-    if len(np.unique(truth)) < 2:  # scikit-learn raises, and the grader with it (a resample of rows skips it)
-        raise ValueError("a subgroup's rows are all of one class: its AUC is undefined")
+    if len(np.unique(truth)) < 2:
+        return float("nan")
     return float(roc_auc_score(truth, decided))
 
 
 def _power_mean(values: list[float]) -> float:
+    """The power mean at POWER. An AUC of 0 has no negative power: the grader's raises there (ZeroDivisionError),
+    which makes the submission invalid (ValueError here, as a grade reads it)."""
+    if any(v == 0 for v in values):
+        raise ValueError("an AUC of 0 in a family of subgroup AUCs: 0 has no negative power")
     return float((np.sum(np.power(values, POWER)) / len(values)) ** (1 / POWER))
 
 

@@ -88,7 +88,7 @@ def toxicity_decisions(spec: CompetitionSpec, submission: pd.DataFrame, sub: pd.
 
 
 def _strings(column: pd.Series) -> np.ndarray:
-    return _objects(column.fillna("").astype(str))
+    return _objects(column.astype(object).fillna("").astype(str))
 
 
 def strings(spec: CompetitionSpec, submission: pd.DataFrame, sub: pd.DataFrame, ans: pd.DataFrame) -> Rows:
