@@ -12,14 +12,15 @@ dozen edits here, as a typical string is on the real leaderboard); water costs m
 """
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from PIL import Image, ImageDraw
+from PIL import Image, ImageDraw, ImageFont
 
 from runner.demo._layout import describe, is_real, parse_scale, scaled
-from runner.demo._pictures import folders, hex_ids
+from runner.demo._pictures import folders, hex_ids, render
 
 TRAIN, TEST = 200, 60
 REAL_TRAIN, REAL_TEST = 1_939_348, 484_838  # MLE-bench's 80/20 split of the 2,424,186 pictures
@@ -27,6 +28,7 @@ LEAST = 10
 SIDE, REAL_SIDE = 96, 512  # the replica's square pictures; the real ones run from a few hundred pixels to 1,500
 EXTRA = 40  # strings of extra_approved_InChIs.csv at the replica's size
 SPECKS = 0.002  # of the pixels turned black at random, as the real scans' noise
+CHUNK = 64  # pictures one task draws
 
 
 def molecule(rng: np.random.Generator) -> tuple[int, dict[int, str]]:
@@ -43,10 +45,10 @@ def inchi(carbons: int, hetero: dict[int, str]) -> str:
     hydrogens = 2 * carbons + 2 + nitrogens
     count = lambda element, n: f"{element}{n if n > 1 else ''}" if n else ""  # noqa: E731 - a lone atom has no 1
     formula = count("C", carbons) + count("H", hydrogens) + count("N", nitrogens) + count("O", oxygens)
-    chain = "-".join(str(k + 1) for k in range(carbons))
-    branches = "".join(f"({carbons + 1 + j})" for j, _ in enumerate(sorted(hetero)))
+    number = {k: carbons + 1 + j for j, k in enumerate(sorted(hetero))}  # heteroatoms after the carbons
+    chain = "-".join(f"{k + 1}" + (f"({number[k]})" if k in number else "") for k in range(carbons))
     ends = "1-" + str(carbons) if carbons > 1 else "1"
-    return f"InChI=1S/{formula}/c{chain}{branches}/h{ends}H3" + (f",{carbons + 1}H" if hetero else "")
+    return f"InChI=1S/{formula}/c{chain}/h{ends}H3" + (f",{min(number.values())}H" if hetero else "")
 
 
 def picture(carbons: int, hetero: dict[int, str], side: int, rng: np.random.Generator) -> Image.Image:
@@ -62,11 +64,14 @@ def picture(carbons: int, hetero: dict[int, str], side: int, rng: np.random.Gene
                        side / 2 + x * np.sin(angle) + y * np.cos(angle)))
     width = max(1, side // 64)
     draw.line(points, fill=0, width=width)
+    font = ImageFont.load_default(size=max(8, side // 16))
     for k, atom in hetero.items():
         x, y = points[k]
         end = (x, y + step * 0.8 * (1 if k % 2 else -1))
         draw.line([points[k], end], fill=0, width=width)
-        draw.text((end[0] - 3, end[1] - 5), atom, fill=0)
+        box = draw.textbbox(end, atom, font=font, anchor="mm")
+        draw.rectangle(box, fill=255)
+        draw.text(end, atom, fill=0, font=font, anchor="mm")
     pixels = np.asarray(canvas).copy()
     pixels[rng.random(pixels.shape) < SPECKS] = 0
     return Image.fromarray(pixels).convert("1")
@@ -83,11 +88,15 @@ def _nested(image_id: str) -> Path:
     return Path(image_id[0]) / image_id[1] / image_id[2] / f"{image_id}.png"
 
 
-def _pictures(ids: list[str], molecules: list, folder: Path, side: int, rng: np.random.Generator) -> None:
-    for image_id, (carbons, hetero) in zip(ids, molecules):
-        path = folder / _nested(image_id)
+def _draw(items: list[tuple[str, int, dict, str]], seed: int, side: int) -> list:
+    """Write each (image_id, carbons, heteroatoms, folder)'s picture in its nested place: one task's chunk, drawn
+    from its own seed."""
+    rng = np.random.default_rng(seed)
+    for image_id, carbons, hetero, folder in items:
+        path = Path(folder) / _nested(image_id)
         path.parent.mkdir(parents=True, exist_ok=True)
         picture(carbons, hetero, side, rng).save(path)
+    return []
 
 
 def generate(root: Path, rng: np.random.Generator, scale: float | str = 1.0) -> None:
@@ -99,8 +108,9 @@ def generate(root: Path, rng: np.random.Generator, scale: float | str = 1.0) -> 
     ids = hex_ids(rng, len(molecules), 12)
     labels = pd.DataFrame({"image_id": ids, "InChI": [inchi(*m) for m in molecules]})
     train, answers = labels.iloc[:train_count], labels.iloc[train_count:].reset_index(drop=True)
-    _pictures(ids[:train_count], molecules[:train_count], public / "train", side, rng)
-    _pictures(ids[train_count:], molecules[train_count:], public / "test", side, rng)
+    items = [(i, carbons, hetero, str(public / ("train" if k < train_count else "test")))
+             for k, (i, (carbons, hetero)) in enumerate(zip(ids, molecules))]
+    render(partial(_draw, side=side), items, rng, CHUNK, len(items) * side * side)
     train.to_csv(public / "train_labels.csv", index=False)
     answers.to_csv(private / "test.csv", index=False)
     answers.assign(InChI="InChI=1S/H2O/h1H2").to_csv(public / "sample_submission.csv", index=False)
