@@ -1,7 +1,8 @@
 """Text read from a table: one column, or several read together (each after its name: `anchor: ... target: ...`),
 a cell holding a JSON list of strings (a conversation's turns) read as its strings; and pairs of text columns
 compared as a table view, where the signal is in how two texts relate (a phrase and its match, two answers to
-one prompt): their lengths, the words they share, and the cosine of their character TF-IDF vectors."""
+one prompt): their lengths, the words they share, and the cosine of their TF-IDF vectors (of character n-grams
+for phrases, of words for passages)."""
 from __future__ import annotations
 
 import json
@@ -12,8 +13,12 @@ import pandas as pd
 from runner.common.errors import InputError
 from runner.competition.spec import CompetitionSpec
 
-PAIR_NGRAMS = (2, 4)  # character n-grams the pair's similarity compares: a word's stem and its neighbours
+PAIR_NGRAMS = (2, 4)  # character n-grams two phrases are compared by: a word's stem and its spelling variants
 PAIR_FEATURES = 50_000  # the vocabulary the pair's vectors keep
+# texts longer than this (the median of a pair's) are compared by their words: character n-grams read ~0.5 M
+# characters a second here, words ten times as many, and lmsys' 57k conversations hold some 170 M a side
+SHORT_TEXT = 200
+LONG_TEXT = 5_000  # characters of a long text its word vector is made of
 JSON_OPENING = "["  # a cell that may be a JSON list of strings
 
 
@@ -58,6 +63,17 @@ def _words(texts: list[str]) -> list[set[str]]:
     return [set(t.lower().split()) for t in texts]
 
 
+def _pair_vectoriser(texts: list[str]):
+    """TF-IDF fitted on every text of a pair: character n-grams for short texts (phrases), words for long ones (of
+    their first LONG_TEXT characters)."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    short = np.median([len(t) for t in texts]) <= SHORT_TEXT if texts else True
+    kind = dict(analyzer="char_wb", ngram_range=PAIR_NGRAMS) if short else \
+        dict(analyzer="word", preprocessor=lambda t: t[:LONG_TEXT].lower())
+    return TfidfVectorizer(sublinear_tf=True, max_features=PAIR_FEATURES, dtype=np.float32, **kind).fit(texts)
+
+
 def _cosines(left: list[str], right: list[str], vectoriser) -> np.ndarray:
     a, b = vectoriser.transform(left), vectoriser.transform(right)  # rows of unit length
     return np.asarray(a.multiply(b).sum(axis=1)).ravel()
@@ -66,18 +82,14 @@ def _cosines(left: list[str], right: list[str], vectoriser) -> np.ndarray:
 def pair_features(spec: CompetitionSpec, train: pd.DataFrame, test: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """For each pair (a, b) of the spec's text columns, per row: both lengths in characters and words, their
     difference, the share of words they share (Jaccard), whether they are the same text, and the cosine of their
-    character n-gram TF-IDF vectors (fitted on every text of the pair's columns, train and test: no label seen)."""
-    from sklearn.feature_extraction.text import TfidfVectorizer
-
+    TF-IDF vectors (fitted on every text of the pair's columns, train and test: no label seen)."""
     frames = {"train": train, "test": test}
     out = {name: {} for name in frames}
     for a, b in spec.text_pairs:
         texts = {name: (column_texts(f, a), column_texts(f, b)) for name, f in frames.items() if a in f and b in f}
         if len(texts) < len(frames):
             raise InputError(f"text pair ({a}, {b}): both columns must be in the train and the test file")
-        vectoriser = TfidfVectorizer(analyzer="char_wb", ngram_range=PAIR_NGRAMS, sublinear_tf=True,
-                                     max_features=PAIR_FEATURES, dtype=np.float32)
-        vectoriser.fit([t for left, right in texts.values() for t in (*left, *right)])
+        vectoriser = _pair_vectoriser([t for left, right in texts.values() for t in (*left, *right)])
         for name, (left, right) in texts.items():
             words_left, words_right = _words(left), _words(right)
             chars_left, chars_right = np.array([len(t) for t in left]), np.array([len(t) for t in right])
