@@ -17,7 +17,8 @@ def test_a_json_list_of_turns_is_read_as_its_strings_and_other_cells_as_they_are
     assert cell_text('["Hi there?", null, "And then?"]') == "Hi there?\nAnd then?"
     assert cell_text("[not json") == "[not json" and cell_text(None) == "" and cell_text(float("nan")) == ""
     assert cell_text('["a", "b"] and more') == '["a", "b"] and more'  # no list: as written
-    assert cell_text(3) == "3"
+    assert cell_text(3) == "3" and cell_text(pd.NA) == ""
+    assert cell_text("[1, 2]") == "[1, 2]"  # a list of numbers is no conversation: as written
 
 
 def test_several_columns_are_read_together_each_after_its_name():

@@ -25,7 +25,7 @@ JSON_OPENING = "["  # a cell that may be a JSON list of strings
 def cell_text(value) -> str:
     """A cell as text: a JSON list of strings becomes its strings, one a line (a null turn left out); any other
     cell its string ('' when empty)."""
-    if value is None or (isinstance(value, float) and np.isnan(value)):
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
         return ""
     text = str(value)
     if text.startswith(JSON_OPENING):
@@ -33,8 +33,8 @@ def cell_text(value) -> str:
             items = json.loads(text)
         except ValueError:
             return text
-        if isinstance(items, list):
-            return "\n".join(str(item) for item in items if item is not None)
+        if isinstance(items, list) and all(item is None or isinstance(item, str) for item in items):
+            return "\n".join(item for item in items if item is not None)
     return text
 
 
@@ -52,6 +52,8 @@ def joined_texts(frame: pd.DataFrame, columns: tuple[str, ...]) -> list[str]:
 
 def text_view(spec: CompetitionSpec, train: pd.DataFrame, test: pd.DataFrame, train_path, test_path) -> tuple:
     """The (train, test) texts of the spec's text column(s); a missing column is named with its file."""
+    if not spec.texts:
+        raise InputError(f"spec {spec.id}: a text task names no text column (text_column or text_columns)")
     for frame, path in ((train, train_path), (test, test_path)):
         missing = [c for c in spec.texts if c not in frame.columns]
         if missing:
