@@ -85,3 +85,35 @@ def test_the_medoid_is_the_training_answer_nearest_the_others(tmp_path):
     made = make_baseline(spec, tmp_path, sample, ["InChI"], tmp_path)
     assert made.values["InChI"].tolist() == ["InChI=1S/C2H7"] * 2
     assert "nearest" in made.note
+
+
+def test_a_span_is_chosen_among_candidates_by_a_lexicon_learned_from_train():
+    from runner.data.spans import CANDIDATES, _lexicon, candidates
+
+    texts = [t.split() for t in ("i love it so", "so sad today", "love this day", "going home now")]
+    spans = [{"love"}, {"sad"}, {"love"}, {"going", "home", "now"}]
+    lexicon = _lexicon(texts, spans, np.array(["positive", "negative", "positive", "neutral"]))
+    spans_of, features = candidates("what a day i love".split(), "positive", lexicon)
+    assert len(spans_of) == len(CANDIDATES) and spans_of[0] == "what a day i love" and spans_of[1] == "love"
+    assert spans_of[2] == "i love" and features[0] == 5  # the words, then what tells the windows apart
+    assert candidates([], "positive", lexicon)[0] == ["", "", "", ""]  # an empty text: empty candidates
+
+
+def test_cross_validation_scores_the_chosen_candidates_as_the_grader_scores_the_file(tmp_path):
+    """Each candidate's Jaccard as targets: the CV of predicted scores is the grader's word Jaccard of the spans
+    the writer picks with them."""
+    from runner.common import metrics
+    from runner.common.string_metrics import word_jaccard
+    from runner.data.spans import jaccard
+    from runner.results.submission import Predictions, build_submission
+
+    spec = load_spec("tweet-sentiment")
+    choices = np.array([["I love it", "love", "love it", "I love it"], ["so sad", "sad", "so sad", "so sad"],
+                        ["at home now", "home", "at home", "at home now"]], dtype=object)
+    truth = ["love it", "sad", "at home now"]
+    gains = np.array([[jaccard(c, t) for c in row] for row, t in zip(choices, truth)])
+    scores = np.array([[0.1, 0.5, 0.9, 0.2], [0.3, 0.8, 0.1, 0.0], [0.2, 0.9, 0.1, 0.0]])
+    sample = pd.DataFrame({"textID": ["a", "b", "c"], "selected_text": ""})
+    written = build_submission(sample, spec, ["selected_text"], Predictions(scores, None, "blend", choices=choices))
+    assert written["selected_text"].tolist() == ["love it", "sad", "home"]
+    assert metrics.score("word_jaccard", gains, scores) == pytest.approx(word_jaccard(truth, written["selected_text"]))

@@ -6,7 +6,8 @@ selected text is empty.
 A neutral tweet's selected text is the whole tweet, as it mostly is in the real data; a positive or negative one
 holds a word of its sentiment ("love", "sucks", ...), and its selected text is that word, sometimes with its
 neighbour or the "!!" after it. Some tweets start with a space, as real ones do. The whole tweet as its own span
-scores a word Jaccard of about 0.6 (neutral tweets near 1, the others near 0.2); the empty sample scores 0.
+scores a word Jaccard of about 0.5 (neutral tweets 1, the others near 0.2); a lexicon of the words inside the
+training spans, per sentiment, finds the others' (about 0.9); the empty sample scores 0.
 """
 from __future__ import annotations
 

@@ -24,7 +24,8 @@ FORMATS = ("probabilities", "probability", "label", "regression", "multilabel", 
            "mask", "boxes", "span", "text", "ranking")
 # how the engines learn each format: one class per row (probabilities out), independent 0/1 labels, or values
 LEARNED_AS = {"probabilities": "classes", "probability": "classes", "label": "classes", "ranked": "classes",
-              "regression": "values", "multilabel": "labels", "labels": "labels", "decision": "classes"}
+              "regression": "values", "multilabel": "labels", "labels": "labels", "decision": "classes",
+              "span": "values"}  # a span: each candidate span's score (runner.data.spans)
 DECISION_CUT = 0.5  # a `decision` submission's grader: from this value on, yes
 STRING_FORMATS = ("labels", "ranked", "mask", "boxes", "span", "text", "ranking")  # one string per row, any text
 # the rules of runner.results.baselines: what a task no engine trains submits
@@ -92,6 +93,7 @@ class CompetitionSpec(Saved):
     train_targets: tuple[str, ...] = ()
     answer_targets: tuple[str, ...] = ()
     subgroup_columns: tuple[str, ...] = ()  # the answers' identity columns whose subgroups a bias metric weighs
+    span_condition: str | None = None  # a learned span: the column whose value changes which words make it
     drop_columns: tuple[str, ...] = ()
     split_columns: tuple[ColumnSplit, ...] = ()
     grade_by: str = "id"  # "id": rows matched by id; "row": by position (nomad2018's grader)
@@ -143,6 +145,8 @@ class CompetitionSpec(Saved):
         if self.train_targets and len(self.train_targets) != len(self.targets):
             raise SpecError(f"spec {self.id}: train_targets names {len(self.train_targets)} columns for "
                             f"{len(self.targets)} targets")
+        if self.submission == "span" and self.task != "unsupported" and not (self.text_column and self.test_file):
+            raise SpecError(f"spec {self.id}: a learned span needs text_column, the test file's text it is cut from")
         if self.stacked_ids and self.submission != "multilabel":
             raise SpecError(f"spec {self.id}: stacked_ids needs the multilabel submission format")
         if self.label_pattern is not None and re.compile(self.label_pattern).groups != 1:

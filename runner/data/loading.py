@@ -23,6 +23,7 @@ from runner.data.listed import listed_dataset
 from runner.data.pages import pixel_dataset
 from runner.data.reading import read_table
 from runner.data.sounds import clip_seconds
+from runner.data.spans import span_dataset
 from runner.data.table_features import tabular_features
 from runner.data.targets import align_test, file_inputs, files_with_labels, read_labels, read_sample, value_columns
 from runner.data.texts import pair_features, text_view
@@ -89,6 +90,8 @@ def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_s
         return pixel_dataset(spec, data_dir, work_dir, sample, columns, budget_seconds)
     if spec.task == "text_normalization":
         return token_dataset(spec, data_dir, sample, columns, budget_seconds, memory)
+    if spec.submission == "span":  # a choice among candidate spans of each text
+        return span_dataset(spec, data_dir, sample, columns, budget_seconds, memory)
     warnings: list[str] = []
     items = read_items(spec, data_dir, work_dir, sample) if spec.items else None
     if items is not None:

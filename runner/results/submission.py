@@ -105,6 +105,14 @@ def decision_values(p: np.ndarray, cut: float) -> np.ndarray:
                                                                                                      0.0))), 0.0, 1.0)
 
 
+def _chosen_span(values, predictions, sample, columns, spec) -> dict:
+    """Each row's candidate span (runner.data.spans) with the highest predicted score."""
+    if predictions.choices is None:
+        raise InvalidSubmissionError("a span is chosen among candidates, and these predictions name none")
+    chosen = np.nan_to_num(np.asarray(values, dtype=np.float64), nan=-np.inf).argmax(axis=1)
+    return {columns[0]: predictions.choices[np.arange(len(chosen)), chosen]}
+
+
 def _decision(values, predictions, sample, columns, spec) -> dict:
     """The positive class's probability, cut where out-of-fold predictions put the threshold (DECISION_CUT until
     one is tuned) and written so that the grader's cut falls there; the rows' order stays."""
@@ -131,7 +139,7 @@ def _ranked(values, predictions, sample, columns, spec) -> dict:
 # how each submission format's value columns are written from the predictions (the sample's other columns stay)
 WRITERS = {"probabilities": _probabilities, "probability": _probability, "label": _label,
            "multilabel": _multilabel, "regression": _regression, "labels": _label_set, "ranked": _ranked,
-           "decision": _decision}
+           "decision": _decision, "span": _chosen_span}
 
 
 def build_submission(sample: pd.DataFrame, spec: CompetitionSpec, columns: list[str],
@@ -266,8 +274,9 @@ def prior_predictions(y: np.ndarray, classes: list | None, n_test: int,
     """Class prior (classification), each label's share (a set of labels) or target mean (regression) for every
     test row."""
     if classes is None:
-        source = "baseline: each label's share of the training rows" if labels is not None else "baseline: target mean"
-        return Predictions(np.tile(np.nanmean(y, axis=0), (n_test, 1)), None, source,
+        source = "baseline: each label's share of the training rows" if labels is not None else \
+            "baseline: target mean" + (", each row's candidate best on average" if choices is not None else "")
+        return Predictions(np.tile(np.nanmean(y, axis=0), (n_test, 1)), None, source, choices=choices,
                            labels=tuple(labels) if labels is not None else None)
     prior = np.bincount(y.astype(int), minlength=len(classes)) / len(y)
     source = "baseline: class prior" if choices is None else \
