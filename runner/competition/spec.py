@@ -17,8 +17,9 @@ TASKS = ("tabular", "image", "text", "audio", "image_to_image", "text_normalizat
 # what the sample submission's value columns hold: one probability per class of one label, one probability of the
 # positive class, a class label, values, one independent probability per label column (multi-label), a set of
 # labels in one string (space-separated), the k likeliest labels in one string, best first, a value the grader
-# cuts at 0.5 into a yes or no (written so that the cut falls where out-of-fold predictions put it); or what no engine
-# learns yet, written by a rule (runner.results.baselines): run-length masks, boxes, a span of a text, free text,
+# cuts at 0.5 into a yes or no (written so that the cut falls where out-of-fold predictions put it), a span of a
+# text (learned as a choice among candidate spans where the spec names the column that decides it, else a rule's);
+# or what no engine learns yet, written by a rule (runner.results.baselines): run-length masks, boxes, free text,
 # a ranking of items
 FORMATS = ("probabilities", "probability", "label", "regression", "multilabel", "labels", "ranked", "decision",
            "mask", "boxes", "span", "text", "ranking")

@@ -99,10 +99,9 @@ def decision_values(p: np.ndarray, cut: float) -> np.ndarray:
     """Probabilities mapped, in order, so that `cut` lands on the grader's DECISION_CUT: [0, cut) onto [0, 0.5) and
     [cut, 1] onto [0.5, 1]."""
     cut = float(np.clip(cut, EPS, 1.0 - EPS))
-    below = DECISION_CUT * p / cut
-    above = DECISION_CUT + (1.0 - DECISION_CUT) * (p - cut) / (1.0 - cut)
-    return np.clip(np.where(p >= cut, np.maximum(above, DECISION_CUT), np.minimum(below, np.nextafter(DECISION_CUT,
-                                                                                                     0.0))), 0.0, 1.0)
+    below = np.minimum(DECISION_CUT * p / cut, np.nextafter(DECISION_CUT, 0.0))  # never rounded up onto the cut
+    above = np.maximum(DECISION_CUT + (1.0 - DECISION_CUT) * (p - cut) / (1.0 - cut), DECISION_CUT)
+    return np.clip(np.where(p >= cut, above, below), 0.0, 1.0)
 
 
 def _chosen_span(values, predictions, sample, columns, spec) -> dict:
