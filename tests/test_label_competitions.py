@@ -202,7 +202,7 @@ def test_a_question_is_its_title_and_body_read_as_one_text_and_its_tags_many_lab
     public = write_demo(spec.id, tmp_path / "data", scale=0.1) / "prepared" / "public"
     dataset = load_dataset(spec, public, tmp_path / "work")
     train = pd.read_csv(public / "train.csv")
-    assert dataset.views["text"][0][0] == f"{train['Title'][0]}\n{train['Body'][0]}"
+    assert dataset.views["text"][0][0] == f"Title: {train['Title'][0]}\nBody: {train['Body'][0]}"  # each after its name
     assert dataset.y.shape == (len(train), len(dataset.labels)) and set(train["Tags"][0].split()) == \
         {dataset.labels[j] for j in np.flatnonzero(dataset.y[0])}
     assert base_settings(len(dataset.labels)).char_ngrams is None and base_settings(0).char_ngrams is not None

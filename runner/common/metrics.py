@@ -18,7 +18,8 @@ from typing import Callable
 
 import numpy as np
 
-from runner.common import box3d_metrics, box_metrics, grouped_metrics, label_metrics, sequence_metrics
+from runner.common import (answer_metrics, bias_metrics, box3d_metrics, box_metrics, correlation_metrics,
+                           grouped_metrics, label_metrics, order_metrics, sequence_metrics, string_metrics)
 from runner.common.mask_metrics import MASK_METRICS
 
 THRESHOLD_ROUNDS = 3  # passes over the kappa cuts; a third rarely moves one
@@ -220,5 +221,13 @@ METRICS: dict[str, Metric] = {
     "coco_map_iou40": Metric(False, box_metrics.coco_map_iou40),
     "class_ap_iou50": Metric(False, box_metrics.class_ap_iou50),
     "point_in_box_f1": Metric(False, box_metrics.point_in_box_f1),
+    "mean_column_spearman": Metric(False, correlation_metrics.mean_column_spearman),  # each target's ranks
+    "pearson": Metric(False, correlation_metrics.pearson),  # one target's values
+    "bias_auc": Metric(False, bias_metrics.decided_auc),  # toxicity decisions, weighed by identity subgroups
+    "word_jaccard": Metric(False, string_metrics.word_jaccard),  # a span's words; both empty: invalid
+    "word_jaccard_samples": Metric(False, string_metrics.word_jaccard_samples),  # a span's words; both empty: 0
+    "mean_levenshtein": Metric(True, string_metrics.mean_levenshtein),  # a text's character edits
+    "kendall_tau": Metric(False, order_metrics.kendall_tau),  # orderings of items, pooled
+    "answer_micro_f1": Metric(False, answer_metrics.answered_share),  # an answer found or rightly left blank
 }
 LOWER_IS_BETTER = {name: metric.lower_is_better for name, metric in METRICS.items()}

@@ -13,6 +13,7 @@ from pydantic import PlainSerializer
 from runner.common.errors import InputError, InvalidSubmissionError
 from runner.common.saved import Saved
 from runner.competition.scoring import scored
+from runner.competition.metric_grades import read_answers
 from runner.competition.spec import CompetitionSpec
 
 BOOTSTRAP_ROUNDS = 1000  # resamples of the test rows: enough for steady 5% and 95% quantiles
@@ -94,7 +95,7 @@ def grade(submission_path: Path, spec: CompetitionSpec, answers_dir: Path,
           leaderboard: Path | None = None) -> GradeReport:
     """Score a submission file. An invalid submission gets score None and the reason in `error`. Medals from
     `leaderboard` where given, else from the spec's medal lines (MLE-bench's leaderboard, read once)."""
-    answers = pd.read_csv(_answers_path(spec, answers_dir))
+    answers = read_answers(spec, _answers_path(spec, answers_dir))
     limits = read_leaderboard(leaderboard) if leaderboard else spec_thresholds(spec)
     exists = submission_path.is_file() and submission_path.suffix == ".csv"
     value, error = None, None
@@ -148,7 +149,7 @@ def edge(spec: CompetitionSpec, ours: pd.DataFrame, theirs: pd.DataFrame, answer
 
 def compare(submission_path: Path, other_path: Path, spec: CompetitionSpec, answers_dir: Path) -> Edge:
     """The edge of one submission file over another on the competition's answers (both must be valid)."""
-    answers = pd.read_csv(_answers_path(spec, answers_dir))
+    answers = read_answers(spec, _answers_path(spec, answers_dir))
     return edge(spec, pd.read_csv(submission_path), pd.read_csv(other_path), answers)
 
 

@@ -14,6 +14,7 @@ import pandas as pd
 from runner.common import metrics
 from runner.common.errors import InputError, InvalidSubmissionError
 from runner.competition import grade_shapes
+from runner.competition.metric_grades import METRIC_SCORERS
 from runner.competition.spec import CompetitionSpec
 
 
@@ -291,6 +292,9 @@ def scored(spec: CompetitionSpec, submission: pd.DataFrame, answers: pd.DataFram
         kept = scored_rows(answers, spec.scored_rows)[_id_order(submission, spec)] if spec.scored_rows_by_position \
             else keep
         sub, ans = sub.loc[kept].reset_index(drop=True), ans.loc[keep].reset_index(drop=True)
+    if spec.metric in METRIC_SCORERS:  # the metric reads the file its own way (runner.competition.metric_grades)
+        rows = METRIC_SCORERS[spec.metric](spec, submission, sub, ans)
+        return _Scored(rows.truth, rows.pred, spec.metric, rows.scorer)
     if spec.submission not in SCORERS:
         raise InputError(f"spec {spec.id}: no grader for a {spec.submission!r} submission")
     scored = SCORERS[spec.submission](spec, submission, sub, ans)

@@ -16,17 +16,21 @@ from runner.common.saved import Saved
 TASKS = ("tabular", "image", "text", "audio", "image_to_image", "text_normalization", "unsupported")
 # what the sample submission's value columns hold: one probability per class of one label, one probability of the
 # positive class, a class label, values, one independent probability per label column (multi-label), a set of
-# labels in one string (space-separated), the k likeliest labels in one string, best first; or what no engine
-# learns yet, written by a rule (runner.results.baselines): run-length masks, boxes, a span of a text, free text,
+# labels in one string (space-separated), the k likeliest labels in one string, best first, a value the grader
+# cuts at 0.5 into a yes or no (written so that the cut falls where out-of-fold predictions put it), a span of a
+# text (learned as a choice among candidate spans where the spec names the column that decides it, else a rule's);
+# or what no engine learns yet, written by a rule (runner.results.baselines): run-length masks, boxes, free text,
 # a ranking of items
-FORMATS = ("probabilities", "probability", "label", "regression", "multilabel", "labels", "ranked",
+FORMATS = ("probabilities", "probability", "label", "regression", "multilabel", "labels", "ranked", "decision",
            "mask", "boxes", "span", "text", "ranking",
            "sequence",  # an ordered list of labels in one string (gestures in the order they were made)
            "points",  # labelled points, "label x y" triples (kuzushiji's characters)
            "boxes3d")  # a sample's 3-D boxes in one string, nine tokens a box (lyft's lidar scenes)
 # how the engines learn each format: one class per row (probabilities out), independent 0/1 labels, or values
 LEARNED_AS = {"probabilities": "classes", "probability": "classes", "label": "classes", "ranked": "classes",
-              "regression": "values", "multilabel": "labels", "labels": "labels"}
+              "regression": "values", "multilabel": "labels", "labels": "labels", "decision": "classes",
+              "span": "values"}  # a span: each candidate span's score (runner.data.spans)
+DECISION_CUT = 0.5  # a `decision` submission's grader: from this value on, yes
 STRING_FORMATS = ("labels", "ranked", "mask", "boxes", "span", "text", "ranking",
                   "sequence", "points", "boxes3d")  # one string per row, any text
 # the rules of runner.results.baselines: what a task no engine trains submits
@@ -137,9 +141,16 @@ class CompetitionSpec(Saved):
     image_suffix: str = ""  # file name = id + suffix
     test_image_suffix: str | None = None  # a test file's name = its id + this, where not `image_suffix` ("": the id)
     text_column: str | None = None
-    # a text in several columns (a question's title and its body): read as one, joined by a line break in this
-    # order; `text_column` is the first of them
+    # several columns read together as one text, each after its name (us-patent's anchor, target and context)
     text_columns: tuple[str, ...] = ()
+    # pairs of text columns compared as a table view (lengths, shared words, the similarity of their TF-IDF vectors)
+    text_pairs: tuple[tuple[str, str], ...] = ()
+    # the train file's names of the targets, where not the submission's (jigsaw-unintended's `target` is submitted
+    # as `prediction`), and the answers' (its `toxicity`)
+    train_targets: tuple[str, ...] = ()
+    answer_targets: tuple[str, ...] = ()
+    subgroup_columns: tuple[str, ...] = ()  # the answers' identity columns whose subgroups a bias metric weighs
+    span_condition: str | None = None  # a learned span: the column whose value changes which words make it
     drop_columns: tuple[str, ...] = ()
     split_columns: tuple[ColumnSplit, ...] = ()
     # "id": rows matched by id; "row": by position (nomad2018's grader); "answers": only the ids the answers hold
@@ -211,11 +222,16 @@ class CompetitionSpec(Saved):
             raise SpecError(f"spec {self.id}: the constant baseline needs baseline_value, the string it writes")
         if self.baseline == "column" and not (self.baseline_column and self.test_file):
             raise SpecError(f"spec {self.id}: the column baseline needs baseline_column in the test file")
+        if self.train_targets and len(self.train_targets) != len(self.targets):
+            raise SpecError(f"spec {self.id}: train_targets names {len(self.train_targets)} columns for "
+                            f"{len(self.targets)} targets")
+        if self.submission == "span" and self.task != "unsupported" and not (self.text_column and self.test_file):
+            raise SpecError(f"spec {self.id}: a learned span needs text_column, the test file's text it is cut from")
         if self.stacked_ids and self.submission != "multilabel":
             raise SpecError(f"spec {self.id}: stacked_ids needs the multilabel submission format")
         if self.label_pattern is not None and re.compile(self.label_pattern).groups != 1:
             raise SpecError(f"spec {self.id}: label_pattern {self.label_pattern!r} needs exactly one group")
-        if self.text_columns and self.text_column != self.text_columns[0]:
+        if self.text_columns and self.text_column not in (None, self.text_columns[0]):
             raise SpecError(f"spec {self.id}: text_column must be the first of text_columns {self.text_columns}")
         if self.submission == "mask" and self.mask is None:
             raise SpecError(f"spec {self.id}: a mask submission needs `mask`, how its run-length strings are written")
@@ -236,6 +252,11 @@ class CompetitionSpec(Saved):
     def test_suffix(self) -> str:
         """What a test item's id needs to be its file's name."""
         return self.image_suffix if self.test_image_suffix is None else self.test_image_suffix
+
+    @property
+    def texts(self) -> tuple[str, ...]:
+        """The text columns read as the text view: the spec's several, or its one."""
+        return self.text_columns or ((self.text_column,) if self.text_column else ())
 
     @property
     def lower_is_better(self) -> bool:

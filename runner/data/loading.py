@@ -25,8 +25,10 @@ from runner.data.pages import pixel_dataset
 from runner.data.reading import read_table
 from runner.data.records import read_position_table
 from runner.data.sounds import clip_seconds
+from runner.data.spans import span_dataset
 from runner.data.table_features import tabular_features
 from runner.data.targets import align_test, file_inputs, files_with_labels, read_labels, read_sample, value_columns
+from runner.data.texts import pair_features, text_view
 from runner.data.tokens import token_dataset
 
 log = logging.getLogger(__name__)
@@ -75,18 +77,6 @@ def _file_views(spec: CompetitionSpec, data_dir: Path, work_dir: Path, sample: p
     return found
 
 
-def texts(spec: CompetitionSpec, frame: pd.DataFrame, path: Path) -> list[str]:
-    """Each row's text: the spec's text column, or its text columns joined by a line break (a title, a body)."""
-    columns = list(spec.text_columns or (spec.text_column,))
-    for column in columns:
-        if column not in frame.columns:
-            raise InputError(f"{path}: no text column {column!r}")
-    joined = frame[columns[0]].fillna("").astype(str)
-    for column in columns[1:]:
-        joined = joined + "\n" + frame[column].fillna("").astype(str)
-    return joined.tolist()
-
-
 def _read_rows(spec: CompetitionSpec, path: Path, what: str, data_dir: Path, warnings: list[str],
                budget_seconds: float | None = None, memory: int | None = None) -> pd.DataFrame:
     """A train or test file's rows: a row per position of records with a value per position (the spec's
@@ -131,6 +121,8 @@ def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_s
         return pixel_dataset(spec, data_dir, work_dir, sample, columns, budget_seconds)
     if spec.task == "text_normalization":
         return token_dataset(spec, data_dir, sample, columns, budget_seconds, memory)
+    if spec.submission == "span":  # a choice among candidate spans of each text
+        return span_dataset(spec, data_dir, sample, columns, budget_seconds, memory)
     warnings: list[str] = []
     items = read_items(spec, data_dir, work_dir, sample) if spec.items else None
     if items is not None:
@@ -141,6 +133,7 @@ def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_s
     else:
         train_path = data_dir / spec.train_file
         train = _read_rows(spec, train_path, "train file", data_dir, warnings, budget_seconds, memory)
+        train = train.rename(columns=dict(zip(spec.train_targets, spec.targets)))  # as the submission names them
     sampled = tuple(s for s in (train.attrs.get("sampled"),) if s)  # a large table cut to the budget or memory
     counted = counted_values(spec.groups, train) if spec.groups else {}
     if spec.groups:  # before any row is dropped: a labelled row's neighbours may have no label
@@ -170,11 +163,13 @@ def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_s
         if spec.groups:
             test = with_group_features(spec.groups, test, counted, str(test_path))
         test = align_test(spec, test, sample, test_path)
-    if spec.task == "text":
-        views["text"] = (texts(spec, train, train_path), texts(spec, test, test_path))
+    if spec.task == "text":  # one column or several read together; pairs of them compared as a table
+        views["text"] = text_view(spec, train, test, train_path, test_path)
+        if spec.text_pairs:
+            views["table"] = pair_features(spec, train, test)
     if test is not None:
         features, test_features = tabular_features(spec, train, test)
-        if features.shape[1] and "table" in views:  # beside what the files gave (their statistics)
+        if features.shape[1] and "table" in views:  # beside what the files gave (their statistics), or text pairs
             given, given_test = views["table"]
             features, test_features = (pd.concat([a.reset_index(drop=True), b.reset_index(drop=True)], axis=1)
                                        for a, b in ((given, features), (given_test, test_features)))

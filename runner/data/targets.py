@@ -14,7 +14,7 @@ import pandas as pd
 from runner.common.csvfiles import find_sample
 from runner.common.sampling import Sampled
 from runner.common.errors import InputError
-from runner.competition.spec import CompetitionSpec
+from runner.competition.spec import DECISION_CUT, CompetitionSpec
 from runner.data.dataset import Dataset
 from runner.data.reading import image_files, read_csv
 
@@ -67,7 +67,10 @@ def sample_from_test(spec: CompetitionSpec, data_dir: Path, warnings: list[str])
     warnings.append(f"{expected} not found: the submission's rows are {spec.test_file}'s {len(test)} ids, its "
                     f"columns {columns}")
     log.warning(warnings[-1])
-    return pd.DataFrame({spec.id_column: test[spec.id_column], **{c: fill for c in columns}})
+    # a column the test file holds under the submission's name is its value (billion-word's test sentences are a
+    # valid submission themselves)
+    return pd.DataFrame({spec.id_column: test[spec.id_column],
+                         **{c: test[c] if c in test.columns else fill for c in columns}})
 
 
 def nothing_to_learn(dataset: Dataset) -> str | None:
@@ -182,6 +185,8 @@ def read_labels(spec: CompetitionSpec, train: pd.DataFrame, columns: list[str], 
     if len(spec.targets) > 1:  # one-hot columns
         return train, list(columns), train[columns].to_numpy(dtype=np.float64).argmax(axis=1)
     labels = train[spec.targets[0]]
+    if spec.submission == "decision":  # the grader cuts the truth where it cuts the predictions
+        labels = (pd.to_numeric(labels, errors="coerce") >= DECISION_CUT).astype(int)
     if spec.submission == "probabilities":
         classes = list(columns)
         names = labels.astype(str)

@@ -33,9 +33,13 @@ SELECTION_ROWS = 50_000  # larger tables choose weights on a fixed sample of row
 # the squared error of the expected grade: kappa's quadratic weights as a sum over rows. Log loss, judged in before,
 # read a member of kappa 0.48 on 3 folds as making a 0.32 member worse (1.433 to 1.469) where kappa rose to 0.40
 GRADE_ERROR = "expected_grade_squared_error"
-SMOOTH = {"accuracy": "log_loss", "qwk": GRADE_ERROR}  # what steps are judged in where the metric is too coarse
+# what steps are judged in where the metric is too coarse: decisions cut where balanced accuracy peaks by their
+# AUC, a span chosen among candidates by the error of the candidates' predicted Jaccards
+SMOOTH = {"accuracy": "log_loss", "qwk": GRADE_ERROR, "bias_auc": "roc_auc", "word_jaccard": "rmse",
+          "word_jaccard_samples": "rmse"}
 LOWER_IS_BETTER = {**metrics.LOWER_IS_BETTER, GRADE_ERROR: True}
-RANKED = {"roc_auc", "mean_column_roc_auc"}  # judged on ranks across rows: not a sum of one term per row
+# judged on ranks (or a correlation) across rows: not a sum of one term per row
+RANKED = {"roc_auc", "mean_column_roc_auc", "mean_column_spearman", "pearson"}
 
 
 @dataclass(frozen=True)

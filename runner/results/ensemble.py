@@ -8,6 +8,7 @@ import logging
 import numpy as np
 
 from runner.common import metrics
+from runner.common.bias_metrics import best_cut
 from runner.common.label_metrics import LABEL_THRESHOLD, decided, stand_in_truth, tune_new_label, tune_threshold
 from runner.results.member_state import MemberState
 from runner.results.blend import Blend, MemberPredictions, choose_blend, pool_gain
@@ -59,7 +60,8 @@ class Ensemble:
             return {}
         classes = tuple(self.dataset.classes) if self.dataset.classes is not None else None
         weights = ", ".join(f"{name} {w:.2f}" for name, w in sorted(blend.weights.items(), key=lambda i: -i[1]))
-        cuts = self.grade_thresholds(blend) or self.set_threshold(blend) or self.new_label_score(blend)
+        cuts = (self.grade_thresholds(blend) or self.set_threshold(blend) or self.new_label_score(blend)
+                or self.decision_cut(blend))
         base = round(baseline_score(self.metric, self.dataset.y, self.prior.values[0], blend.covered,
                                     self.dataset.score_groups), 6)  # as the CV
         labels = tuple(self.dataset.labels) if self.dataset.labels is not None else None
@@ -149,6 +151,16 @@ class Ensemble:
         scored = [round(metrics.score(self.metric, truth, decided(pred, cut)), 6)
                   for pred, cut in ((blend.oof[rows], cuts[0]), (prior, own))]
         return scored[0], scored[1]
+
+    def decision_cut(self, blend: Blend) -> tuple[float] | None:
+        """For a decision the grader cuts: the probability from which a row is a yes, where the blend's out-of-fold
+        balanced accuracy peaks (what an AUC of decisions measures)."""
+        if self.outputs.spec.submission != "decision":
+            return None
+        rows = blend.covered
+        cut, tuned = best_cut(self.dataset.y[rows], blend.oof[rows][:, -1])
+        log.info("decision cut %.3f: balanced accuracy %.4f on the out-of-fold rows", cut, tuned)
+        return (cut,)
 
     def measure_gain(self, state: MemberState) -> None:
         """What this member added to the pool, now that it has ended: the relative fall of the best convex blend's

@@ -17,8 +17,9 @@ from runner.data.listed import stacked_items
 from runner.common.errors import InputError, InvalidSubmissionError
 from runner.common.untrusted import inside
 from runner.common.label_metrics import LABEL_THRESHOLD, decided, top_k
+from runner.common.correlation_metrics import CORRELATIONS, varied
 from runner.common.metrics import grades
-from runner.competition.spec import STRING_FORMATS, CompetitionSpec
+from runner.competition.spec import DECISION_CUT, STRING_FORMATS, CompetitionSpec
 
 SUM_TOLERANCE = 1e-6
 SAMPLE_HEAD_ROWS = 100  # rows of the sample read to tell it is a table before it is copied as the first submission
@@ -90,7 +91,32 @@ def _multilabel(values, predictions, sample, columns, spec) -> dict:
 def _regression(values, predictions, sample, columns, spec) -> dict:
     values = np.nan_to_num(np.asarray(values, dtype=np.float64))
     values = np.clip(values, 0.0, None) if spec.metric == "rmsle" else values
+    values = varied(values) if spec.metric in CORRELATIONS else values  # a constant column's correlation is NaN
     return {c: v for c, v in zip(columns, np.atleast_2d(values.T))}
+
+
+def decision_values(p: np.ndarray, cut: float) -> np.ndarray:
+    """Probabilities mapped, in order, so that `cut` lands on the grader's DECISION_CUT: [0, cut) onto [0, 0.5) and
+    [cut, 1] onto [0.5, 1]."""
+    cut = float(np.clip(cut, EPS, 1.0 - EPS))
+    below = np.minimum(DECISION_CUT * p / cut, np.nextafter(DECISION_CUT, 0.0))  # never rounded up onto the cut
+    above = np.maximum(DECISION_CUT + (1.0 - DECISION_CUT) * (p - cut) / (1.0 - cut), DECISION_CUT)
+    return np.clip(np.where(p >= cut, above, below), 0.0, 1.0)
+
+
+def _chosen_span(values, predictions, sample, columns, spec) -> dict:
+    """Each row's candidate span (runner.data.spans) with the highest predicted score."""
+    if predictions.choices is None:
+        raise InvalidSubmissionError("a span is chosen among candidates, and these predictions name none")
+    chosen = np.nan_to_num(np.asarray(values, dtype=np.float64), nan=-np.inf).argmax(axis=1)
+    return {columns[0]: predictions.choices[np.arange(len(chosen)), chosen]}
+
+
+def _decision(values, predictions, sample, columns, spec) -> dict:
+    """The positive class's probability, cut where out-of-fold predictions put the threshold (DECISION_CUT until
+    one is tuned) and written so that the grader's cut falls there; the rows' order stays."""
+    cut = predictions.thresholds[0] if predictions.thresholds else DECISION_CUT
+    return {columns[0]: decision_values(_normalise(values)[:, -1], cut)}
 
 
 def _label_set(values, predictions, sample, columns, spec) -> dict:
@@ -131,7 +157,8 @@ def _ranked(values, predictions, sample, columns, spec) -> dict:
 
 # how each submission format's value columns are written from the predictions (the sample's other columns stay)
 WRITERS = {"probabilities": _probabilities, "probability": _probability, "label": _label,
-           "multilabel": _multilabel, "regression": _regression, "labels": _label_set, "ranked": _ranked}
+           "multilabel": _multilabel, "regression": _regression, "labels": _label_set, "ranked": _ranked,
+           "decision": _decision, "span": _chosen_span}
 
 
 def build_submission(sample: pd.DataFrame, spec: CompetitionSpec, columns: list[str],
@@ -247,7 +274,8 @@ def sample_baseline(sample: pd.DataFrame, spec: CompetitionSpec, columns: list[s
         submission[numeric] = values.fillna(0.5).clip(0.0, 1.0)
     elif spec.submission == "regression" and numeric:
         values = sample[numeric].apply(pd.to_numeric, errors="coerce").fillna(0.0)
-        submission[numeric] = values.clip(lower=0.0) if spec.metric == "rmsle" else values
+        values = values.clip(lower=0.0) if spec.metric == "rmsle" else values
+        submission[numeric] = varied(values.to_numpy()) if spec.metric in CORRELATIONS else values
     elif spec.submission == "label":
         column = sample[columns[0]]
         submission[columns[0]] = column.fillna(column.mode().iloc[0]) if column.notna().any() else column
@@ -265,8 +293,9 @@ def prior_predictions(y: np.ndarray, classes: list | None, n_test: int,
     """Class prior (classification), each label's share (a set of labels) or target mean (regression) for every
     test row."""
     if classes is None:
-        source = "baseline: each label's share of the training rows" if labels is not None else "baseline: target mean"
-        return Predictions(np.tile(np.nanmean(y, axis=0), (n_test, 1)), None, source,
+        source = "baseline: each label's share of the training rows" if labels is not None else \
+            "baseline: target mean" + (", each row's candidate best on average" if choices is not None else "")
+        return Predictions(np.tile(np.nanmean(y, axis=0), (n_test, 1)), None, source, choices=choices,
                            labels=tuple(labels) if labels is not None else None)
     prior = np.bincount(y.astype(int), minlength=len(classes)) / len(y)
     source = "baseline: class prior" if choices is None else \
