@@ -18,7 +18,7 @@ from typing import Callable
 
 import numpy as np
 
-from runner.common import label_metrics
+from runner.common import direction_metrics, distribution_metrics, label_metrics, ranking_metrics
 
 THRESHOLD_ROUNDS = 3  # passes over the kappa cuts; a third rarely moves one
 
@@ -188,5 +188,10 @@ METRICS: dict[str, Metric] = {
     "qwk": Metric(False, lambda y, p: qwk(y, grades(p))),
     "micro_f1": Metric(False, label_metrics.micro_f1),  # a set of labels per row (0/1 or probabilities cut)
     "map_at_5": Metric(False, label_metrics.map_at_k(5)),  # the 5 likeliest labels, ranked, against the truth
+    # MAE rounded to a whole number (Python's round, half to even), as some graders report it
+    "mae_integer": Metric(True, lambda y, p: float(round(_mae(y, p))), lambda y, p: float(round(_fast_mae(y, p)))),
+    "lwlrap": Metric(False, ranking_metrics.lwlrap),  # each row's labels ranked; every (row, true label) weighs alike
+    "kl_divergence": Metric(True, distribution_metrics.kl_divergence),  # distributions (votes shared out), per row
+    "mean_angular_error": Metric(True, direction_metrics.mean_angular_error),  # radians between 3-D directions
 }
 LOWER_IS_BETTER = {name: metric.lower_is_better for name, metric in METRICS.items()}

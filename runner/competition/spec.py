@@ -18,12 +18,15 @@ TASKS = ("tabular", "image", "text", "audio", "image_to_image", "text_normalizat
 # positive class, a class label, values, one independent probability per label column (multi-label), a set of
 # labels in one string (space-separated), the k likeliest labels in one string, best first; or what no engine
 # learns yet, written by a rule (runner.results.baselines): run-length masks, boxes, a span of a text, free text,
-# a ranking of items
+# a ranking of items; a distribution over the value columns (soft labels: each row's shares, learned as one value
+# each, written shared out to sum to one); a direction in 3-D as its azimuth and zenith (learned as a unit vector)
 FORMATS = ("probabilities", "probability", "label", "regression", "multilabel", "labels", "ranked",
-           "mask", "boxes", "span", "text", "ranking")
+           "mask", "boxes", "span", "text", "ranking",
+           "distribution", "direction")
 # how the engines learn each format: one class per row (probabilities out), independent 0/1 labels, or values
 LEARNED_AS = {"probabilities": "classes", "probability": "classes", "label": "classes", "ranked": "classes",
-              "regression": "values", "multilabel": "labels", "labels": "labels"}
+              "regression": "values", "multilabel": "labels", "labels": "labels",
+              "distribution": "values", "direction": "values"}
 STRING_FORMATS = ("labels", "ranked", "mask", "boxes", "span", "text", "ranking")  # one string per row, any text
 # the rules of runner.results.baselines: what a task no engine trains submits
 BASELINES = ("noisy_pixels", "most_frequent", "sample", "column", "constant")
@@ -109,6 +112,8 @@ class CompetitionSpec(Saved):
     # the rows the grader scores, as a condition on the answers' columns (pandas' query: "u_out == 0"); cross-
     # validation scores the training rows that meet it on the train file's columns
     scored_rows: str | None = None
+    group_column: str | None = None  # training rows with one value of it share a fold (one recording's windows)
+    positions_file: str | None = None  # where each sensor is (`sensor_id,x,y,z`): joined to the hits of an event
     real: RealSize | None = None
     medals: Medals | None = None
     folds: int = 5
