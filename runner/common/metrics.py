@@ -190,7 +190,7 @@ METRICS: dict[str, Metric] = {
     "map_at_5": Metric(False, label_metrics.map_at_k(5)),  # the 5 likeliest labels, ranked, against the truth
     # MAE rounded to a whole number (Python's round, half to even), as some graders report it
     "mae_integer": Metric(True, lambda y, p: float(round(_mae(y, p))), lambda y, p: float(round(_fast_mae(y, p)))),
-    "lwlrap": Metric(False, ranking_metrics.lwlrap),  # each row's labels ranked; every (row, true label) weighs alike
+    "lwlrap": Metric(False, ranking_metrics.lwlrap, ranking_metrics.fast_lwlrap),  # each row's labels ranked; every (row, true label) weighs alike
     "kl_divergence": Metric(True, distribution_metrics.kl_divergence),  # distributions (votes shared out), per row
     "mean_angular_error": Metric(True, direction_metrics.mean_angular_error),  # radians between 3-D directions
 }
