@@ -173,18 +173,20 @@ def _label_columns(spec: CompetitionSpec, submission: pd.DataFrame, sub: pd.Data
 
 
 def _distribution(spec: CompetitionSpec, submission: pd.DataFrame, sub: pd.DataFrame, ans: pd.DataFrame) -> _Scored:
-    """Each row's predicted distribution against the answers' counts shared out; every column besides the id must
-    be one of them (the KL metric reads every other column as a probability)."""
+    """Each row's predicted distribution against the answers' counts shared out. Its columns must sum to 1 to 5
+    decimals; any other column besides the id is read as a probability too (Kaggle's KL metric checks every
+    column): numbers in [0, 1] that keep each row's sum at 1."""
     from runner.common.distribution_metrics import shares
 
     columns = list(spec.targets)
-    if set(submission.columns) != {spec.id_column, *columns}:
-        raise InvalidSubmissionError(f"columns must be exactly {[spec.id_column, *columns]}")
     pred = _numeric(sub, columns)
-    if (pred < 0).any() or (pred > 1).any():
+    every = _numeric(sub, [c for c in sub.columns if c != spec.id_column])
+    if (every < 0).any() or (every > 1).any():
         raise InvalidSubmissionError("probabilities outside [0, 1]")
     if (np.round(pred.sum(axis=1), 5) != 1).any():
         raise InvalidSubmissionError("probability rows do not sum to 1 (to 5 decimals)")
+    if not np.allclose(every.sum(axis=1), 1):
+        raise InvalidSubmissionError("an extra column moves the rows' sums away from 1")
     return _Scored(shares(_numeric(ans, columns)), pred, spec.metric)
 
 
