@@ -18,7 +18,9 @@ test event is read.
 from __future__ import annotations
 
 import logging
+import os
 import re
+from multiprocessing.pool import ThreadPool
 from pathlib import Path
 
 import numpy as np
@@ -27,11 +29,12 @@ import pandas as pd
 from runner.common.errors import InputError
 from runner.common.sampling import Sampled
 from runner.competition.spec import CompetitionSpec
-from runner.data.reading import image_files, read_csv, read_table
+from runner.data.reading import image_files, located, read_csv, read_table
 
 log = logging.getLogger(__name__)
 
 MAX_TRAIN_EVENTS = 2_000_000  # ten real batches: minutes of boosting on a 16-core node, a few GiB of features
+THREADS = min(4, os.cpu_count() or 1)  # batches summarised at once: each holds ~1-2 GiB of a real batch's pulses
 BATCH_NUMBER = re.compile(r"(\d+)\.parquet$")  # the batch a file holds, by the last number in its name
 META = ("batch_id", "event_id", "first_pulse_index", "last_pulse_index")
 HITS = ("sensor_id", "time", "charge", "auxiliary")
@@ -64,7 +67,10 @@ def sensor_positions(path: Path, root: Path) -> np.ndarray:
 
 
 def _sums(values: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Each event's sum of `values` over its rows starts..ends-1 (cumulative sums: events in any order)."""
+    """Each event's sum of `values` over its rows starts..ends-1 (starts rising): summed in place where the
+    events' rows follow one another (as a batch file holds them), else from cumulative sums."""
+    if len(starts) and np.array_equal(starts[1:], ends[:-1]) and ends[-1] == len(values) and (ends > starts).all():
+        return np.add.reduceat(values.astype(np.float64, copy=False), starts)
     running = np.concatenate([[0.0], np.cumsum(values, dtype=np.float64)])
     return running[ends] - running[starts]
 
@@ -74,6 +80,7 @@ def event_features(hits: pd.DataFrame, positions: np.ndarray, starts: np.ndarray
     sensor = hits["sensor_id"].to_numpy().astype(np.int64)
     where = positions[np.clip(sensor, 0, len(positions) - 1)]
     time = hits["time"].to_numpy(dtype=np.float64)
+    time -= np.median(time) if len(time) else 0.0  # nearer zero: sums of squares keep their precision
     charge = hits["charge"].to_numpy(dtype=np.float64)
     auxiliary = hits["auxiliary"].to_numpy().astype(np.float64)
     count = np.maximum(ends - starts, 1).astype(np.float64)
@@ -114,23 +121,42 @@ def batch_features(meta: pd.DataFrame, path: Path, positions: np.ndarray) -> pd.
     return pd.DataFrame(features, columns=list(FEATURES), index=meta.index)
 
 
-def _read_meta(path: Path, root: Path) -> pd.DataFrame:
-    meta = read_table(path, "event table", root)
+def _read_meta(path: Path, root: Path, batches: list | None = None) -> pd.DataFrame:
+    """An event table, or only its rows of `batches` (read by pyarrow's filter: the real training table holds
+    118.8 million events)."""
+    if batches is None:
+        meta = read_table(path, "event table", root)
+    else:
+        try:
+            meta = pd.read_parquet(located(path, "event table", root), filters=[("batch_id", "in", batches)])
+        except Exception as exc:  # pyarrow's errors
+            raise InputError(f"{path}: cannot read event table: {exc}") from exc
     missing = [c for c in META if c not in meta.columns]
     if missing:
         raise InputError(f"{path}: no column(s) {missing}")
     return meta
 
 
+def _batch_sizes(path: Path, root: Path) -> pd.Series:
+    """Events per batch, in the table's order, from its `batch_id` column alone."""
+    try:
+        batch_ids = pd.read_parquet(located(path, "event table", root), columns=["batch_id"])["batch_id"]
+    except Exception as exc:  # pyarrow's errors, a missing column
+        raise InputError(f"{path}: cannot read its batch_id column: {exc}") from exc
+    return batch_ids.groupby(batch_ids, sort=False).size()
+
+
 def _features(meta: pd.DataFrame, files: dict[int, Path], positions: np.ndarray, where: str) -> pd.DataFrame:
     """Every event of `meta` with its batch's features (NaN for an event whose batch file is missing)."""
-    parts = []
-    for batch, events in meta.groupby("batch_id", sort=False):
+    def one(job) -> pd.DataFrame:
+        batch, events = job
         if int(batch) not in files:
             log.warning("%s: no file of batch %s: its %d events have no features", where, batch, len(events))
-            parts.append(pd.DataFrame(np.nan, index=events.index, columns=list(FEATURES)))
-            continue
-        parts.append(batch_features(events, files[int(batch)], positions))
+            return pd.DataFrame(np.nan, index=events.index, columns=list(FEATURES))
+        return batch_features(events, files[int(batch)], positions)
+
+    with ThreadPool(THREADS) as pool:  # NumPy and pyarrow work outside the GIL
+        parts = pool.map(one, list(meta.groupby("batch_id", sort=False)), chunksize=1)
     return pd.concat([meta, pd.concat(parts).reindex(meta.index)], axis=1)
 
 
@@ -140,16 +166,16 @@ def pulse_events(spec: CompetitionSpec, data_dir: Path, work_dir: Path, sample: 
         if not getattr(spec, field):
             raise InputError(f"spec {spec.id}: pulse_events needs {field}")
     train_path = data_dir / spec.items_file
-    meta, test_meta = _read_meta(train_path, data_dir), _read_meta(data_dir / spec.test_items_file, data_dir)
+    sizes = _batch_sizes(train_path, data_dir)
+    read = sizes.index[(sizes.cumsum() - sizes) < MAX_TRAIN_EVENTS]  # whole batches, in order, to the cap
+    kept = _read_meta(train_path, data_dir, None if len(read) == len(sizes) else read.tolist())
+    test_meta = _read_meta(data_dir / spec.test_items_file, data_dir)
     positions = sensor_positions(data_dir / spec.positions_file, data_dir)
     train_files = batch_files(data_dir, spec.image_dir, work_dir)
     test_files = batch_files(data_dir, spec.test_image_dir, work_dir)
-    sizes = meta.groupby("batch_id", sort=False).size()
-    read = sizes.index[(sizes.cumsum() - sizes) < MAX_TRAIN_EVENTS]  # whole batches, in order, to the cap
-    kept = meta[meta["batch_id"].isin(read)].reset_index(drop=True)
-    train = _features(kept, train_files, positions, str(data_dir / spec.image_dir))
-    if len(kept) < len(meta):
-        train.attrs["sampled"] = Sampled(what="training events", kept=len(kept), of=len(meta),
+    train = _features(kept.reset_index(drop=True), train_files, positions, str(data_dir / spec.image_dir))
+    if len(kept) < sizes.sum():
+        train.attrs["sampled"] = Sampled(what="training events", kept=len(kept), of=int(sizes.sum()),
                                          how=f"the first {len(read)} of {len(sizes)} batches, whole",
                                          source=str(train_path),
                                          why=f"at most {MAX_TRAIN_EVENTS:,} events are read and summarised")
