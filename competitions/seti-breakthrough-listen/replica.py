@@ -33,7 +33,7 @@ OLD = 12  # old_leaky_data's arrays per split in the replica (the real first lau
 LEAST = 20
 NEEDLE_SHARE = 0.15  # the real snippets hold about a tenth of needles; a few more steady the replica's AUC
 INTERFERENCE_SHARE = 0.3  # of the negatives: a line through every panel
-LEVEL = (1.5, 3.0)  # a line's brightness against the noise's standard deviation
+LEVEL = (1.0, 2.5)  # a line's brightness against the noise's standard deviation
 DRIFT = 0.18  # the most a line drifts over the cadence, either way: this share of the channels
 ID_LENGTH = 15
 
