@@ -13,6 +13,7 @@ from pydantic import PlainSerializer
 from runner.common import metrics
 from runner.common.errors import InputError, InvalidSubmissionError
 from runner.common.saved import Saved
+from runner.competition import vector_submissions
 from runner.competition.spec import CompetitionSpec
 
 BOOTSTRAP_ROUNDS = 1000  # resamples of the test rows: enough for steady 5% and 95% quantiles
@@ -151,7 +152,7 @@ class _Scored:
 def _multilabel(spec: CompetitionSpec, submission: pd.DataFrame, sub: pd.DataFrame, ans: pd.DataFrame) -> _Scored:
     """Mean column ROC AUC over the scored labels; answer rows marked -1 (jigsaw's unscored rows) are left out."""
     if not any(t in ans.columns for t in spec.targets):  # a column per label, named by the answers alone
-        return _label_columns(spec, submission, sub, ans)
+        return _Scored(*vector_submissions.label_columns(spec, submission, sub, ans), spec.metric)
     columns = list(spec.scored_columns or [t for t in spec.targets if t in ans.columns])
     if not spec.scored_columns and set(sub.columns) != {spec.id_column, *columns}:  # jigsaw reads every column
         raise InvalidSubmissionError(f"columns must be exactly {[spec.id_column, *columns]}")
@@ -160,48 +161,6 @@ def _multilabel(spec: CompetitionSpec, submission: pd.DataFrame, sub: pd.DataFra
         raise InvalidSubmissionError("probabilities outside [0, 1]")
     scored = (truth != -1).all(axis=1)
     return _Scored(truth[scored], pred[scored], spec.metric)
-
-
-def _label_columns(spec: CompetitionSpec, submission: pd.DataFrame, sub: pd.DataFrame, ans: pd.DataFrame) -> _Scored:
-    """A score per label in the answers' label columns, in their order after the id (as freesound's grader reads
-    them: any numbers, only their order within a row counts)."""
-    columns = [c for c in ans.columns if c != spec.id_column]
-    if list(submission.columns) != [spec.id_column, *columns]:
-        raise InvalidSubmissionError(f"columns must be {spec.id_column!r} then the {len(columns)} labels in the "
-                                     "answers' order")
-    return _Scored(_numeric(ans, columns), _numeric(sub, columns), spec.metric)
-
-
-def _distribution(spec: CompetitionSpec, submission: pd.DataFrame, sub: pd.DataFrame, ans: pd.DataFrame) -> _Scored:
-    """Each row's predicted distribution against the answers' counts shared out. Its columns must sum to 1 to 5
-    decimals; any other column besides the id is read as a probability too (Kaggle's KL metric checks every
-    column): numbers in [0, 1] that keep each row's sum at 1."""
-    from runner.common.distribution_metrics import shares
-
-    columns = list(spec.targets)
-    pred = _numeric(sub, columns)
-    every = _numeric(sub, [c for c in sub.columns if c != spec.id_column])
-    if (every < 0).any() or (every > 1).any():
-        raise InvalidSubmissionError("probabilities outside [0, 1]")
-    if (np.round(pred.sum(axis=1), 5) != 1).any():
-        raise InvalidSubmissionError("probability rows do not sum to 1 (to 5 decimals)")
-    if not np.allclose(every.sum(axis=1), 1):
-        raise InvalidSubmissionError("an extra column moves the rows' sums away from 1")
-    return _Scored(shares(_numeric(ans, columns)), pred, spec.metric)
-
-
-def _direction(spec: CompetitionSpec, submission: pd.DataFrame, sub: pd.DataFrame, ans: pd.DataFrame) -> _Scored:
-    """Azimuth and zenith (radians), finite numbers, in exactly the id's and their columns."""
-    columns = list(spec.targets)
-    if set(submission.columns) != {spec.id_column, *columns}:
-        raise InvalidSubmissionError(f"columns must be exactly {[spec.id_column, *columns]}")
-    for column in columns:
-        if not pd.api.types.is_numeric_dtype(sub[column]) or pd.api.types.is_bool_dtype(sub[column]):
-            raise InvalidSubmissionError(f"column {column!r} is not numeric")
-    pred = sub[columns].to_numpy(dtype=np.float64)
-    if not np.isfinite(pred).all():
-        raise InvalidSubmissionError("non-finite or empty angles")
-    return _Scored(_numeric(ans, columns), pred, spec.metric)
 
 
 def _probabilities(spec: CompetitionSpec, submission: pd.DataFrame, sub: pd.DataFrame, ans: pd.DataFrame) -> _Scored:
@@ -295,7 +254,8 @@ def _ranked(spec: CompetitionSpec, submission: pd.DataFrame, sub: pd.DataFrame, 
 SCORERS: dict[str, Callable[..., _Scored]] = {
     "probabilities": _probabilities, "multilabel": _multilabel, "probability": _probability, "label": _label,
     "regression": _regression, "labels": _labels, "ranked": _ranked,
-    "distribution": _distribution, "direction": _direction,
+    "distribution": lambda spec, *frames: _Scored(*vector_submissions.distribution(spec, *frames), spec.metric),
+    "direction": lambda spec, *frames: _Scored(*vector_submissions.direction(spec, *frames), spec.metric),
 }
 
 
