@@ -45,10 +45,12 @@ class Batches:
 
 
 def sizes(scale: float | str = 1.0) -> Batches:
-    """How many batches `scale` writes (a factor of the replica's own counts, or REAL) and events in each."""
+    """How many batches `scale` writes (a factor of the replica's own counts, or REAL) and events in each: the
+    events a share of the real ones, in at least two batches (a train and a test one)."""
     scale = parse_scale(scale)
-    real = is_real(scale)
-    return Batches(scaled(BATCHES, REAL_BATCHES, scale, 2), REAL_EVENTS if real else EVENTS)
+    batches = scaled(BATCHES, REAL_BATCHES, scale, 2)
+    events = scaled(BATCHES * EVENTS, REAL_BATCHES * REAL_EVENTS, scale, 2)
+    return Batches(batches, max(1, round(events / batches)))
 
 
 def geometry() -> pd.DataFrame:

@@ -167,6 +167,7 @@ def decodable_train(spec: CompetitionSpec, train: list[Path | None], test: list[
         if files else []
     if not probes:
         return train, None
+    Path(work_dir).mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=work_dir) as scratch:
         started = time.perf_counter()
         DECODERS[spec.decode](spec, probes, [], Path(scratch), 1)
