@@ -140,6 +140,7 @@ def _statistics_table(rows: list[np.ndarray | None], width: int) -> pd.DataFrame
 
 def array_image(spec: CompetitionSpec, train: list[Path | None], test: list[Path | None], work_dir: Path,
                 workers: int = 1) -> dict[str, tuple]:
+    """The image view (each array's picture) and the table view (its panels' statistics)."""
     root = Path(work_dir) / DECODED
     train_pictures, train_rows = _array_views(train, root / "train", workers)
     test_pictures, test_rows = _array_views(test, root / "test", workers)
@@ -168,9 +169,10 @@ def decodable_train(spec: CompetitionSpec, train: list[Path | None], test: list[
     if not probes:
         return train, None
     Path(work_dir).mkdir(parents=True, exist_ok=True)
+    decoder = _decoder(spec)
     with tempfile.TemporaryDirectory(dir=work_dir) as scratch:
         started = time.perf_counter()
-        DECODERS[spec.decode](spec, probes, [], Path(scratch), 1)
+        decoder(spec, probes, [], Path(scratch), 1)
         seconds_each = (time.perf_counter() - started) / len(probes)
     affordable = int(DECODE_SHARE * budget_seconds * max(1, cores) / max(seconds_each, 1e-6))
     most = max(LEAST_TRAIN, affordable - len(set(p for p in test if p is not None)))
@@ -186,9 +188,15 @@ def decodable_train(spec: CompetitionSpec, train: list[Path | None], test: list[
     return [p if p in chosen else None for p in train], cut
 
 
-def decode(spec: CompetitionSpec, train: list[Path | None], test: list[Path | None], work_dir: Path,
-           workers: int = 1) -> dict[str, tuple]:
+def _decoder(spec: CompetitionSpec) -> Callable[..., dict[str, tuple]]:
     if spec.decode not in DECODERS:
         raise InputError(f"spec {spec.id}: no decoder {spec.decode!r}; known: {', '.join(DECODERS)}")
+    return DECODERS[spec.decode]
+
+
+def decode(spec: CompetitionSpec, train: list[Path | None], test: list[Path | None], work_dir: Path,
+           workers: int = 1) -> dict[str, tuple]:
+    """The views the spec's decoder makes of every training and test file, on `workers` threads."""
+    decoder = _decoder(spec)
     Path(work_dir).mkdir(parents=True, exist_ok=True)
-    return DECODERS[spec.decode](spec, train, test, Path(work_dir), workers)
+    return decoder(spec, train, test, Path(work_dir), workers)
