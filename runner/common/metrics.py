@@ -19,7 +19,8 @@ from typing import Callable
 import numpy as np
 
 from runner.common import (answer_metrics, bias_metrics, box3d_metrics, box_metrics, correlation_metrics,
-                           grouped_metrics, label_metrics, order_metrics, sequence_metrics, string_metrics)
+                           direction_metrics, distribution_metrics, grouped_metrics, label_metrics, order_metrics,
+                           ranking_metrics, sequence_metrics, string_metrics)
 from runner.common.mask_metrics import MASK_METRICS
 
 THRESHOLD_ROUNDS = 3  # passes over the kappa cuts; a third rarely moves one
@@ -229,5 +230,11 @@ METRICS: dict[str, Metric] = {
     "mean_levenshtein": Metric(True, string_metrics.mean_levenshtein),  # a text's character edits
     "kendall_tau": Metric(False, order_metrics.kendall_tau),  # orderings of items, pooled
     "answer_micro_f1": Metric(False, answer_metrics.answered_share),  # an answer found or rightly left blank
+    # MAE rounded to a whole number (Python's round, half to even), as some graders report it
+    "mae_integer": Metric(True, lambda y, p: float(round(_mae(y, p))), lambda y, p: float(round(_fast_mae(y, p)))),
+    # each row's labels ranked; every (row, true label) weighs alike
+    "lwlrap": Metric(False, ranking_metrics.lwlrap, ranking_metrics.fast_lwlrap),
+    "kl_divergence": Metric(True, distribution_metrics.kl_divergence),  # distributions (votes shared out), per row
+    "mean_angular_error": Metric(True, direction_metrics.mean_angular_error),  # radians between 3-D directions
 }
 LOWER_IS_BETTER = {name: metric.lower_is_better for name, metric in METRICS.items()}

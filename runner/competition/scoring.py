@@ -13,7 +13,7 @@ import pandas as pd
 
 from runner.common import metrics
 from runner.common.errors import InputError, InvalidSubmissionError
-from runner.competition import grade_shapes
+from runner.competition import grade_shapes, vector_submissions
 from runner.competition.metric_grades import METRIC_SCORERS
 from runner.competition.spec import CompetitionSpec
 
@@ -147,6 +147,8 @@ class _Scored:
 
 def _multilabel(spec: CompetitionSpec, submission: pd.DataFrame, sub: pd.DataFrame, ans: pd.DataFrame) -> _Scored:
     """Mean column ROC AUC over the scored labels; answer rows marked -1 (jigsaw's unscored rows) are left out."""
+    if not any(t in ans.columns for t in spec.targets):  # a column per label, named by the answers alone
+        return _Scored(*vector_submissions.label_columns(spec, submission, sub, ans), spec.metric)
     columns = list(spec.scored_columns or [t for t in spec.targets if t in ans.columns])
     if not spec.scored_columns and set(sub.columns) != {spec.id_column, *columns}:  # jigsaw reads every column
         raise InvalidSubmissionError(f"columns must be exactly {[spec.id_column, *columns]}")
@@ -273,6 +275,8 @@ SCORERS: dict[str, Callable[..., _Scored]] = {
     "regression": _regression, "labels": _labels, "ranked": _ranked,
     "mask": grade_shapes.masks, "boxes": grade_shapes.shapes, "points": grade_shapes.shapes,
     "sequence": _strings, "boxes3d": _strings,
+    "distribution": lambda spec, *frames: _Scored(*vector_submissions.distribution(spec, *frames), spec.metric),
+    "direction": lambda spec, *frames: _Scored(*vector_submissions.direction(spec, *frames), spec.metric),
 }
 
 

@@ -23,13 +23,16 @@ TASKS = ("tabular", "image", "text", "audio", "image_to_image", "text_normalizat
 # a ranking of items
 FORMATS = ("probabilities", "probability", "label", "regression", "multilabel", "labels", "ranked", "decision",
            "mask", "boxes", "span", "text", "ranking",
+           "distribution",  # soft labels: each row's shares of the value columns, learned as a value each, summing to 1
+           "direction",  # a direction in 3-D as its azimuth and zenith, learned as a unit vector
            "sequence",  # an ordered list of labels in one string (gestures in the order they were made)
            "points",  # labelled points, "label x y" triples (kuzushiji's characters)
            "boxes3d")  # a sample's 3-D boxes in one string, nine tokens a box (lyft's lidar scenes)
 # how the engines learn each format: one class per row (probabilities out), independent 0/1 labels, or values
 LEARNED_AS = {"probabilities": "classes", "probability": "classes", "label": "classes", "ranked": "classes",
               "regression": "values", "multilabel": "labels", "labels": "labels", "decision": "classes",
-              "span": "values"}  # a span: each candidate span's score (runner.data.spans)
+              "span": "values",  # a span: each candidate span's score (runner.data.spans)
+              "distribution": "values", "direction": "values"}
 DECISION_CUT = 0.5  # a `decision` submission's grader: from this value on, yes
 STRING_FORMATS = ("labels", "ranked", "mask", "boxes", "span", "text", "ranking",
                   "sequence", "points", "boxes3d")  # one string per row, any text
@@ -202,6 +205,8 @@ class CompetitionSpec(Saved):
     # the `constant_by_suffix` rule: (id ending, string) pairs, the string a row gets by how its id ends (siim-covid19's
     # `_study`, `_image`)
     baseline_values: tuple[tuple[str, str], ...] = ()
+    group_column: str | None = None  # training rows with one value of it share a fold (one recording's windows)
+    positions_file: str | None = None  # where each sensor is (`sensor_id,x,y,z`): joined to the hits of an event
     real: RealSize | None = None
     medals: Medals | None = None
     folds: int = 5

@@ -16,7 +16,7 @@ import pandas as pd
 from runner.common.errors import InputError
 from runner.competition.spec import CompetitionSpec
 from runner.data.dataset import SPECTROGRAM_SIDE, Dataset, decode_square, typical_side
-from runner.data.decoders import decode
+from runner.data.decoders import decodable_train, decode
 from runner.data.group_features import counted_values, group_codes, with_group_features
 from runner.data.image_draw import affordable_train, decode_seconds
 from runner.data.items import Items, read_items
@@ -57,13 +57,18 @@ def _file_views(spec: CompetitionSpec, data_dir: Path, work_dir: Path, sample: p
         keep, train_paths, test_paths = file_inputs(spec, train[spec.id_column], sample[spec.id_column], data_dir,
                                                      work_dir, warnings)
     views: dict[str, tuple] = {}
+    drawn: tuple = ()
     if spec.decode:  # arrays and other files: pictures (or tables) the engines read, written once
-        views = decode(spec, train_paths, test_paths, work_dir)
+        if budget_seconds:  # a first decode of them all must leave time to train
+            train_paths, cut = decodable_train(spec, train_paths, test_paths, work_dir, budget_seconds, cores)
+            drawn, keep = (cut,) if cut else (), keep & np.array([p is not None for p in train_paths])
+            warnings.extend([cut.say()] if cut else [])
+        views = decode(spec, train_paths, test_paths, work_dir, cores)
         train_paths, test_paths = views.pop("image", (train_paths, test_paths))
         keep = keep & np.array([p is not None for p in train_paths])
     if spec.task not in ("image", "audio"):
-        return FileViews(views, keep)
-    found = FileViews(views, keep)
+        return FileViews(views, keep, sampled=drawn)
+    found = FileViews(views, keep, sampled=drawn)
     if spec.task == "image" and budget_seconds:  # a first decode of them all must leave time to train
         found.seconds_each = decode_seconds(train_paths, decode_square)
         found.keep, cut = affordable_train(keep, len(test_paths), found.seconds_each, budget_seconds, cores,
@@ -104,6 +109,16 @@ def _scored_train_rows(spec: CompetitionSpec, train: pd.DataFrame, path: Path, w
     if not keep.any():
         raise InputError(f"{path}: no training row meets the scored rows' condition {spec.scored_rows!r}")
     return keep
+
+
+def fold_groups(spec: CompetitionSpec, train: pd.DataFrame, path: Path) -> np.ndarray | None:
+    """Each training row's group where the spec names a group column (rows of one recording, of one patient:
+    they share a fold, so validation rows are never seen in training); None otherwise."""
+    if spec.group_column is None:
+        return None
+    if spec.group_column not in train.columns:
+        raise InputError(f"{path}: no group column {spec.group_column!r}")
+    return pd.factorize(train[spec.group_column].astype(str))[0]
 
 
 def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_seconds: float | None = None,
@@ -152,7 +167,8 @@ def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_s
         found = _file_views(spec, data_dir, work_dir, sample, train, items, warnings, budget_seconds, cores)
         views, keep, side, seconds_each = found.views, found.keep, found.side, found.seconds_each
         sampled += found.sampled
-    if not views and spec.test_file is None:  # the sample lists the test rows, and nothing describes them
+    described = spec.test_file is not None or (items is not None and items.test is not None)
+    if not views and not described:  # the sample lists the test rows, and nothing describes them
         warnings.append(f"{data_dir}: no test file with features for a {spec.task} competition: the training "
                         "labels' prior answers every test row")
         return Dataset(spec, columns, classes, y, {}, warnings, labels=labels, test_rows=len(sample))
@@ -163,6 +179,8 @@ def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_s
         if spec.groups:
             test = with_group_features(spec.groups, test, counted, str(test_path))
         test = align_test(spec, test, sample, test_path)
+    elif items is not None and items.test is not None:  # the reader read the test rows' fields
+        test = items.test.reset_index(drop=True)
     if spec.task == "text":  # one column or several read together; pairs of them compared as a table
         views["text"] = text_view(spec, train, test, train_path, test_path)
         if spec.text_pairs:
@@ -185,5 +203,6 @@ def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_s
         if not keep.any():
             raise InputError(f"{train_path}: no training row meets the condition {spec.train_rows!r}")
     return Dataset(spec, columns, classes, y, views, warnings, image_side=side, sampled=sampled,
-                   decode_seconds=seconds_each, labels=labels, groups=groups,
+                   decode_seconds=seconds_each, labels=labels,
+                   groups=groups if groups is not None else fold_groups(spec, train, train_path),
                    score_groups=score_groups).subset(keep)

@@ -13,6 +13,8 @@ import pandas as pd
 
 from runner.common.csvfiles import find_sample
 from runner.common.sampling import Sampled
+from runner.common.direction_metrics import unit_vectors
+from runner.common.distribution_metrics import shares
 from runner.common.errors import InputError
 from runner.competition.spec import DECISION_CUT, CompetitionSpec
 from runner.data.dataset import Dataset
@@ -95,6 +97,8 @@ def complete_sample(spec: CompetitionSpec, sample: pd.DataFrame, path: Path) -> 
         return sample  # its columns are the classes: none can be invented
     if spec.submission == "multilabel" and any(t in sample.columns for t in spec.targets):
         return sample  # the labels it scores (ranzcr's sample has 9 of the 11)
+    if labels_in_one_column(spec, sample):
+        return sample  # its columns are the labels, each training row's set in one column
     missing = [t for t in spec.targets if t not in sample.columns]
     if missing:
         log.warning("%s: no column(s) %s; added (%s)", path, missing, spec.submission)
@@ -103,9 +107,17 @@ def complete_sample(spec: CompetitionSpec, sample: pd.DataFrame, path: Path) -> 
     return sample
 
 
+def labels_in_one_column(spec: CompetitionSpec, sample: pd.DataFrame) -> bool:
+    """Whether a multi-label competition's sample has a column per label while its training rows hold their set
+    of labels in the one target column (freesound's `labels`, comma-separated)."""
+    return spec.submission == "multilabel" and len(spec.targets) == 1 and spec.targets[0] not in sample.columns
+
+
 def value_columns(spec: CompetitionSpec, sample: pd.DataFrame) -> list[str]:
     """Columns of the sample submission that hold predictions (others, like detecting-insults' Date, are kept)."""
     if spec.submission == "probabilities" and len(spec.targets) == 1 and spec.targets[0] not in sample.columns:
+        return [c for c in sample.columns if c != spec.id_column]
+    if labels_in_one_column(spec, sample):
         return [c for c in sample.columns if c != spec.id_column]
     missing = [t for t in spec.targets if t not in sample.columns]
     if spec.submission == "multilabel" and len(missing) < len(spec.targets):
@@ -151,6 +163,25 @@ def learned_labels(column: pd.Series, separator: str, source: str) -> tuple[list
                                    source=source)
 
 
+def label_columns(column: pd.Series, columns: list[str], separator: str, path: Path,
+                  warnings: list[str]) -> np.ndarray:
+    """A 0/1 matrix of rows x `columns` (the sample's labels) from a column of label sets; a label no column
+    names is said and left out."""
+    labels, matrix = label_sets(column, separator)
+    unknown = [label for label in labels if label not in columns]
+    if len(unknown) == len(labels):
+        raise InputError(f"{path}: no label of column {column.name!r} is a column of the sample submission")
+    if unknown:
+        warnings.append(f"{path}: label(s) {unknown[:5]} of column {column.name!r} are no column of the sample "
+                        "submission: left out")
+    index = {label: j for j, label in enumerate(labels)}
+    out = np.zeros((len(matrix), len(columns)), dtype=np.float64)
+    for j, name in enumerate(columns):
+        if name in index:
+            out[:, j] = matrix[:, index[name]]
+    return out
+
+
 def read_labels(spec: CompetitionSpec, train: pd.DataFrame, columns: list[str], path: Path,
             warnings: list[str]) -> tuple[pd.DataFrame, list | None, np.ndarray]:
     """(rows kept, classes, y) for the spec's submission format; a `labels` format's classes are the labels each
@@ -177,6 +208,12 @@ def read_labels(spec: CompetitionSpec, train: pd.DataFrame, columns: list[str], 
             warnings.append(cut.say())
             train.attrs["sampled_labels"] = cut
         return train, labels, matrix
+    if spec.submission == "multilabel" and list(spec.targets) != columns and len(spec.targets) == 1:
+        return train, None, label_columns(train[spec.targets[0]], columns, spec.label_separator, path, warnings)
+    if spec.submission == "distribution":  # each row's counts (votes) as its shares: learned as values
+        return train, None, shares(train[columns].apply(pd.to_numeric, errors="coerce").fillna(0).to_numpy())
+    if spec.submission == "direction":  # azimuth and zenith learned as the unit vector they point along
+        return train, None, unit_vectors(train[columns].apply(pd.to_numeric, errors="coerce").to_numpy())
     if spec.submission == "multilabel":  # learned as 0/1 values, one per label the submission holds
         values = train[columns].apply(pd.to_numeric, errors="coerce")
         if ((values != 0) & (values != 1)).any().any():

@@ -16,6 +16,7 @@ from runner.common.csvfiles import LITERAL, compression, find_sample, read_csv_f
 from runner.data.listed import stacked_items
 from runner.common.errors import InputError, InvalidSubmissionError
 from runner.common.untrusted import inside
+from runner.common.direction_metrics import angles
 from runner.common.label_metrics import LABEL_THRESHOLD, decided, top_k
 from runner.common.correlation_metrics import CORRELATIONS, varied
 from runner.common.metrics import grades
@@ -155,10 +156,17 @@ def _ranked(values, predictions, sample, columns, spec) -> dict:
     return {columns[0]: [spec.label_separator.join(names[j] for j in row) for row in ranked]}
 
 
+def _direction(values, predictions, sample, columns, spec) -> dict:
+    """Learned unit vectors (x, y, z) written as their azimuth and zenith, in the sample's two columns."""
+    return dict(zip(columns, angles(np.nan_to_num(np.asarray(values, dtype=np.float64))).T))
+
+
 # how each submission format's value columns are written from the predictions (the sample's other columns stay)
 WRITERS = {"probabilities": _probabilities, "probability": _probability, "label": _label,
            "multilabel": _multilabel, "regression": _regression, "labels": _label_set, "ranked": _ranked,
-           "decision": _decision, "span": _chosen_span}
+           "decision": _decision, "span": _chosen_span,
+           "distribution": _probabilities,  # each row's values shared out to sum to one
+           "direction": _direction}
 
 
 def build_submission(sample: pd.DataFrame, spec: CompetitionSpec, columns: list[str],
@@ -206,10 +214,11 @@ def validate_submission(submission: pd.DataFrame, sample: pd.DataFrame, spec: Co
     array = numeric.to_numpy(dtype=np.float64)
     if not np.isfinite(array).all():
         raise InvalidSubmissionError("non-finite values")
-    if spec.submission in ("probabilities", "probability", "multilabel") and ((array < 0).any() or (array > 1).any()):
+    if spec.submission in ("probabilities", "probability", "multilabel", "distribution") and \
+            ((array < 0).any() or (array > 1).any()):
         column = columns[int(np.argmax(((array < 0) | (array > 1)).any(axis=0)))]
         raise InvalidSubmissionError(f"column {column!r}: probabilities outside [0, 1]")
-    if spec.submission == "probabilities" and spec.metric == "log_loss":
+    if (spec.submission == "probabilities" and spec.metric == "log_loss") or spec.submission == "distribution":
         sums = array.sum(axis=1)
         bad = np.abs(sums - 1.0) > SUM_TOLERANCE
         if bad.any():
@@ -267,12 +276,12 @@ def sample_baseline(sample: pd.DataFrame, spec: CompetitionSpec, columns: list[s
     sample's text, whatever the spec says it holds: a number is never written where the sample has words."""
     submission = sample.copy()
     numeric = [c for c in columns if _numbers(sample[c])]
-    if spec.submission == "probabilities":
+    if spec.submission in ("probabilities", "distribution"):
         submission[columns] = _normalise(np.ones((len(sample), len(columns))))
     elif spec.submission in ("probability", "multilabel") and numeric:
         values = sample[numeric].apply(pd.to_numeric, errors="coerce")
         submission[numeric] = values.fillna(0.5).clip(0.0, 1.0)
-    elif spec.submission == "regression" and numeric:
+    elif spec.submission in ("regression", "direction") and numeric:
         values = sample[numeric].apply(pd.to_numeric, errors="coerce").fillna(0.0)
         values = values.clip(lower=0.0) if spec.metric == "rmsle" else values
         submission[numeric] = varied(values.to_numpy()) if spec.metric in CORRELATIONS else values
