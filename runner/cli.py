@@ -113,7 +113,8 @@ def _plan(args) -> int:
         from runner.planning.real_size import plan_at_real_size
         from runner.planning.registry import get_engine
 
-        at_side = dataclasses.replace(dataset, image_side=spec.real.side or dataset.image_side) if spec.real else dataset
+        side = (spec.real.side if spec.real else 0) or dataset.image_side
+        at_side = dataclasses.replace(dataset, image_side=side)
         estimates = {n: c for n, c in measure_costs(spec, at_side, hardware, budget.seconds, out, here=False).items()
                      if get_engine(n).accelerated}  # the card's costs estimated from FLOPs at the real images' side
         plan, fit = plan_at_real_size(spec, data_shape(dataset), hardware, budget,

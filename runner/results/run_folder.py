@@ -110,7 +110,8 @@ class RunOutputs:
 
     def write_prior(self, dataset: Dataset) -> Predictions:
         """The class prior (or mean) once labels are read: the submission and the baseline every blend must beat."""
-        prior = prior_predictions(dataset.y, dataset.classes, dataset.n_test, dataset.choices, dataset.labels)
+        prior = prior_predictions(dataset.y, dataset.classes, dataset.n_test, dataset.choices, dataset.labels,
+                                  self.spec.metric)
         if dataset.labels is not None and len(dataset.y):  # the one set for every row: its labels frequent enough
             metric = METRICS[self.spec.metric]
             cut = constant_set_threshold(metric.score, metric.lower_is_better, dataset.y, prior.values[0])

@@ -23,6 +23,7 @@ from runner.common.metrics import grades
 from runner.competition.spec import DECISION_CUT, STRING_FORMATS, CompetitionSpec
 
 SUM_TOLERANCE = 1e-6
+MEDIAN_METRICS = ("mae", "mae_integer")  # absolute errors: the median is the best constant, not the mean
 SAMPLE_HEAD_ROWS = 100  # rows of the sample read to tell it is a table before it is copied as the first submission
 EPS = 1e-7  # keeps log loss finite without moving row sums
 
@@ -298,13 +299,15 @@ def _numbers(column: pd.Series) -> bool:
 
 
 def prior_predictions(y: np.ndarray, classes: list | None, n_test: int,
-                      choices: np.ndarray | None = None, labels: list[str] | None = None) -> Predictions:
-    """Class prior (classification), each label's share (a set of labels) or target mean (regression) for every
-    test row."""
+                      choices: np.ndarray | None = None, labels: list[str] | None = None,
+                      metric: str = "") -> Predictions:
+    """Class prior (classification), each label's share (a set of labels), or the best constant of the values:
+    their median under an absolute error (MEDIAN_METRICS), else their mean, for every test row."""
     if classes is None:
+        centre, named = (np.nanmedian, "median") if metric in MEDIAN_METRICS and labels is None else (np.nanmean, "mean")
         source = "baseline: each label's share of the training rows" if labels is not None else \
-            "baseline: target mean" + (", each row's candidate best on average" if choices is not None else "")
-        return Predictions(np.tile(np.nanmean(y, axis=0), (n_test, 1)), None, source, choices=choices,
+            f"baseline: target {named}" + (", each row's candidate best on average" if choices is not None else "")
+        return Predictions(np.tile(centre(y, axis=0), (n_test, 1)), None, source, choices=choices,
                            labels=tuple(labels) if labels is not None else None)
     prior = np.bincount(y.astype(int), minlength=len(classes)) / len(y)
     source = "baseline: class prior" if choices is None else \
