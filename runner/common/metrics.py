@@ -18,7 +18,7 @@ from typing import Callable
 
 import numpy as np
 
-from runner.common import label_metrics
+from runner.common import class_metrics, label_metrics, roc_metrics
 
 THRESHOLD_ROUNDS = 3  # passes over the kappa cuts; a third rarely moves one
 
@@ -188,5 +188,8 @@ METRICS: dict[str, Metric] = {
     "qwk": Metric(False, lambda y, p: qwk(y, grades(p))),
     "micro_f1": Metric(False, label_metrics.micro_f1),  # a set of labels per row (0/1 or probabilities cut)
     "map_at_5": Metric(False, label_metrics.map_at_k(5)),  # the 5 likeliest labels, ranked, against the truth
+    "macro_f1": Metric(False, class_metrics.macro_f1, class_metrics.fast_macro_f1),  # over the labels either side names
+    "top1_error": Metric(True, class_metrics.top1_error),  # the share of rows whose label is wrong
+    "weighted_auc": Metric(False, roc_metrics.banded_auc),  # ROC area, TPR 0-0.4 weighted twice (alaska2)
 }
 LOWER_IS_BETTER = {name: metric.lower_is_better for name, metric in METRICS.items()}

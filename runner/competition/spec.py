@@ -109,6 +109,10 @@ class CompetitionSpec(Saved):
     # the rows the grader scores, as a condition on the answers' columns (pandas' query: "u_out == 0"); cross-
     # validation scores the training rows that meet it on the train file's columns
     scored_rows: str | None = None
+    # a probability submission read from more than two labels: this one is the negative class, every other label
+    # the positive one (alaska2's Cover folder against its three stego folders)
+    negative_label: str | None = None
+    value_range: tuple[float, float] | None = None  # the values a regression's grader accepts (petfinder's 1-100)
     real: RealSize | None = None
     medals: Medals | None = None
     folds: int = 5
@@ -135,6 +139,11 @@ class CompetitionSpec(Saved):
             raise SpecError(f"spec {self.id}: label_pattern {self.label_pattern!r} needs exactly one group")
         if self.submission == "ranked" and self.top_k < 1:
             raise SpecError(f"spec {self.id}: a ranked submission needs top_k, the labels a row holds")
+        if self.negative_label is not None and self.submission != "probability":
+            raise SpecError(f"spec {self.id}: negative_label needs the probability submission format")
+        low, high = self.value_range or (0.0, 0.0)
+        if self.value_range is not None and (self.submission != "regression" or low > high):
+            raise SpecError(f"spec {self.id}: value_range needs a regression submission and its low end first")
         if self.submission not in LEARNED_AS and self.task != "unsupported":
             raise SpecError(f"spec {self.id}: no engine learns a {self.submission!r} submission: task must be "
                             "'unsupported', with the baseline rule that writes it")

@@ -5,6 +5,9 @@ for the test rows. What reads each file (a picture, a clip, an array) is the tas
 
 - `folders`: the label is the name of the folder below `image_dir` that a file is in (alaska2's Cover/, JMiPOD/,
   tensorflow-speech's train/audio/<word>/); the test files are named by the sample's ids in `test_image_dir`.
+- `coco`: COCO-style JSON: images and their annotations' categories (runner.data.coco).
+- `table`: a training table whose id and label columns are named apart from the sample's (runner.data.table_items).
+- `bson`: BSON documents holding each item's pictures, tiled into one per item (runner.data.bson_records).
 """
 from __future__ import annotations
 
@@ -16,7 +19,10 @@ import pandas as pd
 
 from runner.common.errors import InputError
 from runner.competition.spec import CompetitionSpec
+from runner.data.bson_records import bson_items
+from runner.data.coco import coco_items
 from runner.data.reading import image_files, image_folder
+from runner.data.table_items import table_items
 
 
 @dataclass
@@ -54,7 +60,11 @@ def from_folders(spec: CompetitionSpec, data_dir: Path, work_dir: Path, sample: 
 
 
 # a spec's `items` -> the reader of that layout
-READERS: dict[str, Callable[[CompetitionSpec, Path, Path, pd.DataFrame], Items]] = {"folders": from_folders}
+READERS: dict[str, Callable[[CompetitionSpec, Path, Path, pd.DataFrame], Items]] = {"folders": from_folders,
+    "coco": lambda *args: Items(*coco_items(*args)),  # COCO-style JSON (runner.data.coco)
+    "table": lambda *args: Items(*table_items(*args)),  # a table named apart from the sample (runner.data.table_items)
+    "bson": lambda *args: Items(*bson_items(*args)),  # BSON documents with pictures (runner.data.bson_records)
+}
 
 
 def read_items(spec: CompetitionSpec, data_dir: Path, work_dir: Path, sample: pd.DataFrame) -> Items:

@@ -90,6 +90,7 @@ def _multilabel(values, predictions, sample, columns, spec) -> dict:
 def _regression(values, predictions, sample, columns, spec) -> dict:
     values = np.nan_to_num(np.asarray(values, dtype=np.float64))
     values = np.clip(values, 0.0, None) if spec.metric == "rmsle" else values
+    values = np.clip(values, *spec.value_range) if spec.value_range else values  # what the grader accepts
     return {c: v for c, v in zip(columns, np.atleast_2d(values.T))}
 
 
@@ -168,6 +169,8 @@ def validate_submission(submission: pd.DataFrame, sample: pd.DataFrame, spec: Co
         if bad.any():
             row = int(np.argmax(bad))
             raise InvalidSubmissionError(f"row {row}: probabilities sum to {sums[row]!r}, not 1 within 1e-6")
+    if spec.value_range and ((array < spec.value_range[0]) | (array > spec.value_range[1])).any():
+        raise InvalidSubmissionError(f"values outside {list(spec.value_range)}, the range the grader accepts")
     if spec.metric == "rmsle" and (array < 0).any():
         raise InvalidSubmissionError(f"column {columns[int(np.argmax((array < 0).any(axis=0)))]!r}: negative "
                                      "values (RMSLE rejects them)")
