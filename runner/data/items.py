@@ -33,6 +33,7 @@ class Items:
     train_files: list[Path | None]
     test_files: list[Path | None]  # the sample's rows, in its order
     where: str  # what was read, for messages: a file or folder
+    groups: list | None = None  # each training row's group, where rows of one group must share a fold
 
 
 def files_named(data_dir: Path, folder: str, work_dir: Path, names: pd.Series, suffix: str = "") -> list[Path | None]:
@@ -42,13 +43,25 @@ def files_named(data_dir: Path, folder: str, work_dir: Path, names: pd.Series, s
     return [found.get(f"{name}{suffix}") for name in names.astype(str)]
 
 
+def _below(folder: Path, root: Path) -> PurePosixPath | None:
+    """`folder`'s path below `root`, or None where it is not below it."""
+    try:
+        return PurePosixPath(Path(folder).resolve().relative_to(Path(root).resolve()).as_posix())
+    except ValueError:
+        return None
+
+
 def from_folders(spec: CompetitionSpec, data_dir: Path, work_dir: Path, sample: pd.DataFrame) -> Items:
     """Each file of `image_dir` with the spec's suffix, its label the first folder it is in below `image_dir`, its
-    id its path there; files straight in `image_dir` have no label and are left out."""
+    id its path there; files straight in `image_dir` have no label and are left out, as are the test folder's
+    where it lies below `image_dir` (alaska2's Test/ beside its four training folders at the public root)."""
     root = image_folder(data_dir, spec.image_dir, work_dir)
+    tests = _below(data_dir / spec.test_image_dir, root) if spec.test_image_dir else None
     rows = []
     for path in sorted(image_files(data_dir, spec.image_dir, work_dir)):
         relative = PurePosixPath(path.relative_to(root).as_posix())
+        if tests is not None and tests.parts and relative.parts[:len(tests.parts)] == tests.parts:
+            continue
         if len(relative.parts) > 1 and path.name.endswith(spec.image_suffix) and not path.name.startswith("."):
             rows.append((str(relative), relative.parts[0], path))
     if not rows:
@@ -56,7 +69,10 @@ def from_folders(spec: CompetitionSpec, data_dir: Path, work_dir: Path, sample: 
     train = pd.DataFrame([(i, label) for i, label, _ in rows], columns=[spec.id_column, spec.targets[0]])
     test = files_named(data_dir, spec.test_image_dir or spec.image_dir, work_dir, sample[spec.id_column],
                        spec.test_suffix)
-    return Items(train, [path for *_, path in rows], test, str(data_dir / spec.image_dir))
+    # one file name in several label folders is one picture in several versions (alaska2's cover and its stego
+    # copies) or one speaker's word: those rows share a fold, so none validates what its twin trained
+    return Items(train, [path for *_, path in rows], test, str(data_dir / spec.image_dir),
+                 groups=[path.name for *_, path in rows])
 
 
 # a spec's `items` -> the reader of that layout

@@ -102,6 +102,10 @@ def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_s
     train, classes, y = read_labels(spec, train, columns, train_path, warnings)
     labels, classes = (classes, None) if spec.submission == "labels" else (None, classes)
     views: dict[str, tuple] = {}
+    groups = None
+    if items is not None and items.groups is not None:  # rows of a group share a fold
+        by_id = {str(i): g for i, g in zip(items.train[spec.id_column], items.groups)}
+        groups = np.asarray([by_id.get(str(i)) for i in train[spec.id_column]], dtype=object)
     keep = np.ones(len(y), dtype=bool)
     side, seconds_each = 0, 0.0
     if spec.task in ("image", "audio") or spec.decode:
@@ -133,4 +137,4 @@ def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_s
     if not views:
         raise InputError(f"{train_path}: no feature columns besides the id and the target(s)")
     return Dataset(spec, columns, classes, y, views, warnings, image_side=side, sampled=sampled,
-                   decode_seconds=seconds_each, labels=labels).subset(keep)
+                   decode_seconds=seconds_each, labels=labels, groups=groups).subset(keep)
