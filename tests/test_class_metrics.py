@@ -109,3 +109,16 @@ def test_a_regression_with_a_range_is_cut_into_it_and_graded_invalid_outside_it(
     validate_submission(written, sample, spec, ["Pawpularity"])
     with pytest.raises(InvalidSubmissionError, match="outside"):
         validate_submission(sample.assign(Pawpularity=[0.0, 1.0, 2.0]), sample, spec, ["Pawpularity"])
+
+
+def test_a_range_or_a_negative_label_where_the_format_has_none_is_refused():
+    from runner.common.errors import SpecError
+    from runner.competition.spec import CompetitionSpec
+
+    base = dict(id="x", task="image", metric="accuracy", submission="label", id_column="id", targets=("y",))
+    with pytest.raises(SpecError, match="value_range"):
+        CompetitionSpec(**base, value_range=(1.0, 100.0))
+    with pytest.raises(SpecError, match="negative_label"):
+        CompetitionSpec(**base, negative_label="Cover")
+    with pytest.raises(SpecError, match="value_range"):
+        CompetitionSpec(**{**base, "submission": "regression", "metric": "rmse"}, value_range=(100.0, 1.0))

@@ -17,7 +17,7 @@ from runner.data import bson_records
 from runner.data.items import read_items
 from runner.data.loading import load_dataset
 from runner.data.targets import read_sample
-from runner.demo import write_demo
+from runner.demo import replica as replica_module, write_demo
 
 SCALE = 0.25  # of each replica's own size: a few hundred pictures
 
@@ -97,7 +97,7 @@ def test_bson_training_items_beyond_the_bound_are_drawn_and_said(tmp_path, monke
     monkeypatch.setattr(bson_records, "MAX_TRAIN_ITEMS", 100)
     dataset = load_dataset(spec, public, tmp_path / "work")
     said = [s for s in dataset.sampled if s.what == "training items"]
-    assert said and 50 < said[0].kept < 150 and said[0].of == 360
+    assert said and 50 < said[0].kept < 150 and said[0].of == replica_module("cdiscount").sizes(SCALE).train
     assert len(dataset.y) == said[0].kept  # the items without a picture do not train
 
 

@@ -9,7 +9,7 @@ Each category is a hue and a shape on a white studio background (runner.demo._sp
 its views (placed, sized and turned apart); most products have one picture, as the real ones. The commonest
 category, 1000010653, is the sample's answer and the majority's accuracy.
 
-`sizes(scale)`: 16 categories and 1,600 products of 40x40 pictures at the replica's own scale; 5,270 categories
+`sizes(scale)`: 16 categories and 1,300 products of 32x32 pictures at the replica's own scale; 5,270 categories
 and 7,069,896 products of 180x180 pictures at REAL.
 """
 from __future__ import annotations
@@ -24,9 +24,9 @@ from runner.demo._layout import describe, is_real, parse_scale, scaled
 from runner.demo._pictures import Sizes, encoded, folders
 from runner.demo._specimens import looks, specimen
 
-PRODUCTS, CATEGORIES = 1_600, 16  # the replica's own
+PRODUCTS, CATEGORIES = 1_300, 16  # the replica's own
 REAL_PRODUCTS, REAL_CATEGORIES = 7_069_896, 5_270  # 6,362,906 train and 706,990 test products
-SIDE, REAL_SIDE = 40, 180
+SIDE, REAL_SIDE = 32, 180
 TEST_SHARE = 0.1
 COMMONEST = 1_000_010_653  # the real commonest category: the sample's answer
 PICTURES = (0.6, 0.2, 0.1, 0.1)  # the shares of products with one, two, three and four pictures
