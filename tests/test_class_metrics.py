@@ -68,6 +68,18 @@ def test_iwildcam_2019s_extra_index_column_and_ids_listed_twice_are_graded_as_ml
     assert report.valid_submission and report.score == pytest.approx(0.41667, abs=1e-5)  # MLE-bench: 0.4166667
 
 
+def test_a_sample_with_an_unnamed_index_column_is_written_back_with_its_header(tmp_path):
+    from runner.results.submission import write_read_back
+
+    spec = load_spec("iwildcam-2019")
+    (tmp_path / "sample.csv").write_text(",Id,Category\n15,a,0\n32,b,0\n")
+    sample = pd.read_csv(tmp_path / "sample.csv")
+    written = build_submission(sample, spec, ["Category"], Predictions(np.array([[0.2, 0.8], [0.9, 0.1]]), (0, 3),
+                                                                       "test"))
+    write_read_back(written, sample, spec, ["Category"], tmp_path / "submission.csv")
+    assert (tmp_path / "submission.csv").read_text() == ",Id,Category\n15,a,3\n32,b,0\n"
+
+
 def test_the_banded_roc_area_weights_the_low_true_positive_rates_twice(tmp_path):
     assert banded_auc(TRUTH, SCORES) == pytest.approx(0.8412698, abs=1e-7)  # MLE-bench: 0.8412698412698414
     assert banded_auc(TRUTH, np.column_stack([1 - SCORES, SCORES])) == pytest.approx(banded_auc(TRUTH, SCORES))

@@ -55,7 +55,7 @@ def _photos(items: list[tuple[int, Path]], seed: int, palette: dict, shape: tupl
     for category, path in items:
         path.parent.mkdir(parents=True, exist_ok=True)
         background = (80 + rng.normal(0, 25), 110 + rng.normal(0, 25), 70 + rng.normal(0, 20))
-        specimen(palette[category], rng, shape, background, size=0.3, swing=40, noise=10).save(
+        specimen(palette[category], rng, shape, background, size=0.36, swing=25, noise=8).save(
             path, quality=int(rng.integers(85, 96)))
     return []
 

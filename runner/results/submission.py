@@ -3,6 +3,7 @@ rules, and replaced atomically: a reader, or a hard kill, only ever sees the las
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import zipfile
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from runner.common.metrics import grades
 from runner.competition.spec import STRING_FORMATS, CompetitionSpec
 
 SUM_TOLERANCE = 1e-6
+UNNAMED = re.compile(r"Unnamed: \d+")  # how pandas names a column whose header is empty
 SAMPLE_HEAD_ROWS = 100  # rows of the sample read to tell it is a table before it is copied as the first submission
 EPS = 1e-7  # keeps log loss finite without moving row sums
 
@@ -194,10 +196,12 @@ def _check_labels(labels: pd.Series, template: pd.Series) -> None:
 
 
 def write_atomic(frame: pd.DataFrame, path: Path, check=lambda written: None) -> None:
-    """Write a CSV beside `path`, `check` it there (raising leaves `path` as it was), then rename it into place."""
+    """Write a CSV beside `path`, `check` it there (raising leaves `path` as it was), then rename it into place. A
+    column pandas named for its empty header (`Unnamed: 0`, iwildcam-2019's index) is written with it empty again,
+    as the sample has it."""
     with replacing(path) as tmp:
         with open(tmp, "w", newline="") as handle:
-            frame.to_csv(handle, index=False)
+            frame.rename(columns=lambda c: "" if UNNAMED.fullmatch(str(c)) else c).to_csv(handle, index=False)
             handle.flush()
             os.fsync(handle.fileno())
         check(tmp)
