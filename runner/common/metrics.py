@@ -18,9 +18,10 @@ from typing import Callable
 
 import numpy as np
 
-from runner.common import (answer_metrics, bias_metrics, box3d_metrics, box_metrics, correlation_metrics,
-                           direction_metrics, distribution_metrics, grouped_metrics, label_metrics, order_metrics,
-                           ranking_metrics, sequence_metrics, string_metrics)
+from runner.common import (answer_metrics, bias_metrics, box3d_metrics, box_metrics, class_metrics,
+                           correlation_metrics, direction_metrics, distribution_metrics, grouped_metrics,
+                           label_metrics, order_metrics, ranking_metrics, roc_metrics, sequence_metrics,
+                           string_metrics)
 from runner.common.mask_metrics import MASK_METRICS
 
 THRESHOLD_ROUNDS = 3  # passes over the kappa cuts; a third rarely moves one
@@ -236,5 +237,9 @@ METRICS: dict[str, Metric] = {
     "lwlrap": Metric(False, ranking_metrics.lwlrap, ranking_metrics.fast_lwlrap),
     "kl_divergence": Metric(True, distribution_metrics.kl_divergence),  # distributions (votes shared out), per row
     "mean_angular_error": Metric(True, direction_metrics.mean_angular_error),  # radians between 3-D directions
+    # F1 of each label, averaged over the labels either side names
+    "macro_f1": Metric(False, class_metrics.macro_f1, class_metrics.fast_macro_f1),
+    "top1_error": Metric(True, class_metrics.top1_error),  # the share of rows whose label is wrong
+    "weighted_auc": Metric(False, roc_metrics.banded_auc),  # ROC area, TPR 0-0.4 weighted twice (alaska2)
 }
 LOWER_IS_BETTER = {name: metric.lower_is_better for name, metric in METRICS.items()}

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from runner.common import metrics
+from runner.common.class_metrics import LABEL_READERS
 from runner.common.errors import InputError, InvalidSubmissionError
 from runner.competition import grade_shapes, vector_submissions
 from runner.competition.metric_grades import METRIC_SCORERS
@@ -183,14 +184,18 @@ def _probability(spec: CompetitionSpec, submission: pd.DataFrame, sub: pd.DataFr
 
 
 def _label(spec: CompetitionSpec, submission: pd.DataFrame, sub: pd.DataFrame, ans: pd.DataFrame) -> _Scored:
-    """One label per row: kappa's integer grades, else an exact match as strings (text normalisation's tokens,
-    class names)."""
+    """One label per row: kappa's integer grades; integer labels read as the grader reads them where the metric
+    scores the labels themselves (macro-F1, the top-1 error); else an exact match as strings (text normalisation's
+    tokens, class names)."""
     target = _target(spec, sub)
     if spec.metric == "qwk":
         grades = pd.to_numeric(sub[target], errors="coerce")
         if grades.isna().any() or (grades != grades.round()).any():
             raise InvalidSubmissionError(f"column {target!r}: grades must be integers")
         return _Scored(ans[target].to_numpy(), grades.to_numpy(), "qwk")
+    if spec.metric in LABEL_READERS:  # integer labels, read as the competition's grader reads them
+        read = LABEL_READERS[spec.metric]
+        return _Scored(read(ans[target]), read(sub[target]), spec.metric)
     return _Scored(ans[target].astype(str).to_numpy(), sub[target].astype(str).to_numpy(), EXACT_MATCH)
 
 
@@ -199,6 +204,8 @@ def _regression(spec: CompetitionSpec, submission: pd.DataFrame, sub: pd.DataFra
     pred = _numeric(sub, list(spec.targets))
     if spec.metric == "rmsle" and (pred < 0).any():
         raise InvalidSubmissionError("negative values: RMSLE is undefined for them")
+    if spec.value_range and ((pred < spec.value_range[0]) | (pred > spec.value_range[1])).any():
+        raise InvalidSubmissionError(f"values outside {list(spec.value_range)}, the range the grader accepts")
     return _Scored(_numeric(ans, list(spec.targets)), pred, spec.metric)
 
 

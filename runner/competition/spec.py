@@ -207,6 +207,10 @@ class CompetitionSpec(Saved):
     baseline_values: tuple[tuple[str, str], ...] = ()
     group_column: str | None = None  # training rows with one value of it share a fold (one recording's windows)
     positions_file: str | None = None  # where each sensor is (`sensor_id,x,y,z`): joined to the hits of an event
+    # a probability submission read from more than two labels: this one is the negative class, every other label
+    # the positive one (alaska2's Cover folder against its three stego folders)
+    negative_label: str | None = None
+    value_range: tuple[float, float] | None = None  # the values a regression's grader accepts (petfinder's 1-100)
     real: RealSize | None = None
     medals: Medals | None = None
     folds: int = 5
@@ -249,6 +253,11 @@ class CompetitionSpec(Saved):
             raise SpecError(f"spec {self.id}: grade_by {self.grade_by!r} is not one of {GRADE_BY}")
         if self.grade_by == "group" and not self.score_groups:
             raise SpecError(f"spec {self.id}: grade_by 'group' needs score_groups, the column of the groups")
+        if self.negative_label is not None and self.submission != "probability":
+            raise SpecError(f"spec {self.id}: negative_label needs the probability submission format")
+        low, high = self.value_range or (0.0, 0.0)
+        if self.value_range is not None and (self.submission != "regression" or low > high):
+            raise SpecError(f"spec {self.id}: value_range needs a regression submission and its low end first")
         if self.submission not in LEARNED_AS and self.task != "unsupported":
             raise SpecError(f"spec {self.id}: no engine learns a {self.submission!r} submission: task must be "
                             "'unsupported', with the baseline rule that writes it")

@@ -8,6 +8,9 @@ for the test rows. What reads each file (a picture, a clip, an array) is the tas
 - `array_records`: the records of a JSON array (statoil's train.json.7z), their lists of numbers one array file
   each for the spec's `decode`, their other fields a table (runner.data.array_records).
 - `pulse_events`: events whose hits lie in shared batch files, one row of features each (runner.data.pulse_events).
+- `coco`: COCO-style JSON: images and their annotations' categories (runner.data.coco).
+- `table`: a training table whose id and label columns are named apart from the sample's (runner.data.table_items).
+- `bson`: BSON documents holding each item's pictures, tiled into one per item (runner.data.bson_records).
 """
 from __future__ import annotations
 
@@ -21,7 +24,10 @@ from runner.common.errors import InputError
 from runner.competition.spec import CompetitionSpec
 from runner.data.array_records import array_records
 from runner.data.pulse_events import pulse_events
+from runner.data.bson_records import bson_items
+from runner.data.coco import coco_items
 from runner.data.reading import image_files, image_folder
+from runner.data.table_items import table_items
 
 
 @dataclass
@@ -35,6 +41,7 @@ class Items:
     # the test rows' own fields, in the sample's order, where the reader reads them (no test file lists them): the
     # columns they share with `train` become the table view
     test: pd.DataFrame | None = None
+    groups: list | None = None  # each training row's group, where rows of one group must share a fold
 
 
 def files_named(data_dir: Path, folder: str, work_dir: Path, names: pd.Series, suffix: str = "") -> list[Path | None]:
@@ -44,13 +51,25 @@ def files_named(data_dir: Path, folder: str, work_dir: Path, names: pd.Series, s
     return [found.get(f"{name}{suffix}") for name in names.astype(str)]
 
 
+def _below(folder: Path, root: Path) -> PurePosixPath | None:
+    """`folder`'s path below `root`, or None where it is not below it."""
+    try:
+        return PurePosixPath(Path(folder).resolve().relative_to(Path(root).resolve()).as_posix())
+    except ValueError:
+        return None
+
+
 def from_folders(spec: CompetitionSpec, data_dir: Path, work_dir: Path, sample: pd.DataFrame) -> Items:
     """Each file of `image_dir` with the spec's suffix, its label the first folder it is in below `image_dir`, its
-    id its path there; files straight in `image_dir` have no label and are left out."""
+    id its path there; files straight in `image_dir` have no label and are left out, as are the test folder's
+    where it lies below `image_dir` (alaska2's Test/ beside its four training folders at the public root)."""
     root = image_folder(data_dir, spec.image_dir, work_dir)
+    tests = _below(data_dir / spec.test_image_dir, root) if spec.test_image_dir else None
     rows = []
     for path in sorted(image_files(data_dir, spec.image_dir, work_dir)):
         relative = PurePosixPath(path.relative_to(root).as_posix())
+        if tests is not None and tests.parts and relative.parts[:len(tests.parts)] == tests.parts:
+            continue
         if len(relative.parts) > 1 and path.name.endswith(spec.image_suffix) and not path.name.startswith("."):
             rows.append((str(relative), relative.parts[0], path))
     if not rows:
@@ -58,7 +77,10 @@ def from_folders(spec: CompetitionSpec, data_dir: Path, work_dir: Path, sample: 
     train = pd.DataFrame([(i, label) for i, label, _ in rows], columns=[spec.id_column, spec.targets[0]])
     test = files_named(data_dir, spec.test_image_dir or spec.image_dir, work_dir, sample[spec.id_column],
                        spec.test_suffix)
-    return Items(train, [path for *_, path in rows], test, str(data_dir / spec.image_dir))
+    # one file name in several label folders is one picture in several versions (alaska2's cover and its stego
+    # copies) or one speaker's word: those rows share a fold, so none validates what its twin trained
+    return Items(train, [path for *_, path in rows], test, str(data_dir / spec.image_dir),
+                 groups=[path.name for *_, path in rows])
 
 
 # a spec's `items` -> the reader of that layout
@@ -66,6 +88,9 @@ READERS: dict[str, Callable[[CompetitionSpec, Path, Path, pd.DataFrame], Items]]
     "folders": from_folders,
     "array_records": lambda *args: Items(*array_records(*args)),  # JSON records whose lists are arrays
     "pulse_events": lambda *args: Items(*pulse_events(*args)),  # events' hits in batch files, a row each
+    "coco": lambda *args: Items(*coco_items(*args)),  # COCO-style JSON (runner.data.coco)
+    "table": lambda *args: Items(*table_items(*args)),  # a table named apart from the sample (runner.data.table_items)
+    "bson": lambda *args: Items(*bson_items(*args)),  # BSON documents with pictures (runner.data.bson_records)
 }
 
 

@@ -161,6 +161,9 @@ def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_s
     score_groups = train[spec.score_groups].astype(str).to_numpy() if spec.score_groups else None
     labels, classes = (classes, None) if spec.submission == "labels" else (None, classes)
     views: dict[str, tuple] = {}
+    if groups is None and items is not None and items.groups is not None:  # rows of a group share a fold
+        by_id = {str(i): g for i, g in zip(items.train[spec.id_column], items.groups)}
+        groups = np.asarray([by_id.get(str(i)) for i in train[spec.id_column]], dtype=object)
     keep = np.ones(len(y), dtype=bool)
     side, seconds_each = 0, 0.0
     if spec.task in ("image", "audio") or spec.decode:

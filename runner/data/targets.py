@@ -235,6 +235,8 @@ def read_labels(spec: CompetitionSpec, train: pd.DataFrame, columns: list[str], 
                             f"sample submission column (e.g. {names[unknown].iloc[0]!r})")
             train, names = train.loc[~unknown].reset_index(drop=True), names[~unknown].reset_index(drop=True)
         return train, classes, names.map({c: i for i, c in enumerate(classes)}).to_numpy()
+    if spec.negative_label is not None:  # one label against every other (alaska2's Cover against its stego folders)
+        labels = (labels.astype(str) != spec.negative_label).astype(int)
     classes = sorted(labels.unique().tolist(), key=lambda v: (str(type(v)), v))
     if spec.submission == "probability" and len(classes) != 2:
         raise InputError(f"{path}: column {spec.targets[0]!r} should have 2 values, found {len(classes)}")

@@ -3,6 +3,7 @@ rules, and replaced atomically: a reader, or a hard kill, only ever sees the las
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import zipfile
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from runner.competition.spec import DECISION_CUT, STRING_FORMATS, CompetitionSpe
 
 SUM_TOLERANCE = 1e-6
 MEDIAN_METRICS = ("mae", "mae_integer")  # absolute errors: the median is the best constant, not the mean
+UNNAMED = re.compile(r"Unnamed: \d+")  # how pandas names a column whose header is empty
 SAMPLE_HEAD_ROWS = 100  # rows of the sample read to tell it is a table before it is copied as the first submission
 EPS = 1e-7  # keeps log loss finite without moving row sums
 
@@ -94,6 +96,7 @@ def _regression(values, predictions, sample, columns, spec) -> dict:
     values = np.nan_to_num(np.asarray(values, dtype=np.float64))
     values = np.clip(values, 0.0, None) if spec.metric == "rmsle" else values
     values = varied(values) if spec.metric in CORRELATIONS else values  # a constant column's correlation is NaN
+    values = np.clip(values, *spec.value_range) if spec.value_range else values  # what the grader accepts
     return {c: v for c, v in zip(columns, np.atleast_2d(values.T))}
 
 
@@ -225,6 +228,8 @@ def validate_submission(submission: pd.DataFrame, sample: pd.DataFrame, spec: Co
         if bad.any():
             row = int(np.argmax(bad))
             raise InvalidSubmissionError(f"row {row}: probabilities sum to {sums[row]!r}, not 1 within 1e-6")
+    if spec.value_range and ((array < spec.value_range[0]) | (array > spec.value_range[1])).any():
+        raise InvalidSubmissionError(f"values outside {list(spec.value_range)}, the range the grader accepts")
     if spec.metric == "rmsle" and (array < 0).any():
         raise InvalidSubmissionError(f"column {columns[int(np.argmax((array < 0).any(axis=0)))]!r}: negative "
                                      "values (RMSLE rejects them)")
@@ -248,10 +253,12 @@ def _check_labels(labels: pd.Series, template: pd.Series) -> None:
 
 
 def write_atomic(frame: pd.DataFrame, path: Path, check=lambda written: None) -> None:
-    """Write a CSV beside `path`, `check` it there (raising leaves `path` as it was), then rename it into place."""
+    """Write a CSV beside `path`, `check` it there (raising leaves `path` as it was), then rename it into place. A
+    column pandas named for its empty header (`Unnamed: 0`, iwildcam-2019's index) is written with it empty again,
+    as the sample has it."""
     with replacing(path) as tmp:
         with open(tmp, "w", newline="") as handle:
-            frame.to_csv(handle, index=False)
+            frame.rename(columns=lambda c: "" if UNNAMED.fullmatch(str(c)) else c).to_csv(handle, index=False)
             handle.flush()
             os.fsync(handle.fileno())
         check(tmp)

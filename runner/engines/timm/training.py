@@ -74,8 +74,16 @@ class Trainer:
 
     def __init__(self, settings: ImageSettings, data: FoldData | None, classes: int | None = None):
         self.settings, self.data = settings, data
-        self.multilabel = data is not None and data.classes is None  # independent sigmoid outputs, not a softmax
+        # values (a regression): one linear output per target, fitted by MSE to the targets standardised on the
+        # fold's training rows (a fixed scale whatever the targets' units), its outputs scaled back
+        self.regression = data is not None and data.spec.learned_as == "values"
+        # independent sigmoid outputs (a set of labels), not a softmax
+        self.multilabel = data is not None and data.classes is None and not self.regression
         self.device = torch.device(settings.device)
+        targets = np.asarray(data.y_train, dtype=np.float64).reshape(len(data.y_train), -1) if self.regression \
+            else np.zeros((1, 1))
+        self.centre = torch.as_tensor(targets.mean(axis=0), dtype=torch.float32, device=self.device)
+        self.spread = torch.as_tensor(np.maximum(targets.std(axis=0), 1e-6), dtype=torch.float32, device=self.device)
         model, self.init = create_model(settings, classes or data.n_outputs)
         self.memory_format = torch.channels_last if settings.channels_last else torch.contiguous_format
         self.model = model.to(self.device, memory_format=self.memory_format)
@@ -111,8 +119,7 @@ class Trainer:
                 break
             with self.autocast:
                 logits, labels = self.forward(self.augment.train(images)), labels.to(self.device, non_blocking=True)
-                loss = F.binary_cross_entropy_with_logits(logits.float(), labels) if self.multilabel \
-                    else F.cross_entropy(logits, labels)
+                loss = self.loss(logits, labels)
             self.scaler.scale(loss / accumulate).backward()
             if step % accumulate == 0 or step == steps:
                 self.scaler.step(self.optimizer)
@@ -135,9 +142,21 @@ class Trainer:
         for images, _ in loader:
             with self.autocast:
                 logits = self.forward(self.augment.eval(images))
-            out.append((torch.sigmoid(logits.double()) if self.multilabel else torch.softmax(logits.double(), dim=1))
-                       .cpu().numpy())
+            out.append(self.outputs(logits).cpu().numpy())
         return np.concatenate(out)
+
+    def loss(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        if self.regression:
+            return F.mse_loss(logits.float(), (labels - self.centre) / self.spread)
+        if self.multilabel:
+            return F.binary_cross_entropy_with_logits(logits.float(), labels)
+        return F.cross_entropy(logits, labels)
+
+    def outputs(self, logits: torch.Tensor) -> torch.Tensor:
+        """Values, independent label probabilities or class probabilities, by what the fold learns."""
+        if self.regression:
+            return logits.double() * self.spread + self.centre
+        return torch.sigmoid(logits.double()) if self.multilabel else torch.softmax(logits.double(), dim=1)
 
     def _cosine(self, steps: int, warmup: int = 0) -> None:
         self.scheduler = CosineLRScheduler(self.optimizer, t_initial=max(1, steps), lr_min=self.lr * MIN_LR_SHARE,
