@@ -351,15 +351,15 @@ def run_competition(name: str, data_dir: Path, budget: Budget, out_dir: Path, ha
         supervisor.train(on_status)
     except (InputError, DeviceError) as exc:  # the baseline already written stays the submission
         outputs.update(status="error", error=str(exc))
-    except Exception as exc:  # a fault of ours, anywhere: the best valid submission stays, the report says where
-        log.exception("the run failed; its best valid submission so far stays")
-        outputs.update(status="failed", error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(),
-                       members=supervisor.member_rows())
     except Interrupted as exc:  # the units are stopped already (the scheduler's finally): say so, then go
         outputs.update(status="interrupted", stop_reason=f"{exc} at {budget.elapsed():.0f} s",
                        members=supervisor.member_rows(), **unit_rows(supervisor.scheduler))
         outputs.update(card_usage=supervisor.card_usage())
         raise
+    except Exception as exc:  # a fault of ours, anywhere: the best valid submission stays, the report says where
+        log.exception("the run failed; its best valid submission so far stays")
+        outputs.update(status="failed", error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(),
+                       members=supervisor.member_rows())
     finally:
         _end(prestarted)
         if adopting:  # a process that calls run_competition (a test, a flow) is nobody's subreaper once it returns
