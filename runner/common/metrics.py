@@ -18,7 +18,7 @@ from typing import Callable
 
 import numpy as np
 
-from runner.common import label_metrics
+from runner.common import binary_metrics, label_metrics, multilabel_metrics, spread_metrics
 
 THRESHOLD_ROUNDS = 3  # passes over the kappa cuts; a third rarely moves one
 
@@ -188,5 +188,9 @@ METRICS: dict[str, Metric] = {
     "qwk": Metric(False, lambda y, p: qwk(y, grades(p))),
     "micro_f1": Metric(False, label_metrics.micro_f1),  # a set of labels per row (0/1 or probabilities cut)
     "map_at_5": Metric(False, label_metrics.map_at_k(5)),  # the 5 likeliest labels, ranked, against the truth
+    "probabilistic_f1": Metric(False, binary_metrics.probabilistic_f1),  # probabilities counted as shares of a yes
+    "mcc": Metric(False, binary_metrics.mcc, binary_metrics.fast_mcc),  # 0/1 labels (the likelier class)
+    "weighted_multilabel_log_loss": Metric(True, multilabel_metrics.weighted_log_loss),  # an any-label, then parts
+    "laplace_log_likelihood": Metric(False, spread_metrics.laplace_log_likelihood),  # a value and its spread
 }
 LOWER_IS_BETTER = {name: metric.lower_is_better for name, metric in METRICS.items()}

@@ -13,6 +13,8 @@ from pydantic import PlainSerializer
 from runner.common import metrics
 from runner.common.errors import InputError, InvalidSubmissionError
 from runner.common.saved import Saved
+from runner.competition import grade_rows
+from runner.competition.grade_rows import scored_rows  # noqa: F401  (where it always was)
 from runner.competition.spec import CompetitionSpec
 
 BOOTSTRAP_ROUNDS = 1000  # resamples of the test rows: enough for steady 5% and 95% quantiles
@@ -91,6 +93,8 @@ def read_leaderboard(path: Path) -> Thresholds:
 
 
 def _aligned(submission: pd.DataFrame, answers: pd.DataFrame, spec: CompetitionSpec):
+    if spec.grade_by == "subset":
+        return grade_rows.subset(submission, answers, spec)
     if len(submission) != len(answers):
         raise InvalidSubmissionError(f"{len(submission)} rows, the answers have {len(answers)}")
     if spec.grade_by == "row":
@@ -174,8 +178,11 @@ def _probabilities(spec: CompetitionSpec, submission: pd.DataFrame, sub: pd.Data
 
 def _probability(spec: CompetitionSpec, submission: pd.DataFrame, sub: pd.DataFrame, ans: pd.DataFrame) -> _Scored:
     target = spec.targets[0]
-    pred = _numeric(sub, [target])[:, 0]
-    if (pred < 0).any() or (pred > 1).any():
+    if spec.metric in CLIPPED:  # the grader clips each value into [0, 1]; a missing one scores 0, not invalid
+        pred = grade_rows.numbers(sub, target).to_numpy(dtype=np.float64)
+    else:
+        pred = _numeric(sub, [target])[:, 0]
+    if spec.metric not in CLIPPED and ((pred < 0).any() or (pred > 1).any()):
         raise InvalidSubmissionError(f"column {target!r}: probabilities outside [0, 1]")
     truth = ans[target].astype(str).map({"True": 1, "False": 0, "1": 1, "0": 0, "1.0": 1, "0.0": 0})
     if truth.isna().any():
@@ -192,6 +199,12 @@ def _label(spec: CompetitionSpec, submission: pd.DataFrame, sub: pd.DataFrame, a
         if grades.isna().any() or (grades != grades.round()).any():
             raise InvalidSubmissionError(f"column {target!r}: grades must be integers")
         return _Scored(ans[target].to_numpy(), grades.to_numpy(), "qwk")
+    if spec.metric in DECIDED:  # 0/1 decisions: probabilities between make the grader fail
+        labels = _numeric(sub, [target])[:, 0]
+        if (labels != np.round(labels)).any():
+            raise InvalidSubmissionError(f"column {target!r}: labels must be whole numbers, not probabilities "
+                                         f"({labels[labels != np.round(labels)][0]!r})")
+        return _Scored(_numeric(ans, [target])[:, 0], labels, spec.metric)
     return _Scored(ans[target].astype(str).to_numpy(), sub[target].astype(str).to_numpy(), EXACT_MATCH)
 
 
@@ -251,27 +264,26 @@ def _ranked(spec: CompetitionSpec, submission: pd.DataFrame, sub: pd.DataFrame, 
 SCORERS: dict[str, Callable[..., _Scored]] = {
     "probabilities": _probabilities, "multilabel": _multilabel, "probability": _probability, "label": _label,
     "regression": _regression, "labels": _labels, "ranked": _ranked,
+    "value_and_spread": lambda spec, submission, sub, ans: _Scored(*grade_rows.value_and_spread(spec, submission, sub,
+                                                                                                ans), spec.metric),
 }
+CLIPPED = ("probabilistic_f1",)  # metrics whose grader clips probabilities into [0, 1] rather than refuse them
+DECIDED = ("mcc",)  # metrics of 0/1 labels written as numbers
 
 
 def _scored(spec: CompetitionSpec, submission: pd.DataFrame, answers: pd.DataFrame) -> _Scored:
     """The submission checked against the answers (InvalidSubmissionError naming what is wrong) and aligned; only
-    the rows the grader scores are kept (the spec's `scored_rows`)."""
-    sub, ans = _aligned(submission, answers, spec)
-    if spec.scored_rows:
-        keep = scored_rows(ans, spec.scored_rows)
+    the rows the grader scores are kept (the spec's `scored_rows` and `scored_last`, chosen among all answers)."""
+    graded = grade_rows.graded(answers, spec)
+    sub, ans = _aligned(submission, answers.assign(**{grade_rows.GRADED: graded}), spec)
+    if not ans[grade_rows.GRADED].all():
+        keep = ans[grade_rows.GRADED].to_numpy(dtype=bool)
         sub, ans = sub.loc[keep].reset_index(drop=True), ans.loc[keep].reset_index(drop=True)
+    if spec.melted:  # a row per item and target: scored as (items x targets)
+        return _Scored(*grade_rows.unmelted_pair(spec, sub, ans), spec.metric)
     if spec.submission not in SCORERS:
         raise InputError(f"spec {spec.id}: no grader for a {spec.submission!r} submission")
     return SCORERS[spec.submission](spec, submission, sub, ans)
-
-
-def scored_rows(frame: pd.DataFrame, condition: str) -> np.ndarray:
-    """Which rows of `frame` meet a spec's `scored_rows` condition (pandas' query over its columns)."""
-    try:
-        return np.asarray(frame.eval(condition), dtype=bool)
-    except Exception as exc:  # a column the condition names is missing, or it is no condition
-        raise InputError(f"scored rows {condition!r}: {exc}") from exc
 
 
 def grade(submission_path: Path, spec: CompetitionSpec, answers_dir: Path,

@@ -18,12 +18,12 @@ TASKS = ("tabular", "image", "text", "audio", "image_to_image", "text_normalizat
 # positive class, a class label, values, one independent probability per label column (multi-label), a set of
 # labels in one string (space-separated), the k likeliest labels in one string, best first; or what no engine
 # learns yet, written by a rule (runner.results.baselines): run-length masks, boxes, a span of a text, free text,
-# a ranking of items
+# a ranking of items; or a value with the spread the grader scores it with (osic's FVC and Confidence)
 FORMATS = ("probabilities", "probability", "label", "regression", "multilabel", "labels", "ranked",
-           "mask", "boxes", "span", "text", "ranking")
+           "mask", "boxes", "span", "text", "ranking", "value_and_spread")
 # how the engines learn each format: one class per row (probabilities out), independent 0/1 labels, or values
 LEARNED_AS = {"probabilities": "classes", "probability": "classes", "label": "classes", "ranked": "classes",
-              "regression": "values", "multilabel": "labels", "labels": "labels"}
+              "regression": "values", "multilabel": "labels", "labels": "labels", "value_and_spread": "values"}
 STRING_FORMATS = ("labels", "ranked", "mask", "boxes", "span", "text", "ranking")  # one string per row, any text
 # the rules of runner.results.baselines: what a task no engine trains submits
 BASELINES = ("noisy_pixels", "most_frequent", "sample", "column", "constant")
@@ -39,6 +39,31 @@ class ColumnSplit:
     column: str
     sep: str
     into: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Join:
+    """A table whose rows add columns to the rows of ids made of parts (runner.competition.id_parts): the row of
+    `train_file` (a training row's) or `test_file` (a test row's) whose `on` columns (the table's) equal the row's
+    (`on`'s values), its columns named with `suffix`; with `first_by`, each key's first row by that column (a
+    patient's first visit). Two joins of one table are compared: each column's difference (or sameness), and the
+    distance between the `position` columns (a player's x and y)."""
+
+    train_file: str
+    test_file: str
+    on: dict[str, str]
+    suffix: str
+    first_by: str | None = None
+    position: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class LastRows:
+    """Of the answers' scored rows, each group's last `count` by `order` (osic's last three visits a patient)."""
+
+    group: str
+    order: str
+    count: int
 
 
 @dataclass(frozen=True)
@@ -109,6 +134,16 @@ class CompetitionSpec(Saved):
     # the rows the grader scores, as a condition on the answers' columns (pandas' query: "u_out == 0"); cross-
     # validation scores the training rows that meet it on the train file's columns
     scored_rows: str | None = None
+    scored_last: LastRows | None = None  # and of those, only each group's last rows
+    # ids made of parts (runner.competition.id_parts): a regex whose named groups split the sample's ids into the
+    # columns they are made of; a group named `target` names the target column a melted row holds (one row per item
+    # and target); the rows of a table that share the other parts are one id (a breast's images)
+    id_pattern: str | None = None
+    joins: tuple[Join, ...] = ()  # tables that add columns to such rows by their parts
+    id_folders: bool = False  # each id's files are the folder named by it below image_dir (a study's slices)
+    file_column: str | None = None  # each table row's file is this column's value + image_suffix (several an id)
+    fold_groups: str | None = None  # training rows sharing this column's value share a fold (a patient's visits)
+    spread_column: str | None = None  # value_and_spread: the sample's column of each value's stated spread
     real: RealSize | None = None
     medals: Medals | None = None
     folds: int = 5
@@ -129,8 +164,18 @@ class CompetitionSpec(Saved):
             raise SpecError(f"spec {self.id}: the constant baseline needs baseline_value, the string it writes")
         if self.baseline == "column" and not (self.baseline_column and self.test_file):
             raise SpecError(f"spec {self.id}: the column baseline needs baseline_column in the test file")
-        if self.stacked_ids and self.submission != "multilabel":
-            raise SpecError(f"spec {self.id}: stacked_ids needs the multilabel submission format")
+        if (self.stacked_ids or self.melted_by_pattern) and self.submission != "multilabel":
+            raise SpecError(f"spec {self.id}: melted ids (stacked_ids, an id_pattern's target) need the multilabel "
+                            "submission format")
+        if self.melted_by_pattern and not self.scored_columns:
+            raise SpecError(f"spec {self.id}: a melted sample's value column (its targets are the train file's) "
+                            "must be named in scored_columns")
+        if self.id_pattern is not None and not re.compile(self.id_pattern).groupindex:
+            raise SpecError(f"spec {self.id}: id_pattern {self.id_pattern!r} names no part (?P<column>...)")
+        if self.joins and self.id_pattern is None:
+            raise SpecError(f"spec {self.id}: joins need an id_pattern, the parts they join on")
+        if self.submission == "value_and_spread" and not self.spread_column:
+            raise SpecError(f"spec {self.id}: a value_and_spread submission needs spread_column")
         if self.label_pattern is not None and re.compile(self.label_pattern).groups != 1:
             raise SpecError(f"spec {self.id}: label_pattern {self.label_pattern!r} needs exactly one group")
         if self.submission == "ranked" and self.top_k < 1:
@@ -138,6 +183,16 @@ class CompetitionSpec(Saved):
         if self.submission not in LEARNED_AS and self.task != "unsupported":
             raise SpecError(f"spec {self.id}: no engine learns a {self.submission!r} submission: task must be "
                             "'unsupported', with the baseline rule that writes it")
+
+    @property
+    def melted_by_pattern(self) -> bool:
+        """Whether the sample has a row per item and target, its id naming the target (an id_pattern's `target`)."""
+        return self.id_pattern is not None and "target" in re.compile(self.id_pattern).groupindex
+
+    @property
+    def melted(self) -> bool:
+        """Whether the sample has a row per item and target: stacked numbers or an id naming its target."""
+        return bool(self.stacked_ids) or self.melted_by_pattern
 
     @property
     def test_suffix(self) -> str:

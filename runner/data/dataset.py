@@ -45,6 +45,7 @@ class Dataset:
     # a `labels` submission: the label each column of y stands for (y holds 0/1 per label; the writer names them)
     labels: list[str] | None = None
     test_rows: int = 0  # the test rows where no view holds them (no test features: the prior answers every row)
+    scored: np.ndarray | None = None  # train rows the grader's rule would score (osic's last visits): tuned on them
 
     @property
     def n_outputs(self) -> int:
@@ -62,7 +63,9 @@ class Dataset:
         """The same dataset keeping only the train rows where `keep` is true."""
         views = {kind: (rows_of(train, keep), test) for kind, (train, test) in self.views.items()}
         groups = None if self.groups is None else self.groups[keep]
-        return dataclasses.replace(self, y=self.y[keep], views=views, warnings=list(self.warnings), groups=groups)
+        scored = None if self.scored is None else self.scored[keep]
+        return dataclasses.replace(self, y=self.y[keep], views=views, warnings=list(self.warnings), groups=groups,
+                                   scored=scored)
 
 
 def typical_side(paths: list[Path | None]) -> int:

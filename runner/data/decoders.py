@@ -6,6 +6,8 @@ training row is skipped, a test row gets the prior.
 - `array_image`: a NumPy array per item (`.npy`): a 2-D array is a gray picture; a 3-D one with its channels
   first is a colour picture of up to three of them, more panels stacked top to bottom (seti's six cadence
   frames); each scaled from its 1st to its 99th percentile into 8 bits, so a faint line stands out of the noise.
+- `dicom_image`: an id's DICOM file, folder of them (a study's slices, a case's sequences) or list of them (a
+  breast's views), as one gray picture of a row of panels per series (runner.data.dicom).
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from PIL import Image
 
 from runner.common.errors import InputError
 from runner.competition.spec import CompetitionSpec
+from runner.data.dicom import dicom_picture
 
 log = logging.getLogger(__name__)
 
@@ -48,15 +51,17 @@ def array_picture(array: np.ndarray) -> Image.Image:
     return Image.fromarray(scaled(np.concatenate(list(array), axis=0)), "L")
 
 
-def _pictures(paths: list[Path | None], folder: Path, read: Callable[[Path], np.ndarray]) -> list[Path | None]:
-    """Each file's picture written as PNG under `folder` (None where unreadable), once: a picture there is reused."""
+def _pictures(paths: list, folder: Path, read: Callable[[Path], np.ndarray | Image.Image]) -> list[Path | None]:
+    """Each file's picture (an array made one, or a picture as read) written as PNG under `folder` (None where
+    unreadable), once: a picture there is reused."""
     folder.mkdir(parents=True, exist_ok=True)
     out = []
     for k, path in enumerate(paths):
         target = folder / f"{k}.png"
         if path is not None and not target.exists():
             try:
-                array_picture(read(path)).save(target)
+                made = read(path)
+                (made if isinstance(made, Image.Image) else array_picture(made)).save(target)
             except (OSError, ValueError) as exc:
                 log.warning("%s: cannot be read as a picture: %s", path, exc)
                 path = None
@@ -71,8 +76,14 @@ def array_image(spec: CompetitionSpec, train: list[Path | None], test: list[Path
     return {"image": (_pictures(train, root / "train", read), _pictures(test, root / "test", read))}
 
 
+def dicom_image(spec: CompetitionSpec, train: list, test: list, work_dir: Path) -> dict[str, tuple]:
+    root = Path(work_dir) / DECODED
+    return {"image": (_pictures(train, root / "train", dicom_picture), _pictures(test, root / "test", dicom_picture))}
+
+
 # a spec's `decode` -> the decoder of that kind of file
-DECODERS: dict[str, Callable[[CompetitionSpec, list, list, Path], dict[str, tuple]]] = {"array_image": array_image}
+DECODERS: dict[str, Callable[[CompetitionSpec, list, list, Path], dict[str, tuple]]] = {"array_image": array_image,
+                                                                                       "dicom_image": dicom_image}
 
 
 def decode(spec: CompetitionSpec, train: list[Path | None], test: list[Path | None], work_dir: Path) -> dict[str, tuple]:

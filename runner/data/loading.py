@@ -15,12 +15,14 @@ import pandas as pd
 
 from runner.common.errors import InputError
 from runner.competition.spec import CompetitionSpec
+from runner.competition.grade_rows import graded
 from runner.data.dataset import SPECTROGRAM_SIDE, Dataset, decode_square, typical_side
 from runner.data.decoders import decode
 from runner.data.image_draw import affordable_train, decode_seconds
 from runner.data.items import Items, read_items
 from runner.data.listed import listed_dataset
 from runner.data.pages import pixel_dataset
+from runner.data.part_rows import part_rows
 from runner.data.reading import read_table
 from runner.data.sounds import clip_seconds
 from runner.data.table_features import tabular_features
@@ -89,8 +91,11 @@ def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_s
     if spec.task == "text_normalization":
         return token_dataset(spec, data_dir, sample, columns, budget_seconds, memory)
     warnings: list[str] = []
-    items = read_items(spec, data_dir, work_dir, sample) if spec.items else None
-    if items is not None:
+    parts = part_rows(spec, data_dir, work_dir, sample, warnings, budget_seconds, memory) if spec.id_pattern else None
+    items = parts.items if parts else read_items(spec, data_dir, work_dir, sample) if spec.items else None
+    if parts is not None:
+        train_path, train = Path(parts.where), parts.train
+    elif items is not None:
         train_path, train = Path(items.where), items.train
     elif spec.label_pattern:
         train_path = data_dir / spec.image_dir
@@ -99,7 +104,9 @@ def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_s
         train_path = data_dir / spec.train_file
         train = read_table(train_path, "train file", data_dir, warnings, budget_seconds, memory)
     sampled = tuple(s for s in (train.attrs.get("sampled"),) if s)  # a large table cut to the budget or memory
-    train, classes, y = read_labels(spec, train, columns, train_path, warnings)
+    # a melted sample's value column holds every target: the train file's target columns are the labels
+    train, classes, y = read_labels(spec, train, list(spec.targets) if spec.melted_by_pattern else columns,
+                                    train_path, warnings)
     labels, classes = (classes, None) if spec.submission == "labels" else (None, classes)
     views: dict[str, tuple] = {}
     keep = np.ones(len(y), dtype=bool)
@@ -108,13 +115,13 @@ def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_s
         found = _file_views(spec, data_dir, work_dir, sample, train, items, warnings, budget_seconds, cores)
         views, keep, side, seconds_each = found.views, found.keep, found.side, found.seconds_each
         sampled += found.sampled
-    if not views and spec.test_file is None:  # the sample lists the test rows, and nothing describes them
+    test = parts.test if parts is not None else None
+    if not views and test is None and spec.test_file is None:  # the sample lists the test rows, nothing describes them
         warnings.append(f"{data_dir}: no test file with features for a {spec.task} competition: the training "
                         "labels' prior answers every test row")
         return Dataset(spec, columns, classes, y, {}, warnings, labels=labels, test_rows=len(sample))
-    test = None
-    if spec.test_file is not None:
-        test_path = data_dir / spec.test_file
+    test_path = data_dir / (spec.test_file or spec.sample_submission)
+    if parts is None and spec.test_file is not None:
         test = align_test(spec, read_table(test_path, "test file", data_dir, warnings), sample, test_path)
     if spec.task == "text":
         for frame, path in ((train, train_path), (test, test_path)):
@@ -133,4 +140,25 @@ def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_s
     if not views:
         raise InputError(f"{train_path}: no feature columns besides the id and the target(s)")
     return Dataset(spec, columns, classes, y, views, warnings, image_side=side, sampled=sampled,
-                   decode_seconds=seconds_each, labels=labels).subset(keep)
+                   decode_seconds=seconds_each, labels=labels, groups=fold_groups(spec, train),
+                   scored=scored_training_rows(spec, train)).subset(keep)
+
+
+def fold_groups(spec: CompetitionSpec, train: pd.DataFrame) -> np.ndarray | None:
+    """Each training row's group (the spec's `fold_groups` column: a patient's visits share a fold), or None."""
+    if not spec.fold_groups:
+        return None
+    if spec.fold_groups not in train.columns:
+        raise InputError(f"spec {spec.id}: no column {spec.fold_groups!r} (fold_groups) among the training rows'")
+    return pd.factorize(train[spec.fold_groups].astype(str))[0]
+
+
+def scored_training_rows(spec: CompetitionSpec, train: pd.DataFrame) -> np.ndarray | None:
+    """The training rows the grader's rule would score (`scored_rows`, `scored_last` on the training columns), or
+    None where there is no rule or the training rows lack a column it reads."""
+    if not (spec.scored_rows or spec.scored_last):
+        return None
+    try:
+        return graded(train, spec)
+    except InputError:
+        return None

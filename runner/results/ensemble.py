@@ -11,6 +11,7 @@ from runner.common import metrics
 from runner.common.label_metrics import tune_threshold
 from runner.results.member_state import MemberState
 from runner.results.blend import Blend, MemberPredictions, choose_blend, pool_gain
+from runner.results.decisions import tuned
 from runner.data.dataset import Dataset
 from runner.common.errors import InvalidSubmissionError
 from runner.units.tasks import FoldResult, assign_folds
@@ -57,7 +58,7 @@ class Ensemble:
             return {}
         classes = tuple(self.dataset.classes) if self.dataset.classes is not None else None
         weights = ", ".join(f"{name} {w:.2f}" for name, w in sorted(blend.weights.items(), key=lambda i: -i[1]))
-        cuts = self.grade_thresholds(blend) or self.set_threshold(blend)
+        cuts = self.grade_thresholds(blend) or self.set_threshold(blend) or self.decisions(blend)
         base = round(baseline_score(self.metric, self.dataset.y, self.prior.values[0], blend.covered), 6)  # as the CV
         labels = tuple(self.dataset.labels) if self.dataset.labels is not None else None
         chosen = Predictions(blend.test, classes, f"blend: {weights}", cuts, self.dataset.choices, labels)
@@ -99,6 +100,12 @@ class Ensemble:
         log.info("label threshold %.2f: %s %.4f on the out-of-fold rows (%.4f at the default)", threshold,
                  self.metric, tuned, blend.cv)
         return (threshold,)
+
+    def decisions(self, blend: Blend) -> tuple[float, ...] | None:
+        """A yes-or-no row's cut or a value's spread, tuned on the blend's out-of-fold rows that the grader's rule
+        would score (runner.results.decisions)."""
+        rows = blend.covered if self.dataset.scored is None else blend.covered & self.dataset.scored
+        return tuned(self.outputs.spec, self.dataset.y, blend.oof, rows)
 
     def measure_gain(self, state: MemberState) -> None:
         """What this member added to the pool, now that it has ended: the relative fall of the best convex blend's

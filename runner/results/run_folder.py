@@ -7,7 +7,10 @@ import functools
 import logging
 from pathlib import Path
 
+import numpy as np
+
 from runner.results.baselines import make_baseline
+from runner.results.decisions import tuned
 from runner.common.budget import Budget
 from runner.data.dataset import Dataset
 from runner.data.targets import read_sample, value_columns
@@ -106,6 +109,9 @@ class RunOutputs:
     def write_prior(self, dataset: Dataset) -> Predictions:
         """The class prior (or mean) once labels are read: the submission and the baseline every blend must beat."""
         prior = prior_predictions(dataset.y, dataset.classes, dataset.n_test, dataset.choices, dataset.labels)
+        if len(dataset.y) and (cuts := tuned(self.spec, dataset.y, np.tile(prior.values[0], (len(dataset.y), 1)),
+                                             dataset.scored, "training")):
+            prior = dataclasses.replace(prior, thresholds=cuts)  # the best constant the metric allows
         self.publish(prior, baseline=True)
         for warning in dataset.warnings:
             log.warning(warning)

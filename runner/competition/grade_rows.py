@@ -1,0 +1,96 @@
+"""Which answer rows a grader scores, and how a submission's rows meet them where they are not one row per id:
+the rows a condition keeps and each group's last ones (osic's last three visits a patient), a submission that may
+leave answers out (osic's grader scores the rows it has), a melted row per item and target put back as an
+(items x targets) matrix (rsna-2022's `<StudyInstanceUID>_C3`), and a value beside the spread stated for it.
+runner.competition.grade checks and scores the rest."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from runner.common.errors import InputError, InvalidSubmissionError
+from runner.competition.id_parts import items_in_order, melted_rows, unmelted
+from runner.competition.spec import CompetitionSpec
+
+GRADED = "__graded__"  # the answers' column, while they are aligned, of the rows the grader scores
+
+
+def scored_rows(frame: pd.DataFrame, condition: str) -> np.ndarray:
+    """Which rows of `frame` meet a spec's `scored_rows` condition (pandas' query over its columns)."""
+    try:
+        return np.asarray(frame.eval(condition), dtype=bool)
+    except Exception as exc:  # a column the condition names is missing, or it is no condition
+        raise InputError(f"scored rows {condition!r}: {exc}") from exc
+
+
+def graded(frame: pd.DataFrame, spec: CompetitionSpec) -> np.ndarray:
+    """Which rows of the answers (or of a training table with their columns) the grader scores: those meeting
+    `scored_rows`, and of them each group's last `scored_last` rows by its order column."""
+    keep = scored_rows(frame, spec.scored_rows) if spec.scored_rows else np.ones(len(frame), dtype=bool)
+    if spec.scored_last:
+        last = spec.scored_last
+        for column in (last.group, last.order):
+            if column not in frame.columns:
+                raise InputError(f"scored last rows: no column {column!r}")
+        order = pd.to_numeric(frame[last.order], errors="coerce").to_numpy()
+        kept = pd.DataFrame({"group": frame[last.group].to_numpy(), "order": order})[keep]
+        chosen = kept.sort_values("order", kind="stable").groupby("group", sort=False).tail(last.count).index
+        keep = np.isin(np.arange(len(frame)), chosen)
+    return keep
+
+
+def subset(submission: pd.DataFrame, answers: pd.DataFrame, spec: CompetitionSpec):
+    """Rows matched by id where the submission may leave answers out: every id it holds must be an answer's, once;
+    both in the ids' order."""
+    if spec.id_column not in submission.columns:
+        raise InvalidSubmissionError(f"no id column {spec.id_column!r}")
+    ids, known = submission[spec.id_column].astype(str), answers[spec.id_column].astype(str)
+    if (unknown := ~ids.isin(known)).any():
+        raise InvalidSubmissionError(f"id {ids[unknown].iloc[0]!r} of column {spec.id_column!r} is no answer's")
+    if ids.duplicated().any():
+        raise InvalidSubmissionError(f"id {ids[ids.duplicated()].iloc[0]!r} of column {spec.id_column!r} is given "
+                                     "twice")
+    sub = submission.iloc[np.argsort(ids.to_numpy(), kind="stable")].reset_index(drop=True)
+    ans = answers.loc[known.isin(ids).to_numpy()]
+    ans = ans.iloc[np.argsort(ans[spec.id_column].astype(str).to_numpy(), kind="stable")].reset_index(drop=True)
+    return sub, ans
+
+
+def numbers(frame: pd.DataFrame, column: str) -> pd.Series:
+    """A value column read as numbers (empty cells as NaN); text in it makes the submission invalid."""
+    if column not in frame.columns:
+        raise InvalidSubmissionError(f"missing column {column!r}")
+    values = pd.to_numeric(frame[column], errors="coerce")
+    text = values.isna() & frame[column].notna()
+    if text.any():
+        raise InvalidSubmissionError(f"column {column!r}: {frame[column][text].iloc[0]!r} is no number")
+    return values
+
+
+def value_and_spread(spec: CompetitionSpec, submission: pd.DataFrame, sub: pd.DataFrame,
+                     ans: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(truth, [value, spread] per row): both columns of numbers, checked on the whole submission as the grader
+    does; an empty spread counts as 0 (the metric's), an empty value leaves the score undefined (NaN)."""
+    columns = [*spec.targets, spec.spread_column]
+    for column in columns:
+        if column not in submission.columns:
+            raise InvalidSubmissionError(f"missing column {column!r}")
+        if not pd.api.types.is_numeric_dtype(submission[column]):
+            raise InvalidSubmissionError(f"column {column!r} is not numeric")
+    return ans[list(spec.targets)].to_numpy(dtype=np.float64), sub[columns].to_numpy(dtype=np.float64)
+
+
+def unmelted_pair(spec: CompetitionSpec, sub: pd.DataFrame, ans: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(truth, predictions) as (items x targets) matrices from aligned melted rows: the value column checked as
+    probabilities (empty or outside [0, 1]: invalid), every item given each target by the answers."""
+    column = (spec.scored_columns or spec.targets)[0]  # the melted value column; stacked: the spec's one target
+    pred = numbers(sub, column).to_numpy(dtype=np.float64)
+    if np.isnan(pred).any() or (pred < 0).any() or (pred > 1).any():
+        raise InvalidSubmissionError(f"column {column!r}: probabilities must be given, within [0, 1]")
+    items, targets = melted_rows(spec, ans, spec.answers_file)  # aligned: the answers' ids are the submission's
+    order = items_in_order(items)
+    width = len(spec.targets) if spec.melted_by_pattern else int(targets.max()) + 1
+    truth = unmelted(items, targets, numbers(ans, column).to_numpy(dtype=np.float64), order, width)
+    if np.isnan(truth).any():
+        raise InvalidSubmissionError(f"the answers do not give every item each of the {width} targets")
+    return truth, unmelted(items, targets, pred, order, width)
