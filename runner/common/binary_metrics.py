@@ -73,12 +73,12 @@ def decide(p: np.ndarray, cut: float) -> np.ndarray:
 def tune_decision(score: Callable[[np.ndarray, np.ndarray], float], lower_is_better: bool, y: np.ndarray,
                   pred: np.ndarray) -> tuple[float, float]:
     """(cut, its score): the probability from which a row is decided a yes that `score`s best on these rows, among
-    the predictions' own quantiles and DEFAULT_CUT (a constant prediction: all yes or all no)."""
+    the predictions' own quantiles; DEFAULT_CUT unless one does strictly better (a constant prediction's tie
+    between all yes and all no stays the likelier class)."""
     p = positive_probability(pred)
-    candidates = np.unique(np.concatenate([np.quantile(p, QUANTILES), [DEFAULT_CUT]]))
     direction = -1.0 if lower_is_better else 1.0
     best = (DEFAULT_CUT, -np.inf)
-    for cut in candidates:
+    for cut in [DEFAULT_CUT, *np.unique(np.quantile(p, QUANTILES))]:
         try:
             value = direction * score(y, decide(p, cut))
         except ValueError:  # a metric undefined on these rows (no positive)

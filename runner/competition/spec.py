@@ -44,14 +44,14 @@ class ColumnSplit:
 @dataclass(frozen=True)
 class Join:
     """A table whose rows add columns to the rows of ids made of parts (runner.competition.id_parts): the row of
-    `train_file` (a training row's) or `test_file` (a test row's) whose `on` columns (the table's) equal the row's
-    (`on`'s values), its columns named with `suffix`; with `first_by`, each key's first row by that column (a
+    `train_file` (a training row's) or `test_file` (a test row's) whose `keys` columns (the table's) equal the
+    row's (`keys`' values), its columns named with `suffix`; with `first_by`, each key's first row by that column (a
     patient's first visit). Two joins of one table are compared: each column's difference (or sameness), and the
     distance between the `position` columns (a player's x and y)."""
 
     train_file: str
     test_file: str
-    on: dict[str, str]
+    keys: dict[str, str]  # the table's column -> the row's column it must equal
     suffix: str
     first_by: str | None = None
     position: tuple[str, ...] = ()

@@ -86,17 +86,17 @@ def _read(spec: CompetitionSpec, data_dir: Path, name: str, what: str, warnings:
 
 
 def _join(frame: pd.DataFrame, table: pd.DataFrame, join: Join, path: Path) -> pd.DataFrame:
-    """`frame` with the columns of `table`'s row whose `on` columns equal its own (suffixed), in its row order."""
-    missing = [c for c in join.on if c not in table.columns] + [c for c in join.on.values() if c not in frame.columns]
+    """`frame` with the columns of `table`'s row whose `keys` columns equal its own (suffixed), in its row order."""
+    missing = [c for c in join.keys if c not in table.columns] + [c for c in join.keys.values() if c not in frame.columns]
     if missing:
-        raise InputError(f"{path}: cannot join on {join.on}: no column(s) {missing}")
+        raise InputError(f"{path}: cannot join by {join.keys}: no column(s) {missing}")
     if join.first_by:
         table = table.sort_values(join.first_by, kind="stable")
-    table = table.drop_duplicates(list(join.on))
-    rest = [c for c in table.columns if c not in join.on]
+    table = table.drop_duplicates(list(join.keys))
+    rest = [c for c in table.columns if c not in join.keys]
     right = table[rest].rename(columns={c: f"{c}{join.suffix}" for c in rest})
-    right.index = keys(table[list(join.on)].apply(_text), list(join.on)).to_numpy()
-    left = keys(frame[list(join.on.values())].apply(_text), list(join.on.values()))
+    right.index = keys(table[list(join.keys)].apply(_text), list(join.keys)).to_numpy()
+    left = keys(frame[list(join.keys.values())].apply(_text), list(join.keys.values()))
     joined = right.reindex(left.to_numpy()).reset_index(drop=True)
     return pd.concat([frame.reset_index(drop=True), joined], axis=1)
 
@@ -192,7 +192,7 @@ def part_rows(spec: CompetitionSpec, data_dir: Path, work_dir: Path, sample: pd.
     joined: list[tuple[Join, list[str]]] = []
     for join in spec.joins:
         train_table = _read(spec, data_dir, join.train_file, "joined table", warnings, memory=memory)
-        joined.append((join, [c for c in train_table.columns if c not in join.on]))
+        joined.append((join, [c for c in train_table.columns if c not in join.keys]))
         train = _join(train, train_table, join, data_dir / join.train_file)
         test = _join(test, _read(spec, data_dir, join.test_file, "joined table", warnings, memory=memory), join,
                      data_dir / join.test_file)

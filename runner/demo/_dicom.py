@@ -39,9 +39,12 @@ def write_image(path: Path, pixels: np.ndarray, series: Series, instance: int, p
     from pydicom.uid import JPEG2000Lossless, ExplicitVRLittleEndian
 
     slope, intercept = series.rescale
-    stored = np.clip(np.round((np.asarray(pixels, dtype=np.float64) - intercept) / slope), 0, 65535)
-    if series.monochrome1:
-        stored = stored.max() - stored
+    values, window = np.asarray(pixels, dtype=np.float64), series.window
+    if series.monochrome1:  # dense stored dark: the values turned over, and the window with them
+        top = float(np.ceil(values.max()))
+        values = top - values
+        window = None if window is None else (top - window[0], window[1])
+    stored = np.clip(np.round((values - intercept) / slope), 0, 65535)
     meta = FileMetaDataset()
     meta.MediaStorageSOPClassUID = series.kind[1]
     meta.MediaStorageSOPInstanceUID = sop or f"{series.series}.{instance}"
@@ -57,8 +60,8 @@ def write_image(path: Path, pixels: np.ndarray, series: Series, instance: int, p
     ds.SamplesPerPixel, ds.PhotometricInterpretation = 1, "MONOCHROME1" if series.monochrome1 else "MONOCHROME2"
     ds.BitsAllocated, ds.BitsStored, ds.HighBit, ds.PixelRepresentation = 16, 16, 15, 0
     ds.RescaleSlope, ds.RescaleIntercept = slope, intercept
-    if series.window is not None:
-        ds.WindowCenter, ds.WindowWidth = series.window
+    if window is not None:
+        ds.WindowCenter, ds.WindowWidth = window
     ds.PixelData = stored.astype(np.uint16).tobytes()
     if series.jpeg2000:
         ds.compress(JPEG2000Lossless, encoding_plugin="pylibjpeg")
