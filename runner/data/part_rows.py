@@ -5,9 +5,9 @@ gathered); other tables add columns by the parts (`joins`: a player's tracking a
 visit), and two rows joined from one table are compared (each column's difference or sameness, the distance
 between their positions), as is a part with the joined column of its name (weeks since the first visit).
 
-A part or column that is text or whole numbers and whose test values no training row holds names what the split
-keeps apart (a patient, a play, a study): no model can use it, so the test rows leave it out and it is no feature;
-the training rows keep it (the folds' groups, the rows the grader's rule scores)."""
+A part (text or whole numbers) whose test values no training row holds, or a text column of several such values,
+names what the split keeps apart (a patient, a play, a study): no model can use it, so the test rows leave it out
+and it is no feature; the training rows keep it (the folds' groups, the rows the grader's rule scores)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -101,15 +101,16 @@ def _join(frame: pd.DataFrame, table: pd.DataFrame, join: Join, path: Path) -> p
     return pd.concat([frame.reset_index(drop=True), joined], axis=1)
 
 
-def _compared(frame: pd.DataFrame, joined: list[tuple[Join, list[str]]], parts: list[str]) -> pd.DataFrame:
+def _compared(frame: pd.DataFrame, joined: list[tuple[Join, list[str]]], parts: list[str],
+              dropped: tuple[str, ...]) -> pd.DataFrame:
     """Differences between two joins of one table (sameness for text, the distance between their positions), and
-    between a part and the joined column of its name."""
+    between a part and the joined column of its name; none of a column the spec drops."""
     added = {}
     for i, (first, names) in enumerate(joined):
         for second, _ in joined[i + 1:]:
             if first.train_file != second.train_file:
                 continue
-            for c in names:
+            for c in (c for c in names if not {f"{c}{first.suffix}", f"{c}{second.suffix}"} & set(dropped)):
                 a, b = frame[f"{c}{first.suffix}"], frame[f"{c}{second.suffix}"]
                 if pd.api.types.is_numeric_dtype(a) and pd.api.types.is_numeric_dtype(b):
                     added[f"{c}{first.suffix}-{c}{second.suffix}"] = a - b
@@ -136,16 +137,19 @@ def _as_numbers(train: pd.DataFrame, test: pd.DataFrame, columns: list[str]) -> 
             test[column] = pd.to_numeric(test[column])
 
 
-def _identifiers(train: pd.DataFrame, test: pd.DataFrame, spec: CompetitionSpec) -> list[str]:
-    """The test rows' columns of text or whole numbers whose values no training row holds (a patient, a play)."""
+def _identifiers(train: pd.DataFrame, test: pd.DataFrame, spec: CompetitionSpec, parts: list[str]) -> list[str]:
+    """The test rows' parts (text or whole numbers) whose values no training row holds, and text columns of several
+    such values (patients, plays, times): numbers that measure something are kept, however new their values, and
+    so is a category the test rows alone have (every test patient a woman)."""
     found = []
     for column in test.columns:
         if column == spec.id_column or column not in train.columns:
             continue
         values = test[column].dropna()
-        whole = pd.api.types.is_integer_dtype(values) or (pd.api.types.is_float_dtype(values) and len(values)
-                                                           and (values == values.round()).all())
-        if len(values) and (whole or not pd.api.types.is_numeric_dtype(values)) \
+        text = not pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values)
+        whole = not text and bool((values == values.round()).all())
+        named = (column in parts and (text or whole)) or (text and values.nunique() > 1)
+        if len(values) and named \
                 and not values.astype(str).isin(set(train[column].dropna().astype(str))).any():
             found.append(column)
     return found
@@ -196,8 +200,8 @@ def part_rows(spec: CompetitionSpec, data_dir: Path, work_dir: Path, sample: pd.
         train = _join(train, train_table, join, data_dir / join.train_file)
         test = _join(test, _read(spec, data_dir, join.test_file, "joined table", warnings, memory=memory), join,
                      data_dir / join.test_file)
-    train, test = (_compared(frame, joined, parts) for frame in (train, test))
-    test = test.drop(columns=[c for c in _identifiers(train, test, spec) if c != spec.id_column])
+    train, test = (_compared(frame, joined, parts, spec.drop_columns) for frame in (train, test))
+    test = test.drop(columns=[c for c in _identifiers(train, test, spec, parts) if c != spec.id_column])
     items = None
     if spec.id_folders or spec.file_column:
         train_files = _files(spec, data_dir, work_dir, spec.image_dir, train[spec.id_column], train_names,
