@@ -12,12 +12,16 @@ training row is skipped, a test row gets the prior.
 from __future__ import annotations
 
 import logging
+import os
+import time
+from multiprocessing.pool import ThreadPool
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 from PIL import Image
 
+from runner.common.atomic import replacing
 from runner.common.errors import InputError
 from runner.competition.spec import CompetitionSpec
 from runner.data.dicom import dicom_picture
@@ -27,6 +31,7 @@ log = logging.getLogger(__name__)
 SCALE_PERCENTILES = (1.0, 99.0)  # an array's values mapped to 0..255 between these: outliers do not wash it out
 MAX_PANELS_AS_COLOUR = 3  # channels that make one colour picture; more are stacked as gray panels
 DECODED = "decoded"  # the work folder's sub-folder of what decoders write
+PROBES = 4  # training files decoded and timed first: what one costs, before the budget draws the rest
 
 
 def scaled(values: np.ndarray) -> np.ndarray:
@@ -51,22 +56,32 @@ def array_picture(array: np.ndarray) -> Image.Image:
     return Image.fromarray(scaled(np.concatenate(list(array), axis=0)), "L")
 
 
+def decode_threads() -> int:
+    """Threads that decode side by side: the cores this process may run on (its container's, its lease's). The
+    decoders' libraries (numpy, PIL, pydicom's JPEG plugins) let go of the interpreter while they work."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 def _pictures(paths: list, folder: Path, read: Callable[[Path], np.ndarray | Image.Image]) -> list[Path | None]:
     """Each file's picture (an array made one, or a picture as read) written as PNG under `folder` (None where
-    unreadable), once: a picture there is reused."""
+    unreadable), once: a picture there is reused. Written whole or not at all, several at a time."""
     folder.mkdir(parents=True, exist_ok=True)
-    out = []
-    for k, path in enumerate(paths):
-        target = folder / f"{k}.png"
-        if path is not None and not target.exists():
-            try:
-                made = read(path)
-                (made if isinstance(made, Image.Image) else array_picture(made)).save(target)
-            except (OSError, ValueError) as exc:
-                log.warning("%s: cannot be read as a picture: %s", path, exc)
-                path = None
-        out.append(target if path is not None else None)
-    return out
+
+    def one(k: int) -> Path | None:
+        path, target = paths[k], folder / f"{k}.png"
+        if path is None or target.exists():
+            return None if path is None else target
+        try:
+            made = read(path)
+            with replacing(target) as written:
+                (made if isinstance(made, Image.Image) else array_picture(made)).save(written, format="PNG")
+            return target
+        except (OSError, ValueError) as exc:
+            log.warning("%s: cannot be read as a picture: %s", path, exc)
+            return None
+
+    with ThreadPool(max(1, min(decode_threads(), len(paths)))) as pool:
+        return pool.map(one, range(len(paths)))
 
 
 def array_image(spec: CompetitionSpec, train: list[Path | None], test: list[Path | None],
@@ -84,6 +99,18 @@ def dicom_image(spec: CompetitionSpec, train: list, test: list, work_dir: Path) 
 # a spec's `decode` -> the decoder of that kind of file
 DECODERS: dict[str, Callable[[CompetitionSpec, list, list, Path], dict[str, tuple]]] = {"array_image": array_image,
                                                                                        "dicom_image": dicom_image}
+
+
+def probe_seconds(spec: CompetitionSpec, train: list, work_dir: Path) -> float:
+    """Seconds one thread takes to decode one training file: PROBES of them, spread over the list, decoded side by
+    side and timed (0.0 when there are none); their pictures stay, for the decode that follows to reuse."""
+    present = [k for k, path in enumerate(train) if path is not None]
+    if not present:
+        return 0.0
+    chosen = {present[i] for i in np.unique(np.linspace(0, len(present) - 1, min(PROBES, len(present))).astype(int))}
+    started = time.perf_counter()
+    decode(spec, [path if k in chosen else None for k, path in enumerate(train)], [], work_dir)
+    return (time.perf_counter() - started) * min(decode_threads(), len(chosen)) / len(chosen)
 
 
 def decode(spec: CompetitionSpec, train: list[Path | None], test: list[Path | None], work_dir: Path) -> dict[str, tuple]:

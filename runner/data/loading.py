@@ -17,7 +17,7 @@ from runner.common.errors import InputError
 from runner.competition.spec import CompetitionSpec
 from runner.competition.grade_rows import graded
 from runner.data.dataset import SPECTROGRAM_SIDE, Dataset, decode_square, typical_side
-from runner.data.decoders import decode
+from runner.data.decoders import decode, decode_threads, probe_seconds
 from runner.data.image_draw import affordable_train, decode_seconds
 from runner.data.items import Items, read_items
 from runner.data.listed import listed_dataset
@@ -55,13 +55,21 @@ def _file_views(spec: CompetitionSpec, data_dir: Path, work_dir: Path, sample: p
         keep, train_paths, test_paths = file_inputs(spec, train[spec.id_column], sample[spec.id_column], data_dir,
                                                      work_dir, warnings)
     views: dict[str, tuple] = {}
+    drawn: tuple = ()
     if spec.decode:  # arrays and other files: pictures (or tables) the engines read, written once
+        if budget_seconds:  # a slow decode (a mammogram, a CT study) draws the training files it affords first
+            keep, cut = affordable_train(keep, len(test_paths), probe_seconds(spec, train_paths, work_dir),
+                                         budget_seconds, decode_threads(), str(data_dir / (spec.image_dir or "")))
+            train_paths, drawn = [p if k else None for p, k in zip(train_paths, keep)], (cut,) if cut else ()
+            warnings.extend(c.say() for c in drawn)
         views = decode(spec, train_paths, test_paths, work_dir)
         train_paths, test_paths = views.pop("image", (train_paths, test_paths))
         keep = keep & np.array([p is not None for p in train_paths])
+        if not keep.any():
+            raise InputError(f"{data_dir / (spec.image_dir or '')}: no training file could be read ({spec.decode})")
     if spec.task not in ("image", "audio"):
-        return FileViews(views, keep)
-    found = FileViews(views, keep)
+        return FileViews(views, keep, sampled=drawn)
+    found = FileViews(views, keep, sampled=drawn)
     if spec.task == "image" and budget_seconds:  # a first decode of them all must leave time to train
         found.seconds_each = decode_seconds(train_paths, decode_square)
         found.keep, cut = affordable_train(keep, len(test_paths), found.seconds_each, budget_seconds, cores,
