@@ -276,8 +276,8 @@ def _scored(spec: CompetitionSpec, submission: pd.DataFrame, answers: pd.DataFra
     the rows the grader scores are kept (the spec's `scored_rows` and `scored_last`, chosen among all answers)."""
     graded = grade_rows.graded(answers, spec)
     sub, ans = _aligned(submission, answers.assign(**{grade_rows.GRADED: graded}), spec)
-    if not ans[grade_rows.GRADED].all():
-        keep = ans[grade_rows.GRADED].to_numpy(dtype=bool)
+    keep = ans.pop(grade_rows.GRADED).to_numpy(dtype=bool)  # the answers as given, less the marker
+    if not keep.all():
         sub, ans = sub.loc[keep].reset_index(drop=True), ans.loc[keep].reset_index(drop=True)
     if spec.melted:  # a row per item and target: scored as (items x targets)
         return _Scored(*grade_rows.unmelted_pair(spec, sub, ans), spec.metric)
