@@ -66,7 +66,7 @@ def _melted(values: np.ndarray, sample: pd.DataFrame, spec: CompetitionSpec) -> 
     order = items_in_order(items)
     if len(values) != len(order) or targets.max() >= values.shape[1]:
         raise InvalidSubmissionError(f"{values.shape} predictions for {len(order)} items x {targets.max() + 1} "
-                                     f"targets of {spec.sample_submission}")
+                                     f"labels of {spec.sample_submission}")
     return melted(values, items, targets, order)[:, None]
 
 
