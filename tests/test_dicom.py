@@ -100,3 +100,19 @@ def test_the_probe_times_a_few_training_files_and_the_decode_after_it_reuses_the
     train, _ = dicom_image(spec, studies, [], tmp_path / "work")["image"]
     assert all(p.stat().st_mtime_ns == written[p] for p in probed)  # reused, not decoded again
     assert [p is not None for p in train] == [True] * 6 + [False]
+
+
+def test_a_voi_lut_sequence_maps_the_values_as_the_modality_means_them_seen(tmp_path):
+    import pydicom
+    from pydicom.dataset import Dataset
+
+    image = np.tile(np.arange(0, 64, 4, dtype=float), (SIDE, 1))  # columns 0, 4, ..., 60
+    write_image(tmp_path / "plain.dcm", image, Series(MAMMOGRAPHY, "p", "1.4", "1.4.1"), 1)
+    ds = pydicom.dcmread(tmp_path / "plain.dcm")
+    lut = Dataset()  # 64 entries from stored value 0: dark up to 31, then bright (a step the picture must show)
+    lut.add_new(0x00283002, "US", [64, 0, 16])  # LUT Descriptor: entries, first stored value, bits
+    lut.add_new(0x00283006, "US", [0] * 32 + [1000] * 32)  # LUT Data
+    ds.VOILUTSequence = [lut]
+    ds.save_as(tmp_path / "lut.dcm")
+    row = np.asarray(dicom_picture(tmp_path / "lut.dcm"))[0]
+    assert row[:7].max() == 0 and row[9:].min() == 255  # below 32: the LUT's dark end; from it: its bright end

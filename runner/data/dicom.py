@@ -137,9 +137,13 @@ def eight_bits(panel: np.ndarray, dataset) -> np.ndarray:
     values = np.nan_to_num(np.asarray(panel, dtype=np.float64))
     low, high = np.percentile(values, SCALE_PERCENTILES)
     if _has_window(dataset):
+        lookup = "VOILUTSequence" in dataset  # a table's entries are indexed by whole values
+        kind = np.int64 if lookup else np.float64
         try:  # the window's own output range: what lies beyond it on either side is its darkest or brightest
-            values = np.asarray(apply_voi_lut(values, dataset), dtype=np.float64)
-            low, high = np.asarray(apply_voi_lut(np.array([-BEYOND, BEYOND]), dataset), dtype=np.float64)
+            values = np.asarray(apply_voi_lut(np.round(values).astype(kind) if lookup else values, dataset),
+                                dtype=np.float64)
+            ends = apply_voi_lut(np.array([-BEYOND, BEYOND], dtype=kind), dataset)
+            low, high = np.sort(np.asarray(ends, dtype=np.float64))
         except (ValueError, TypeError, AttributeError, KeyError, IndexError) as exc:  # a malformed window
             log.debug("window not applied: %s", exc)
     scaled = np.zeros(values.shape) if high <= low else np.clip((values - low) / (high - low), 0, 1)
