@@ -1,5 +1,5 @@
-"""DICOM as pictures (runner.data.dicom): an id's file, folder or list of files made one gray picture, a row of
-panels per series; a volume's slices ordered by their position and seen as three maximum-intensity projections;
+"""DICOM as pictures (runner.data.dicom): an id's file, folder or list of files made one square gray picture of
+its series' panels; a volume's slices ordered by their position and seen as three maximum-intensity projections;
 pixels in the modality's units through the window into 8 bits, MONOCHROME1 turned over; compressed pixel data
 decoded as the uncompressed."""
 from pathlib import Path
@@ -32,8 +32,8 @@ def _volume(folder: Path, spot_slice: int, slices: int = 6, names=None) -> None:
 def test_a_volume_is_its_three_projections_with_its_slices_in_the_order_of_their_positions(tmp_path):
     _volume(tmp_path / "study", spot_slice=1, names=["9.dcm", "3.dcm", "7.dcm", "1.dcm", "5.dcm", "2.dcm"])
     picture = np.asarray(dicom_picture(tmp_path / "study"))
-    assert picture.shape == (SIDE, 3 * SIDE)  # one series: axial, coronal, sagittal projections in a row
-    axial, coronal = picture[:, :SIDE], picture[:, SIDE:2 * SIDE]
+    assert picture.shape == (2 * SIDE, 2 * SIDE)  # axial, coronal and sagittal projections in a square grid
+    axial, coronal = picture[:SIDE, :SIDE], picture[:SIDE, SIDE:]
     assert axial[4:6, 10:12].min() == 255 and axial[0, 0] == 128  # the window's centre is mid-gray
     brightest = int(coronal.max(axis=1).argmax())  # the spot's slice, the 2nd of 6 by position (not by name)
     assert SIDE * 1 / 6 - 1 <= brightest <= SIDE * 2 / 6
@@ -65,7 +65,7 @@ def test_series_are_told_apart_by_their_uid_and_a_list_of_files_is_one_id(tmp_pa
                                                                                           uid), 1)
     assert [len(s) for s in series_of(sorted(tmp_path.glob("*.dcm")))] == [1, 1]
     picture = dicom_picture((tmp_path / "0.dcm", tmp_path / "1.dcm"))
-    assert picture.size == (SIDE, 2 * SIDE)  # a panel each, one above the other
+    assert picture.size == (2 * SIDE, 2 * SIDE)  # a panel each, side by side, stretched to a square
 
 
 def test_what_is_no_dicom_gives_its_row_no_picture(tmp_path):

@@ -7,7 +7,7 @@ training row is skipped, a test row gets the prior.
   first is a colour picture of up to three of them, more panels stacked top to bottom (seti's six cadence
   frames); each scaled from its 1st to its 99th percentile into 8 bits, so a faint line stands out of the noise.
 - `dicom_image`: an id's DICOM file, folder of them (a study's slices, a case's sequences) or list of them (a
-  breast's views), as one gray picture of a row of panels per series (runner.data.dicom).
+  breast's views), as one square gray picture of its series' panels (runner.data.dicom).
 """
 from __future__ import annotations
 

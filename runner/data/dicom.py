@@ -7,9 +7,9 @@ maximum-intensity projections, through its depth, its height and its width (axia
 a bright lesion or a fracture line shows in them wherever its slice is, and a spine's levels run down the latter
 two. Pixels are taken to the modality's units (rescale slope and intercept: Hounsfield units for a CT), then
 through the first file's VOI LUT or window (the range the modality means to be seen) into 8 bits, MONOCHROME1
-inverted so that dense is always bright. The picture has a row of panels per series, in the order of the series'
-folders or numbers. Compressed pixel data (JPEG lossless, JPEG-LS, JPEG 2000, RLE) is decoded by pydicom's
-pylibjpeg plugins.
+inverted so that dense is always bright. The panels, series after series in the order of their folders or
+numbers, fill a near-square grid, stretched to a square: the engines crop a square out of a picture's middle.
+Compressed pixel data (JPEG lossless, JPEG-LS, JPEG 2000, RLE) is decoded by pydicom's pylibjpeg plugins.
 """
 from __future__ import annotations
 
@@ -152,9 +152,23 @@ def eight_bits(panel: np.ndarray, dataset) -> np.ndarray:
     return (scaled * 255).round().astype(np.uint8)
 
 
-def _panel_side(panels: list[list[np.ndarray]]) -> int:
-    largest = max(max(p.shape) for row in panels for p in row)
-    return min(PANEL_SIDE, largest)
+def _panel_side(panels: list[np.ndarray]) -> int:
+    return min(PANEL_SIDE, max(max(p.shape) for p in panels))
+
+
+def tiled(panels: list[np.ndarray]) -> Image.Image:
+    """The panels in a near-square grid (as many columns as the square root of their count, rounded up), series
+    after series, each a square of one side, the grid then stretched to a square of its longer side: the engines
+    crop a square out of a picture's middle, which would cut a row or a column of panels away."""
+    side = _panel_side(panels)
+    columns = int(np.ceil(np.sqrt(len(panels))))
+    rows = int(np.ceil(len(panels) / columns))
+    canvas = Image.new("L", (side * columns, side * rows))
+    for k, panel in enumerate(panels):
+        canvas.paste(Image.fromarray(panel, "L").resize((side, side), Image.BILINEAR),
+                     ((k % columns) * side, (k // columns) * side))
+    longer = max(canvas.size)
+    return canvas if canvas.width == canvas.height else canvas.resize((longer, longer), Image.BILINEAR)
 
 
 # what reading a file that is no DICOM, or pixel data no plugin decodes, raises: such an id has no picture
@@ -162,7 +176,7 @@ UNREADABLE = (AttributeError, KeyError, IndexError, TypeError, RuntimeError, Not
 
 
 def dicom_picture(entry) -> Image.Image:
-    """One id's DICOM file(s) as a gray picture: a row of panels per series (see the module's docstring); a
+    """One id's DICOM file(s) as a square gray picture of their series' panels (see the module's docstring); a
     ValueError where they cannot be read as one."""
     try:
         return _picture(entry)
@@ -174,14 +188,8 @@ def _picture(entry) -> Image.Image:
     files = files_of(entry)
     if not files:
         raise ValueError(f"{entry}: no DICOM file")
-    rows = []
+    panels = []
     for paths in series_of(files):
         volume, first = read_series(paths)
-        rows.append([eight_bits(panel, first) for panel in projections(volume)])
-    side = _panel_side(rows)
-    columns = max(len(row) for row in rows)
-    canvas = Image.new("L", (side * columns, side * len(rows)))
-    for r, row in enumerate(rows):
-        for c, panel in enumerate(row):
-            canvas.paste(Image.fromarray(panel, "L").resize((side, side), Image.BILINEAR), (c * side, r * side))
-    return canvas
+        panels += [eight_bits(panel, first) for panel in projections(volume)]
+    return tiled(panels)
