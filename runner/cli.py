@@ -84,6 +84,7 @@ def _grade(args) -> int:
 
 
 def _plan(args) -> int:
+    import dataclasses
     import tempfile
 
     from runner.console import console, plan_table
@@ -100,9 +101,32 @@ def _plan(args) -> int:
     hardware = probe_hardware() if args.hardware is None else profile(args.hardware)
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="runner-plan-"))
     out.mkdir(parents=True, exist_ok=True)
+    if spec.task == "unsupported":  # a rule writes it: nothing to read, measure or train
+        print(f"{spec.id}: no member: {spec.note or 'no engine trains it'}; the {spec.baseline or 'sample'} rule "
+              "writes its submission")
+        return 0
     dataset = load_dataset(spec, Path(args.data), out / "work")
     pulled = args.hardware is not None and args.weights == "pulled"
     pretrained = pretrained_models() | frozenset(weight_models()) if pulled else None
+    if args.size == "real":  # the data given is a replica: plan the real competition from its shape
+        from runner.planning.planner import data_shape, measure_costs
+        from runner.planning.real_size import plan_at_real_size
+        from runner.planning.registry import get_engine
+
+        side = (spec.real.side if spec.real else 0) or dataset.image_side
+        at_side = dataclasses.replace(dataset, image_side=side)
+        estimates = {n: c for n, c in measure_costs(spec, at_side, hardware, budget.seconds, out, here=False).items()
+                     if get_engine(n).accelerated}  # the card's costs estimated from FLOPs at the real images' side
+        plan, fit = plan_at_real_size(spec, data_shape(dataset), hardware, budget,
+                                      pretrained if pretrained is not None else pretrained_models(), estimates)
+        console.print(plan_table(plan))
+        print(f"at the real size: memory {fit.memory_bytes / 2**30:.1f} GiB of {hardware.ram_bytes / 2**30:.0f} "
+              f"({'fits' if fit.memory_fits else 'DOES NOT FIT'}); disk {fit.disk_bytes / 2**30:.1f} GiB of "
+              f"{hardware.disk_free_bytes / 2**30:.0f} free ({'fits' if fit.disk_fits else 'DOES NOT FIT'}); "
+              f"window {'filled' if fit.window_filled else 'NOT FILLED'}")
+        if args.out:
+            plan.save(out / "plan.json")
+        return 0
     plan, _ = plan_for(spec, dataset, hardware, budget, out, here=args.hardware is None,
                        engines=_engines(args.engines), pretrained=pretrained,
                        max_members=args.max_members or MAX_MEMBERS)
@@ -147,13 +171,16 @@ def _demo(args) -> int:
 
 
 def _specs(args) -> int:
+    """Every competition with a spec, a line each: id, MLE-bench split, task, submission format, metric, aliases."""
     from runner.competition.catalog import known_specs
+    from runner.competition.mlebench import split_of
 
     specs = list(known_specs().values())
-    widths = [max(len(getattr(s, field)) for s in specs) for field in ("id", "task", "metric")]
-    for spec in specs:  # columns as wide as their longest value
-        cells = [f"{getattr(spec, field):{w}s}" for field, w in zip(("id", "task", "metric"), widths)]
-        print(*cells, f"aliases: {', '.join(spec.aliases)}")
+    rows = [(s.id, split_of(s.id), s.task, s.submission, s.metric) for s in specs]
+    widths = [max(len(row[k]) for row in rows) for k in range(5)]
+    for spec, row in zip(specs, rows):  # columns as wide as their longest value
+        print(*(f"{cell:{w}s}" for cell, w in zip(row, widths)), f"aliases: {', '.join(spec.aliases)}")
+    print(f"{len(specs)} competitions")
     return 0
 
 
@@ -238,6 +265,9 @@ def parser() -> argparse.ArgumentParser:
     plan.add_argument("--weights", choices=("pulled", "here"), default="pulled",
                       help="with --hardware: plan as if every model `runner weights list` names were pulled on that "
                            "machine (pulled, the default), or with this machine's cache (here)")
+    plan.add_argument("--size", choices=("given", "real"), default="given",
+                      help="plan for the data given (default), or for the real competition from a replica's data: "
+                           "its shape grown to the spec's real size, and what a run would sample there said")
     plan.set_defaults(func=_plan)
     weights = sub.add_parser("weights", help="pretrained weights in the Hugging Face cache: pull, import, list")
     actions = weights.add_subparsers(dest="action", required=True)

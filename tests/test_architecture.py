@@ -22,7 +22,7 @@ LAYERS = (
     ("plan vocabulary", {"runner.planning", "runner.planning.portfolio", "runner.planning.unit_memory",
                          "runner.planning.registry", "runner.engines", "runner.engines.base"}),
     ("engines", {"runner.engines.*"}),
-    ("plan", {"runner.planning.planner"}),
+    ("plan", {"runner.planning.planner", "runner.planning.real_size"}),
     ("units", {"runner.units.*"}),
     ("results", {"runner.results.*"}),
     ("control", {"runner.control.*"}),

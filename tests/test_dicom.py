@@ -85,23 +85,6 @@ def test_an_id_read_as_a_number_finds_its_zero_padded_folder(tmp_path):
                      tmp_path / "train" / "stray"]
 
 
-def test_the_probe_times_a_few_training_files_and_the_decode_after_it_reuses_their_pictures(tmp_path):
-    from runner.competition.catalog import load_spec
-    from runner.data.decoders import probe_seconds
-
-    spec = load_spec("rsna-miccai-brain-tumor")
-    for k in range(6):
-        _volume(tmp_path / f"{k:05d}", spot_slice=k % 2, slices=3)
-    studies = [tmp_path / f"{k:05d}" for k in range(6)] + [None]
-    assert probe_seconds(spec, studies, tmp_path / "work") > 0
-    probed = sorted((tmp_path / "work" / "decoded" / "train").glob("*.png"))
-    assert 0 < len(probed) <= 4
-    written = {p: p.stat().st_mtime_ns for p in probed}
-    train, _ = dicom_image(spec, studies, [], tmp_path / "work")["image"]
-    assert all(p.stat().st_mtime_ns == written[p] for p in probed)  # reused, not decoded again
-    assert [p is not None for p in train] == [True] * 6 + [False]
-
-
 def test_a_voi_lut_sequence_maps_the_values_as_the_modality_means_them_seen(tmp_path):
     import pydicom
     from pydicom.dataset import Dataset

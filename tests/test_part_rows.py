@@ -33,7 +33,7 @@ def test_a_breast_s_images_are_one_row_their_numbers_averaged_and_their_files_ga
     assert rows.train["cancer"].tolist() == [1, 0, 0] and rows.train["age"].tolist() == [61.0, 61.0, 50.0]
     assert rows.test["prediction_id"].tolist() == ["21_L", "20_R"] and rows.test["age"].tolist() == [55.0, 70.0]
     assert "patient_id" not in rows.test.columns and "laterality" in rows.test.columns  # an identifier; a feature
-    train_files, test_files = rows.items.train_files, rows.items.test_files
+    train_files, test_files = rows.train_files, rows.test_files
     assert [p.name for p in train_files[0]] == ["1.dcm", "2.dcm"] and train_files[1] is None
     assert test_files[0] is None and [p.name for p in test_files[1]] == ["7.dcm"]
 

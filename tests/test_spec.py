@@ -145,12 +145,13 @@ def test_several_zero_one_columns_are_multi_label_unless_each_row_has_exactly_on
 
 
 def test_runner_specs_lists_every_spec_in_aligned_columns(capsys):
-    """`runner specs`: a line per spec, its task, metric and aliases each starting where the others' do (a
-    text_normalization task pushed its line's columns out of step with a fixed width of 8)."""
+    """`runner specs`: a line per spec, its split, task, format, metric and aliases each starting where the others'
+    do (a text_normalization task pushed its line's columns out of step with a fixed width of 8), then the count."""
     from runner.cli import main
 
     assert main(["specs"]) == 0
-    lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == len(known_specs())
+    *lines, count = capsys.readouterr().out.splitlines()
+    assert len(lines) == len(known_specs()) and count == f"{len(known_specs())} competitions"
+    assert any(line.split()[:2] == ["dog-breed-identification", "low"] for line in lines)
     assert len({line.index("aliases:") for line in lines}) == 1
     assert any(" text_normalization " in line for line in lines)

@@ -173,3 +173,12 @@ def test_a_large_submission_is_written_in_the_background_and_on_disk_when_the_ru
     out.flush()
     written = pd.read_csv(tmp_path / "submission.csv")
     assert len(written) == n and written["Transported"].all()  # the newest (0.7), not the earlier ones (under 0.5)
+
+
+def test_the_prior_of_values_is_their_best_constant_the_median_under_an_absolute_error():
+    from runner.results.submission import prior_predictions
+
+    y = np.array([[1.0], [2.0], [3.0], [100.0]])
+    assert prior_predictions(y, None, 2, metric="mae").values.tolist() == [[2.5], [2.5]]
+    assert prior_predictions(y, None, 2, metric="rmse").values.tolist() == [[26.5], [26.5]]
+    assert "median" in prior_predictions(y, None, 1, metric="mae_integer").source

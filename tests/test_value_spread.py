@@ -11,7 +11,8 @@ from runner.common.errors import InvalidSubmissionError
 from runner.common.spread_metrics import LEAST_SPREAD, best_spread, laplace_log_likelihood
 from runner.competition.catalog import load_spec
 from runner.competition.grade import grade
-from runner.competition.grade_rows import graded
+from runner.competition.grade_rows import last_rows
+from runner.competition.scoring import scored_rows
 from runner.results.decisions import tuned
 from runner.results.submission import Predictions, build_submission, validate_submission
 
@@ -54,7 +55,7 @@ def test_an_unknown_patient_week_text_or_a_week_twice_is_invalid(tmp_path):
 
 
 def test_each_patient_s_last_three_measured_weeks_are_the_rows_scored():
-    keep = graded(ANSWERS, OSIC)
+    keep = last_rows(ANSWERS, OSIC, scored_rows(ANSWERS, OSIC.scored_rows))
     assert ANSWERS.loc[keep, "Patient_Week"].tolist() == ["A_3", "A_5", "A_9", "B_4", "B_8", "B_10"]
 
 

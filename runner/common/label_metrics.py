@@ -1,6 +1,10 @@
 """Metrics of labels written as strings: a set of labels scored by F1 over every (row, label) pair, a ranked list
 by its mean average precision over the first k. Each takes the arrays cross-validation has (0/1 label matrices or
 class probabilities) and grading makes from the strings (runner.competition.grade), so both score alike.
+
+What the writer tunes on out-of-fold rows lives here too: the probability from which a label is in a set, and
+where a ranked list puts the label of a new item (an item none of the training labels names: whale-categorization's
+`new_whale`).
 """
 from __future__ import annotations
 
@@ -81,3 +85,74 @@ def tune_threshold(score, lower_is_better: bool, y: np.ndarray, pred: np.ndarray
         if direction * value > direction * best[1]:
             best = (float(threshold), value)
     return best[0], float(best[1])
+
+
+PRIOR_ROWS = 20_000  # training rows a constant set's threshold is tuned on: label shares hardly move past them
+
+
+def constant_set_threshold(score, lower_is_better: bool, y: np.ndarray, shares: np.ndarray) -> float:
+    """The threshold from which a label's share of the training rows puts it in the one set every row gets (the
+    honest prior of a set of labels: the labels frequent enough to pay), tuned for `score` on up to PRIOR_ROWS
+    training rows."""
+    rows = np.random.default_rng(0).permutation(len(y))[:PRIOR_ROWS]
+    return tune_threshold(score, lower_is_better, y[rows], np.tile(shares, (len(rows), 1)))[0]
+
+
+def stand_in_truth(y: np.ndarray, new: int) -> np.ndarray:
+    """The class indices an out-of-fold row would have in a test set of unseen items: a row whose label no other
+    training row holds is a new item to any model that did not train on it (`new`, the new label's index)."""
+    y = np.asarray(y).astype(int)
+    counts = np.bincount(y)
+    return np.where(counts[y] == 1, new, y)
+
+
+def new_label_ranks(pred: np.ndarray, new: int, score: float, k: int) -> np.ndarray:
+    """Where the new label lands (0-based, k: not among the first k) when it is given `score` in every row: after
+    the other labels scored higher, and after those scored the same with a lower index (as `top_k` breaks ties)."""
+    others = np.delete(np.asarray(pred, dtype=np.float64), new, axis=1)
+    below = np.arange(others.shape[1]) < new  # the labels before the new one in index order
+    ahead = (others > score) | ((others == score) & below)
+    return np.minimum(ahead.sum(axis=1), k)
+
+
+def _ap_with_new_label(truth: np.ndarray, other_rank: np.ndarray, new_rank: np.ndarray, new: int,
+                       k: int) -> float:
+    """MAP@k of single true labels when the new label is put at `new_rank` among the other labels ranked by
+    `other_rank` (the truth's 0-based rank among them; k or more: beyond the list)."""
+    rank = np.where(truth == new, new_rank, np.where(other_rank < new_rank, other_rank, other_rank + 1))
+    return float(np.where(rank < k, 1.0 / (rank + 1), 0.0).mean())
+
+
+NEW_LABEL_QUANTILES = np.linspace(0.0, 1.0, 21)  # of the rows' k-th likeliest other label: the scores tried
+
+
+def _rank_of(pred: np.ndarray, label: np.ndarray) -> np.ndarray:
+    """Each row's 0-based rank of its `label` in `pred` as `top_k` ranks: the labels scored higher, and those
+    scored the same with a lower index, go ahead of it."""
+    own = pred[np.arange(len(pred)), label][:, None]
+    before = np.arange(pred.shape[1])[None, :] < label[:, None]
+    return ((pred > own) | ((pred == own) & before)).sum(axis=1)
+
+
+def tune_new_label(y: np.ndarray, pred: np.ndarray, new: int, k: int) -> tuple[float, float]:
+    """(score, its MAP@k): the probability given to the new label in every row (its own replaced) that ranks it
+    best on out-of-fold rows, each row whose label no other training row holds counted as a new item
+    (`stand_in_truth`). Candidate scores are 0 (never ahead of a label), 1 (first in every list) and the
+    quantiles of each row's likeliest and k-th likeliest other label between them."""
+    pred = np.asarray(pred, dtype=np.float64)
+    truth = stand_in_truth(y, new)
+    others = np.delete(pred, new, axis=1)
+    known = truth != new
+    other_rank = np.full(len(pred), k, dtype=np.int64)
+    shifted = np.where(truth > new, truth - 1, truth)  # a label's column among the others
+    other_rank[known] = _rank_of(others[known], shifted[known])
+    kth = min(k, others.shape[1])
+    top = -np.partition(-others, kth - 1, axis=1)[:, :kth]
+    edges = np.concatenate([top.max(axis=1), top.min(axis=1)])
+    candidates = np.unique(np.concatenate([[0.0, 1.0], np.quantile(edges, NEW_LABEL_QUANTILES)]))
+    best = (1.0, -1.0)
+    for score in candidates:
+        value = _ap_with_new_label(truth, other_rank, new_label_ranks(pred, new, score, k), new, k)
+        if value > best[1]:
+            best = (float(score), value)
+    return best

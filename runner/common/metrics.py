@@ -18,7 +18,11 @@ from typing import Callable
 
 import numpy as np
 
-from runner.common import binary_metrics, label_metrics, multilabel_metrics, spread_metrics
+from runner.common import (answer_metrics, bias_metrics, binary_metrics, box3d_metrics, box_metrics,
+                           correlation_metrics, direction_metrics, distribution_metrics, grouped_metrics, label_metrics,
+                           multilabel_metrics, order_metrics, ranking_metrics, sequence_metrics, spread_metrics,
+                           string_metrics)
+from runner.common.mask_metrics import MASK_METRICS
 
 THRESHOLD_ROUNDS = 3  # passes over the kappa cuts; a third rarely moves one
 
@@ -26,11 +30,14 @@ THRESHOLD_ROUNDS = 3  # passes over the kappa cuts; a third rarely moves one
 @dataclass(frozen=True)
 class Metric:
     """A metric's direction and its function of (truth, engine output); `fast`: the same figure for the blend's
-    many evaluations, without scikit-learn's input checks (None: `score` is fast enough)."""
+    many evaluations, without scikit-learn's input checks (None: `score` is fast enough). A `grouped` metric
+    scores each group of rows apart and averages them: its functions take each row's group as a third argument
+    (runner.common.grouped_metrics)."""
 
     lower_is_better: bool
-    score: Callable[[np.ndarray, np.ndarray], float]
-    fast: Callable[[np.ndarray, np.ndarray], float] | None = None
+    score: Callable[..., float]
+    fast: Callable[..., float] | None = None
+    grouped: bool = False
 
 
 def _sk():
@@ -114,11 +121,20 @@ def _mae(y: np.ndarray, pred: np.ndarray) -> float:
     return float(_sk().mean_absolute_error(y, pred))
 
 
-def score(metric: str, y: np.ndarray, pred: np.ndarray) -> float:
-    """The metric of engine output `pred` against truth `y` (see module docstring for shapes)."""
+def _called(function: Callable[..., float], metric: Metric, y, pred, groups) -> float:
+    """`function` of the truth and the prediction, and of each row's group where the metric scores groups apart
+    (without them: every row in one group)."""
+    if not metric.grouped:
+        return function(y, pred)
+    return function(y, pred, np.zeros(len(y), dtype=np.int8) if groups is None else groups)
+
+
+def score(metric: str, y: np.ndarray, pred: np.ndarray, groups: np.ndarray | None = None) -> float:
+    """The metric of engine output `pred` against truth `y` (see module docstring for shapes); `groups`: each
+    row's group, for a metric that scores groups apart (ignored by the others)."""
     if metric not in METRICS:
         raise KeyError(f"unknown metric {metric!r}")
-    return METRICS[metric].score(y, pred)
+    return _called(METRICS[metric].score, METRICS[metric], y, pred, groups)
 
 
 def better(metric: str, a: float, b: float) -> bool:
@@ -167,12 +183,13 @@ def _fast_rmsle(y: np.ndarray, pred: np.ndarray) -> float:
     return float(np.mean(np.sqrt(np.mean((np.log1p(y2) - np.log1p(p2)) ** 2, axis=0))))
 
 
-def fast_score(metric: str, y: np.ndarray, pred: np.ndarray) -> float:
+def fast_score(metric: str, y: np.ndarray, pred: np.ndarray, groups: np.ndarray | None = None) -> float:
     """`score` for arrays already in engine-output form (tested equal to it): the metric's fast form where it has
     one."""
     if metric not in METRICS:
         raise KeyError(f"unknown metric {metric!r}")
-    return (METRICS[metric].fast or METRICS[metric].score)(y, pred)
+    chosen = METRICS[metric]
+    return _called(chosen.fast or chosen.score, chosen, y, pred, groups)
 
 
 # every metric a spec may name: its direction and its functions
@@ -192,5 +209,37 @@ METRICS: dict[str, Metric] = {
     "mcc": Metric(False, binary_metrics.mcc, binary_metrics.fast_mcc),  # 0/1 labels (the likelier class)
     "weighted_multilabel_log_loss": Metric(True, multilabel_metrics.weighted_log_loss),  # an any-label, then parts
     "laplace_log_likelihood": Metric(False, spread_metrics.laplace_log_likelihood),  # a value and its spread
+    "map_at_12": Metric(False, label_metrics.map_at_k(12)),  # the 12 likeliest (items bought next), ranked
+    "group_log_mae": Metric(True, grouped_metrics.group_log_mae, grouped=True),  # log MAE of each group, averaged
+    "mcrmse": Metric(True, grouped_metrics.mcrmse),  # the RMSE of each column, averaged
+    # the haversine metres of each group (a trip), its median and 95th percentile averaged, then the groups'
+    "track_error": Metric(True, grouped_metrics.track_error, grouped=True),
+    # Levenshtein distances between ordered label strings over the true labels' count (gestures)
+    "sequence_edit_rate": Metric(True, sequence_metrics.edit_rate),
+    "box3d_map": Metric(False, box3d_metrics.box3d_map),  # 3-D boxes' mAP over IoU 0.5 to 0.95, a sample's mean
+    # masks: sequences of boolean masks (a series' volume of class masks for dice_hausdorff)
+    "mask_iou_sweep": Metric(False, MASK_METRICS["mask_iou_sweep"]),
+    "mean_dice": Metric(False, MASK_METRICS["mean_dice"]),
+    "global_dice": Metric(False, MASK_METRICS["global_dice"]),
+    "pixel_f05": Metric(False, MASK_METRICS["pixel_f05"]),
+    "dice_hausdorff": Metric(False, MASK_METRICS["dice_hausdorff"]),
+    # boxes and points: each row's list of labelled boxes (points) on both sides
+    "coco_map_iou40": Metric(False, box_metrics.coco_map_iou40),
+    "class_ap_iou50": Metric(False, box_metrics.class_ap_iou50),
+    "point_in_box_f1": Metric(False, box_metrics.point_in_box_f1),
+    "mean_column_spearman": Metric(False, correlation_metrics.mean_column_spearman),  # each target's ranks
+    "pearson": Metric(False, correlation_metrics.pearson),  # one target's values
+    "bias_auc": Metric(False, bias_metrics.decided_auc),  # toxicity decisions, weighed by identity subgroups
+    "word_jaccard": Metric(False, string_metrics.word_jaccard),  # a span's words; both empty: invalid
+    "word_jaccard_samples": Metric(False, string_metrics.word_jaccard_samples),  # a span's words; both empty: 0
+    "mean_levenshtein": Metric(True, string_metrics.mean_levenshtein),  # a text's character edits
+    "kendall_tau": Metric(False, order_metrics.kendall_tau),  # orderings of items, pooled
+    "answer_micro_f1": Metric(False, answer_metrics.answered_share),  # an answer found or rightly left blank
+    # MAE rounded to a whole number (Python's round, half to even), as some graders report it
+    "mae_integer": Metric(True, lambda y, p: float(round(_mae(y, p))), lambda y, p: float(round(_fast_mae(y, p)))),
+    # each row's labels ranked; every (row, true label) weighs alike
+    "lwlrap": Metric(False, ranking_metrics.lwlrap, ranking_metrics.fast_lwlrap),
+    "kl_divergence": Metric(True, distribution_metrics.kl_divergence),  # distributions (votes shared out), per row
+    "mean_angular_error": Metric(True, direction_metrics.mean_angular_error),  # radians between 3-D directions
 }
 LOWER_IS_BETTER = {name: metric.lower_is_better for name, metric in METRICS.items()}

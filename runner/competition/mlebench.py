@@ -30,6 +30,14 @@ def read_split(name: str) -> list[str]:
     return [line.strip() for line in lines if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}", line.strip())]
 
 
+SPLITS = ("low", "medium", "high", "dev")  # MLE-bench's complexity splits (low is Lite), and its dev split
+
+
+def split_of(competition: str) -> str:
+    """The MLE-bench split a competition is in (low, medium, high, dev), or "" for one in none."""
+    return next((s for s in SPLITS if competition in read_split(s)), "")
+
+
 def deployment_name(competition: str) -> str:
     """`compete/<alias>`: the first alias of the spec, else the id."""
     spec = find_spec(competition)

@@ -16,19 +16,37 @@ from runner.common.saved import Saved
 TASKS = ("tabular", "image", "text", "audio", "image_to_image", "text_normalization", "unsupported")
 # what the sample submission's value columns hold: one probability per class of one label, one probability of the
 # positive class, a class label, values, one independent probability per label column (multi-label), a set of
-# labels in one string (space-separated), the k likeliest labels in one string, best first; or what no engine
-# learns yet, written by a rule (runner.results.baselines): run-length masks, boxes, a span of a text, free text,
-# a ranking of items; or a value with the spread the grader scores it with (osic's FVC and Confidence)
-FORMATS = ("probabilities", "probability", "label", "regression", "multilabel", "labels", "ranked",
-           "mask", "boxes", "span", "text", "ranking", "value_and_spread")
+# labels in one string (space-separated), the k likeliest labels in one string, best first, a value the grader
+# cuts at 0.5 into a yes or no (written so that the cut falls where out-of-fold predictions put it), a span of a
+# text (learned as a choice among candidate spans where the spec names the column that decides it, else a rule's);
+# a value with the spread the grader scores it with (osic's FVC and Confidence); or what no engine learns yet,
+# written by a rule (runner.results.baselines): run-length masks, boxes, free text, a ranking of items
+FORMATS = ("probabilities", "probability", "label", "regression", "multilabel", "labels", "ranked", "decision",
+           "mask", "boxes", "span", "text", "ranking",
+           "distribution",  # soft labels: each row's shares of the value columns, learned as a value each, summing to 1
+           "direction",  # a direction in 3-D as its azimuth and zenith, learned as a unit vector
+           "sequence",  # an ordered list of labels in one string (gestures in the order they were made)
+           "points",  # labelled points, "label x y" triples (kuzushiji's characters)
+           "boxes3d",  # a sample's 3-D boxes in one string, nine tokens a box (lyft's lidar scenes)
+           "value_and_spread")  # a value and the spread it is stated with (osic's FVC and Confidence)
 # how the engines learn each format: one class per row (probabilities out), independent 0/1 labels, or values
 LEARNED_AS = {"probabilities": "classes", "probability": "classes", "label": "classes", "ranked": "classes",
-              "regression": "values", "multilabel": "labels", "labels": "labels", "value_and_spread": "values"}
-STRING_FORMATS = ("labels", "ranked", "mask", "boxes", "span", "text", "ranking")  # one string per row, any text
+              "regression": "values", "multilabel": "labels", "labels": "labels", "decision": "classes",
+              "span": "values",  # a span: each candidate span's score (runner.data.spans)
+              "distribution": "values", "direction": "values", "value_and_spread": "values"}
+DECISION_CUT = 0.5  # a `decision` submission's grader: from this value on, yes
+STRING_FORMATS = ("labels", "ranked", "mask", "boxes", "span", "text", "ranking",
+                  "sequence", "points", "boxes3d")  # one string per row, any text
 # the rules of runner.results.baselines: what a task no engine trains submits
-BASELINES = ("noisy_pixels", "most_frequent", "sample", "column", "constant")
+BASELINES = ("noisy_pixels", "most_frequent", "sample", "column", "constant",
+             "recent_items",
+             "medoid",  # the training answer nearest all the others (ordered label sequences, by edit distance)
+             "receiver_fixes",  # each track's own position fixes, at the sample's times
+             "constant_by_suffix", "whole_mask", "region_mask", "slice_prior")
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".tif", ".tiff", ".bmp")
 AUDIO_SUFFIXES = (".wav", ".aif", ".aiff", ".flac", ".ogg")  # what libsndfile reads (runner.data.sounds)
+# how a submission's rows meet the answers' (CompetitionSpec.grade_by)
+GRADE_BY = ("id", "row", "answers", "merge", "group", "scorer", "subset")
 DESCRIPTION_BYTES = 256 * 1024  # what is read of description.md: its evaluation section is near the top
 
 
@@ -67,13 +85,59 @@ class LastRows:
 
 
 @dataclass(frozen=True)
+class RowGroups:
+    """Rows that belong together (a breath's time steps, a molecule's atom pairs, a sequence's positions): folds
+    keep a group whole, and each row takes features from its group's other rows (runner.data.group_features)."""
+
+    column: str  # the group of a row; not itself a feature (an arbitrary name or number)
+    order: str | None = None  # what orders a group's rows (a time, a position); None: the file's order
+    sequence: tuple[str, ...] = ()  # columns whose neighbours along the order become features
+    lags: tuple[int, ...] = (1, 2, 3, -1, -2, -3)  # the neighbours: positive looks back, negative ahead
+    statistics: tuple[str, ...] = ()  # number columns whose group mean, min, max and spread become features
+    counts: tuple[str, ...] = ()  # category columns whose count of each value in the group become features
+
+
+@dataclass(frozen=True)
+class PositionRows:
+    """Records (JSON lines or a JSON array) whose list and string fields hold a value per position, read as a row
+    per position: the sample's id of a row is the record's `key`, `separator` and the position ('id_0f1_0')."""
+
+    key: str = "id"  # the record's field that names it
+    separator: str = "_"
+    position: str = "position"  # the column a row's position is read into
+
+
+@dataclass(frozen=True)
 class RealSize:
     """The real competition as MLE-bench prepares it: what `runner plan` and `--scale real` size against."""
 
     train: int  # training rows or items (images, clips, files, documents)
     test: int  # test rows or items
     gigabytes: float = 0.0  # the prepared public folder on disk
+    side: int = 0  # the images' (or pages', clips' pictures') typical shorter side in pixels, where there are some
     note: str = ""  # what the counts count, where not rows
+
+
+@dataclass(frozen=True)
+class MaskFormat:
+    """How a competition writes masks as run-length strings (runner.common.rle) and how its grader reads them."""
+
+    order: str = "column"  # how the labels and the submission flatten a mask: "column" (top to bottom first), "row"
+    graded_order: str | None = None  # how the grader decodes both sides, where not `order` (uw-madison's)
+    empty: str | None = ""  # an empty mask's cell: "" (an empty cell), a token ("-"), None: none can be written
+    shape: tuple[int, int] | None = None  # (height, width) of every mask, where the answers do not say
+    size_columns: tuple[str, ...] = ()  # the answers' (height, width) columns: each row's mask size
+    answer_column: str | None = None  # the answers' run-length column, where not the submission's
+    train_column: str | None = None  # the train file's run-length column, where not the submission's
+    only_columns: bool = False  # the grader rejects a submission with any column beyond the sample's
+    # the text in an id after which a slice's number follows (uw-madison's "_slice_"): the rows whose ids share what
+    # comes before it are one series, graded as a volume
+    series: str | None = None
+    region: str | None = None  # a file in each test item's folder marking where the mask can be (vesuvius' mask.png)
+
+    @property
+    def decoded_order(self) -> str:
+        return self.graded_order or self.order
 
 
 @dataclass(frozen=True)
@@ -106,10 +170,28 @@ class CompetitionSpec(Saved):
     image_suffix: str = ""  # file name = id + suffix
     test_image_suffix: str | None = None  # a test file's name = its id + this, where not `image_suffix` ("": the id)
     text_column: str | None = None
+    # several columns read together as one text, each after its name (us-patent's anchor, target and context)
+    text_columns: tuple[str, ...] = ()
+    # pairs of text columns compared as a table view (lengths, shared words, the similarity of their TF-IDF vectors)
+    text_pairs: tuple[tuple[str, str], ...] = ()
+    # the train file's names of the targets, where not the submission's (jigsaw-unintended's `target` is submitted
+    # as `prediction`), and the answers' (its `toxicity`)
+    train_targets: tuple[str, ...] = ()
+    answer_targets: tuple[str, ...] = ()
+    subgroup_columns: tuple[str, ...] = ()  # the answers' identity columns whose subgroups a bias metric weighs
+    span_condition: str | None = None  # a learned span: the column whose value changes which words make it
     drop_columns: tuple[str, ...] = ()
     split_columns: tuple[ColumnSplit, ...] = ()
-    grade_by: str = "id"  # "id": rows matched by id; "row": by position (nomad2018's grader)
+    # "id": rows matched by id; "row": by position (nomad2018's grader); "answers": only the ids the answers hold
+    # are scored, and the submission must hold each of them (h-and-m's customers who bought in the test week);
+    # "merge": the answers joined with the submission's rows of each id, the ids' sets equal (a repeated id repeats
+    # its answer, as champs' grader merges); "group": by position within each group of `score_groups`
+    # (smartphone-decimeter's trips); "scorer": by the format's own scorer (answers of several rows an id:
+    # vinbigdata's boxes); "subset": by id, the submission may leave answers out, which are not scored (osic's)
+    grade_by: str = "id"
+    exact_columns: bool = False  # the grader rejects a submission with any column beside the id and the targets
     scored_columns: tuple[str, ...] = ()  # the value columns the grader scores, where not all of them
+    required_columns: tuple[str, ...] = ()  # columns a submission must hold that the grader does not score
     label_pattern: str | None = None  # regex whose group is the label in a training file's name (no train file)
     baseline: str | None = None  # one of BASELINES: how an unsupported task still gets an honest submission
     baseline_value: str | None = None  # the `constant` rule's string (an empty mask, a no-finding box)
@@ -142,8 +224,24 @@ class CompetitionSpec(Saved):
     joins: tuple[Join, ...] = ()  # tables that add columns to such rows by their parts
     id_folders: bool = False  # each id's files are the folder named by it below image_dir (a study's slices)
     file_column: str | None = None  # each table row's file is this column's value + image_suffix (several an id)
-    fold_groups: str | None = None  # training rows sharing this column's value share a fold (a patient's visits)
     spread_column: str | None = None  # value_and_spread: the sample's column of each value's stated spread
+    # the training rows like the test's, where the test was drawn among rows that meet a condition on the train
+    # file's columns (stanford-covid's SN_filter == 1): the others are left out of training and cross-validation
+    train_rows: str | None = None
+    # the grader picks a submission's scored rows by their place in its file, as the answers' rows are placed (a
+    # mask aligned by row label: stanford-covid-vaccine), not by id; the same for a file in the sample's order
+    scored_rows_by_position: bool = False
+    groups: RowGroups | None = None  # rows in groups: folds keep a group whole, rows take their group's features
+    # the column (of the train file and the answers) whose groups a grouped metric scores apart and averages
+    # (champs' coupling type, a trip)
+    score_groups: str | None = None
+    positions: PositionRows | None = None  # records with a value per position: a row per position
+    mask: MaskFormat | None = None  # a `mask` submission: how its run-length strings are written and graded
+    # the `constant_by_suffix` rule: (id ending, string) pairs, the string a row gets by how its id ends (siim-covid19's
+    # `_study`, `_image`)
+    baseline_values: tuple[tuple[str, str], ...] = ()
+    group_column: str | None = None  # training rows with one value of it share a fold (one recording's windows)
+    positions_file: str | None = None  # where each sensor is (`sensor_id,x,y,z`): joined to the hits of an event
     real: RealSize | None = None
     medals: Medals | None = None
     folds: int = 5
@@ -176,10 +274,26 @@ class CompetitionSpec(Saved):
             raise SpecError(f"spec {self.id}: joins need an id_pattern, the parts they join on")
         if self.submission == "value_and_spread" and not self.spread_column:
             raise SpecError(f"spec {self.id}: a value_and_spread submission needs spread_column")
+        if self.train_targets and len(self.train_targets) != len(self.targets):
+            raise SpecError(f"spec {self.id}: train_targets names {len(self.train_targets)} columns for "
+                            f"{len(self.targets)} targets")
+        if self.submission == "span" and self.task != "unsupported" and not (self.text_column and self.test_file):
+            raise SpecError(f"spec {self.id}: a learned span needs text_column, the test file's text it is cut from")
         if self.label_pattern is not None and re.compile(self.label_pattern).groups != 1:
             raise SpecError(f"spec {self.id}: label_pattern {self.label_pattern!r} needs exactly one group")
+        if self.text_columns and self.text_column not in (None, self.text_columns[0]):
+            raise SpecError(f"spec {self.id}: text_column must be the first of text_columns {self.text_columns}")
+        if self.submission == "mask" and self.mask is None:
+            raise SpecError(f"spec {self.id}: a mask submission needs `mask`, how its run-length strings are written")
+        if self.baseline == "constant_by_suffix" and not self.baseline_values:
+            raise SpecError(f"spec {self.id}: the constant_by_suffix baseline needs baseline_values, a string per id "
+                            "ending")
         if self.submission == "ranked" and self.top_k < 1:
             raise SpecError(f"spec {self.id}: a ranked submission needs top_k, the labels a row holds")
+        if self.grade_by not in GRADE_BY:
+            raise SpecError(f"spec {self.id}: grade_by {self.grade_by!r} is not one of {GRADE_BY}")
+        if self.grade_by == "group" and not self.score_groups:
+            raise SpecError(f"spec {self.id}: grade_by 'group' needs score_groups, the column of the groups")
         if self.submission not in LEARNED_AS and self.task != "unsupported":
             raise SpecError(f"spec {self.id}: no engine learns a {self.submission!r} submission: task must be "
                             "'unsupported', with the baseline rule that writes it")
@@ -198,6 +312,11 @@ class CompetitionSpec(Saved):
     def test_suffix(self) -> str:
         """What a test item's id needs to be its file's name."""
         return self.image_suffix if self.test_image_suffix is None else self.test_image_suffix
+
+    @property
+    def texts(self) -> tuple[str, ...]:
+        """The text columns read as the text view: the spec's several, or its one."""
+        return self.text_columns or ((self.text_column,) if self.text_column else ())
 
     @property
     def lower_is_better(self) -> bool:

@@ -5,6 +5,9 @@ for the test rows. What reads each file (a picture, a clip, an array) is the tas
 
 - `folders`: the label is the name of the folder below `image_dir` that a file is in (alaska2's Cover/, JMiPOD/,
   tensorflow-speech's train/audio/<word>/); the test files are named by the sample's ids in `test_image_dir`.
+- `array_records`: the records of a JSON array (statoil's train.json.7z), their lists of numbers one array file
+  each for the spec's `decode`, their other fields a table (runner.data.array_records).
+- `pulse_events`: events whose hits lie in shared batch files, one row of features each (runner.data.pulse_events).
 """
 from __future__ import annotations
 
@@ -16,6 +19,8 @@ import pandas as pd
 
 from runner.common.errors import InputError
 from runner.competition.spec import CompetitionSpec
+from runner.data.array_records import array_records
+from runner.data.pulse_events import pulse_events
 from runner.data.reading import image_files, image_folder
 
 
@@ -27,6 +32,9 @@ class Items:
     train_files: list[Path | None]
     test_files: list[Path | None]  # the sample's rows, in its order
     where: str  # what was read, for messages: a file or folder
+    # the test rows' own fields, in the sample's order, where the reader reads them (no test file lists them): the
+    # columns they share with `train` become the table view
+    test: pd.DataFrame | None = None
 
 
 def files_named(data_dir: Path, folder: str, work_dir: Path, names: pd.Series, suffix: str = "") -> list[Path | None]:
@@ -54,7 +62,11 @@ def from_folders(spec: CompetitionSpec, data_dir: Path, work_dir: Path, sample: 
 
 
 # a spec's `items` -> the reader of that layout
-READERS: dict[str, Callable[[CompetitionSpec, Path, Path, pd.DataFrame], Items]] = {"folders": from_folders}
+READERS: dict[str, Callable[[CompetitionSpec, Path, Path, pd.DataFrame], Items]] = {
+    "folders": from_folders,
+    "array_records": lambda *args: Items(*array_records(*args)),  # JSON records whose lists are arrays
+    "pulse_events": lambda *args: Items(*pulse_events(*args)),  # events' hits in batch files, a row each
+}
 
 
 def read_items(spec: CompetitionSpec, data_dir: Path, work_dir: Path, sample: pd.DataFrame) -> Items:

@@ -15,18 +15,22 @@ import pandas as pd
 
 from runner.common.errors import InputError
 from runner.competition.spec import CompetitionSpec
-from runner.competition.grade_rows import graded
+from runner.competition.grade_rows import last_rows
 from runner.data.dataset import SPECTROGRAM_SIDE, Dataset, decode_square, typical_side
-from runner.data.decoders import decode, decode_threads, probe_seconds
+from runner.data.decoders import decodable_train, decode
+from runner.data.group_features import counted_values, group_codes, with_group_features
 from runner.data.image_draw import affordable_train, decode_seconds
 from runner.data.items import Items, read_items
 from runner.data.listed import listed_dataset
 from runner.data.pages import pixel_dataset
 from runner.data.part_rows import part_rows
 from runner.data.reading import read_table
+from runner.data.records import read_position_table
 from runner.data.sounds import clip_seconds
+from runner.data.spans import span_dataset
 from runner.data.table_features import tabular_features
 from runner.data.targets import align_test, file_inputs, files_with_labels, read_labels, read_sample, value_columns
+from runner.data.texts import pair_features, text_view
 from runner.data.tokens import token_dataset
 
 log = logging.getLogger(__name__)
@@ -57,12 +61,11 @@ def _file_views(spec: CompetitionSpec, data_dir: Path, work_dir: Path, sample: p
     views: dict[str, tuple] = {}
     drawn: tuple = ()
     if spec.decode:  # arrays and other files: pictures (or tables) the engines read, written once
-        if budget_seconds:  # a slow decode (a mammogram, a CT study) draws the training files it affords first
-            keep, cut = affordable_train(keep, len(test_paths), probe_seconds(spec, train_paths, work_dir),
-                                         budget_seconds, decode_threads(), str(data_dir / (spec.image_dir or "")))
-            train_paths, drawn = [p if k else None for p, k in zip(train_paths, keep)], (cut,) if cut else ()
-            warnings.extend(c.say() for c in drawn)
-        views = decode(spec, train_paths, test_paths, work_dir)
+        if budget_seconds:  # a first decode of them all must leave time to train
+            train_paths, cut = decodable_train(spec, train_paths, test_paths, work_dir, budget_seconds, cores)
+            drawn, keep = (cut,) if cut else (), keep & np.array([p is not None for p in train_paths])
+            warnings.extend([cut.say()] if cut else [])
+        views = decode(spec, train_paths, test_paths, work_dir, cores)
         train_paths, test_paths = views.pop("image", (train_paths, test_paths))
         keep = keep & np.array([p is not None for p in train_paths])
         if not keep.any():
@@ -83,6 +86,45 @@ def _file_views(spec: CompetitionSpec, data_dir: Path, work_dir: Path, sample: p
     return found
 
 
+def _read_rows(spec: CompetitionSpec, path: Path, what: str, data_dir: Path, warnings: list[str],
+               budget_seconds: float | None = None, memory: int | None = None) -> pd.DataFrame:
+    """A train or test file's rows: a row per position of records with a value per position (the spec's
+    `positions`), else the table. Rows in groups are read whole, never sampled row by row: a sampled breath has
+    no neighbours left (only what memory holds is read, its first rows)."""
+    if spec.positions is not None:
+        return read_position_table(path, what, spec, data_dir)
+    return read_table(path, what, data_dir, warnings, None if spec.groups else budget_seconds, memory)
+
+
+def _scored_train_rows(spec: CompetitionSpec, train: pd.DataFrame, path: Path, warnings: list[str]) -> np.ndarray:
+    """The training rows the grader would score (the spec's `scored_rows` on the train file's columns): the only
+    rows folds train and validate on. Every row where the file lacks what the condition names (the answers'
+    own marks)."""
+    from runner.competition.scoring import scored_rows
+
+    if not spec.scored_rows:
+        return np.ones(len(train), dtype=bool)
+    try:
+        keep = scored_rows(train, spec.scored_rows)
+    except InputError as exc:  # a mark only the answers carry (stanford-covid's `keep`)
+        warnings.append(f"{path}: the scored rows' condition does not read on the train file ({exc}): every "
+                        "training row is scored")
+        return np.ones(len(train), dtype=bool)
+    if not keep.any():
+        raise InputError(f"{path}: no training row meets the scored rows' condition {spec.scored_rows!r}")
+    return keep
+
+
+def fold_groups(spec: CompetitionSpec, train: pd.DataFrame, path: Path) -> np.ndarray | None:
+    """Each training row's group where the spec names a group column (rows of one recording, of one patient:
+    they share a fold, so validation rows are never seen in training); None otherwise."""
+    if spec.group_column is None:
+        return None
+    if spec.group_column not in train.columns:
+        raise InputError(f"{path}: no group column {spec.group_column!r}")
+    return pd.factorize(train[spec.group_column].astype(str))[0]
+
+
 def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_seconds: float | None = None,
                  memory: int | None = None, cores: int = 1) -> Dataset:
     """Read everything the engines need, checking each file and column as it goes. Besides the competition's own
@@ -98,23 +140,34 @@ def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_s
         return pixel_dataset(spec, data_dir, work_dir, sample, columns, budget_seconds)
     if spec.task == "text_normalization":
         return token_dataset(spec, data_dir, sample, columns, budget_seconds, memory)
+    if spec.submission == "span":  # a choice among candidate spans of each text
+        return span_dataset(spec, data_dir, sample, columns, budget_seconds, memory)
     warnings: list[str] = []
-    parts = part_rows(spec, data_dir, work_dir, sample, warnings, budget_seconds, memory) if spec.id_pattern else None
-    items = parts.items if parts else read_items(spec, data_dir, work_dir, sample) if spec.items else None
-    if parts is not None:
-        train_path, train = Path(parts.where), parts.train
-    elif items is not None:
+    if spec.id_pattern:  # ids made of parts: the sample's ids split, a table's rows by the same parts, joins
+        items = part_rows(spec, data_dir, work_dir, sample, warnings, budget_seconds, memory)
+    else:
+        items = read_items(spec, data_dir, work_dir, sample) if spec.items else None
+    if items is not None:
         train_path, train = Path(items.where), items.train
     elif spec.label_pattern:
         train_path = data_dir / spec.image_dir
         train = files_with_labels(spec, data_dir, work_dir)
     else:
         train_path = data_dir / spec.train_file
-        train = read_table(train_path, "train file", data_dir, warnings, budget_seconds, memory)
+        train = _read_rows(spec, train_path, "train file", data_dir, warnings, budget_seconds, memory)
+        train = train.rename(columns=dict(zip(spec.train_targets, spec.targets)))  # as the submission names them
     sampled = tuple(s for s in (train.attrs.get("sampled"),) if s)  # a large table cut to the budget or memory
+    counted = counted_values(spec.groups, train) if spec.groups else {}
+    if spec.groups:  # before any row is dropped: a labelled row's neighbours may have no label
+        train = with_group_features(spec.groups, train, counted, str(train_path))
     # a melted sample's value column holds every target: the train file's target columns are the labels
     train, classes, y = read_labels(spec, train, list(spec.targets) if spec.melted_by_pattern else columns,
                                     train_path, warnings)
+    sampled += tuple(s for s in (train.attrs.get("sampled_labels"),) if s)  # a set's rarest labels left out
+    groups = group_codes(train, spec.groups, str(train_path)) if spec.groups else None
+    if spec.score_groups and spec.score_groups not in train.columns:
+        raise InputError(f"{train_path}: no column {spec.score_groups!r}, the groups the metric scores apart")
+    score_groups = train[spec.score_groups].astype(str).to_numpy() if spec.score_groups else None
     labels, classes = (classes, None) if spec.submission == "labels" else (None, classes)
     views: dict[str, tuple] = {}
     keep = np.ones(len(y), dtype=bool)
@@ -123,23 +176,27 @@ def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_s
         found = _file_views(spec, data_dir, work_dir, sample, train, items, warnings, budget_seconds, cores)
         views, keep, side, seconds_each = found.views, found.keep, found.side, found.seconds_each
         sampled += found.sampled
-    test = parts.test if parts is not None else None
-    if not views and test is None and spec.test_file is None:  # the sample lists the test rows, nothing describes them
+    described = spec.test_file is not None or (items is not None and items.test is not None)
+    if not views and not described:  # the sample lists the test rows, and nothing describes them
         warnings.append(f"{data_dir}: no test file with features for a {spec.task} competition: the training "
                         "labels' prior answers every test row")
         return Dataset(spec, columns, classes, y, {}, warnings, labels=labels, test_rows=len(sample))
-    test_path = data_dir / (spec.test_file or spec.sample_submission)
-    if parts is None and spec.test_file is not None:
-        test = align_test(spec, read_table(test_path, "test file", data_dir, warnings), sample, test_path)
-    if spec.task == "text":
-        for frame, path in ((train, train_path), (test, test_path)):
-            if spec.text_column not in frame.columns:
-                raise InputError(f"{path}: no text column {spec.text_column!r}")
-        views["text"] = (train[spec.text_column].fillna("").astype(str).tolist(),
-                         test[spec.text_column].fillna("").astype(str).tolist())
+    test = None
+    if spec.test_file is not None:
+        test_path = data_dir / spec.test_file
+        test = _read_rows(spec, test_path, "test file", data_dir, warnings)
+        if spec.groups:
+            test = with_group_features(spec.groups, test, counted, str(test_path))
+        test = align_test(spec, test, sample, test_path)
+    elif items is not None and items.test is not None:  # the reader read the test rows' fields
+        test = items.test.reset_index(drop=True)
+    if spec.task == "text":  # one column or several read together; pairs of them compared as a table
+        views["text"] = text_view(spec, train, test, train_path, test_path)
+        if spec.text_pairs:
+            views["table"] = pair_features(spec, train, test)
     if test is not None:
         features, test_features = tabular_features(spec, train, test)
-        if features.shape[1] and "table" in views:  # beside what the files gave (their statistics)
+        if features.shape[1] and "table" in views:  # beside what the files gave (their statistics), or text pairs
             given, given_test = views["table"]
             features, test_features = (pd.concat([a.reset_index(drop=True), b.reset_index(drop=True)], axis=1)
                                        for a, b in ((given, features), (given_test, test_features)))
@@ -147,26 +204,28 @@ def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_s
             views["table"] = (features, test_features)
     if not views:
         raise InputError(f"{train_path}: no feature columns besides the id and the target(s)")
+    keep &= _scored_train_rows(spec, train, train_path, warnings)
+    if spec.train_rows:  # rows like the test's only: the test was drawn among them
+        from runner.competition.scoring import scored_rows
+
+        keep &= scored_rows(train, spec.train_rows)
+        if not keep.any():
+            raise InputError(f"{train_path}: no training row meets the condition {spec.train_rows!r}")
     return Dataset(spec, columns, classes, y, views, warnings, image_side=side, sampled=sampled,
-                   decode_seconds=seconds_each, labels=labels, groups=fold_groups(spec, train),
-                   scored=scored_training_rows(spec, train)).subset(keep)
-
-
-def fold_groups(spec: CompetitionSpec, train: pd.DataFrame) -> np.ndarray | None:
-    """Each training row's group (the spec's `fold_groups` column: a patient's visits share a fold), or None."""
-    if not spec.fold_groups:
-        return None
-    if spec.fold_groups not in train.columns:
-        raise InputError(f"spec {spec.id}: no column {spec.fold_groups!r} (fold_groups) among the training rows'")
-    return pd.factorize(train[spec.fold_groups].astype(str))[0]
+                   decode_seconds=seconds_each, labels=labels,
+                   groups=groups if groups is not None else fold_groups(spec, train, train_path),
+                   score_groups=score_groups, scored=scored_training_rows(spec, train)).subset(keep)
 
 
 def scored_training_rows(spec: CompetitionSpec, train: pd.DataFrame) -> np.ndarray | None:
     """The training rows the grader's rule would score (`scored_rows`, `scored_last` on the training columns), or
-    None where there is no rule or the training rows lack a column it reads."""
+    None where there is no rule or the training rows lack a column it reads: a spread or a cut is tuned on them."""
     if not (spec.scored_rows or spec.scored_last):
         return None
+    from runner.competition.scoring import scored_rows
+
     try:
-        return graded(train, spec)
+        keep = scored_rows(train, spec.scored_rows) if spec.scored_rows else np.ones(len(train), dtype=bool)
+        return last_rows(train, spec, keep)
     except InputError:
         return None

@@ -10,7 +10,6 @@ names what the split keeps apart (a patient, a play, a study): no model can use 
 and it is no feature; the training rows keep it (the folds' groups, the rows the grader's rule scores)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -22,17 +21,6 @@ from runner.competition.spec import CompetitionSpec, Join
 from runner.data.items import Items, files_named
 from runner.data.reading import read_table
 from runner.data.targets import id_folders
-
-
-@dataclass
-class PartRows:
-    """The training rows (the id column holding each one's key, the targets, features) and the test rows (the
-    sample's order, features only), and the files of each where its ids have some."""
-
-    train: pd.DataFrame
-    test: pd.DataFrame
-    items: Items | None
-    where: str
 
 
 def _text(values: pd.Series) -> pd.Series:
@@ -87,7 +75,8 @@ def _read(spec: CompetitionSpec, data_dir: Path, name: str, what: str, warnings:
 
 def _join(frame: pd.DataFrame, table: pd.DataFrame, join: Join, path: Path) -> pd.DataFrame:
     """`frame` with the columns of `table`'s row whose `keys` columns equal its own (suffixed), in its row order."""
-    missing = [c for c in join.keys if c not in table.columns] + [c for c in join.keys.values() if c not in frame.columns]
+    missing = [c for c in join.keys if c not in table.columns] + \
+        [c for c in join.keys.values() if c not in frame.columns]
     if missing:
         raise InputError(f"{path}: cannot join by {join.keys}: no column(s) {missing}")
     if join.first_by:
@@ -171,8 +160,10 @@ def _files(spec: CompetitionSpec, data_dir: Path, work_dir: Path, folder: str, r
 
 
 def part_rows(spec: CompetitionSpec, data_dir: Path, work_dir: Path, sample: pd.DataFrame, warnings: list[str],
-              budget_seconds: float | None = None, memory: int | None = None) -> PartRows:
-    """The training and test rows of a competition whose ids are made of parts (see the module's docstring)."""
+              budget_seconds: float | None = None, memory: int | None = None) -> Items:
+    """The training rows (the id column holding each one's key, the targets, features), the test rows (the
+    sample's order, features only) and each one's files, where it has some, of a competition whose ids are made of
+    parts (see the module's docstring)."""
     data_dir, parts = Path(data_dir), item_columns(spec)
     train_path = data_dir / spec.train_file
     train = _with_parts(spec, _read(spec, data_dir, spec.train_file, "train file", warnings, budget_seconds, memory),
@@ -202,11 +193,10 @@ def part_rows(spec: CompetitionSpec, data_dir: Path, work_dir: Path, sample: pd.
                      data_dir / join.test_file)
     train, test = (_compared(frame, joined, parts, spec.drop_columns) for frame in (train, test))
     test = test.drop(columns=[c for c in _identifiers(train, test, spec, parts) if c != spec.id_column])
-    items = None
+    train_files, test_files = [None] * len(train), [None] * len(test)
     if spec.id_folders or spec.file_column:
         train_files = _files(spec, data_dir, work_dir, spec.image_dir, train[spec.id_column], train_names,
                              spec.image_suffix)
         test_files = _files(spec, data_dir, work_dir, spec.test_image_dir or spec.image_dir, test_keys,
                             test_names, spec.test_suffix)
-        items = Items(train[[spec.id_column, *spec.targets]], train_files, test_files, str(train_path))
-    return PartRows(train, test, items, str(train_path))
+    return Items(train, train_files, test_files, str(train_path), test=test)

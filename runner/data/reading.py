@@ -97,11 +97,26 @@ def read_records(path: Path, what: str, root: Path | None = None) -> pd.DataFram
     return frame
 
 
+def read_parquet(path: Path, what: str, root: Path | None = None) -> pd.DataFrame:
+    """A parquet table (pyarrow), or an InputError naming it."""
+    real = located(path, what, root)
+    try:
+        frame = pd.read_parquet(real)
+    except Exception as exc:  # pyarrow raises ArrowInvalid, OSError...
+        raise InputError(f"{path}: cannot read {what}: {exc}") from exc
+    if frame.empty:
+        raise InputError(f"{path}: {what} has no rows")
+    return frame
+
+
 def read_table(path: Path, what: str, root: Path | None = None, warnings: list[str] | None = None,
                budget_seconds: float | None = None, memory: int | None = None) -> pd.DataFrame:
-    """A CSV or a JSON array of records, by the file's name (`.json`, or an archive of one: `.json.zip`, `.json.7z`)."""
+    """A CSV, a JSON array of records (`.json`, or an archive of one: `.json.zip`, `.json.7z`) or a parquet
+    table (`.parquet`), by the file's name."""
     if ".json" in Path(path).name.lower():
         return read_records(path, what, root)
+    if Path(path).name.lower().endswith(".parquet"):
+        return read_parquet(path, what, root)
     return read_csv(path, what, root, warnings, budget_seconds, memory=memory)
 
 
@@ -124,6 +139,8 @@ def image_folder(data_dir: Path, name: str, work_dir: Path) -> Path:
     from runner.competition.spec import AUDIO_SUFFIXES, IMAGE_SUFFIXES
 
     source = data_dir / name
+    if not os.path.lexists(source):  # a folder shipped as its archive (test/ as test.zip), or the other way round
+        source = next((s for s in _twins(data_dir, name) if os.path.lexists(s)), source)
     if not os.path.lexists(source):
         raise InputError(f"{source}: image folder not found")
     real = inside(data_dir, source, "folder" if source.is_dir() else "file")
@@ -137,6 +154,17 @@ def image_folder(data_dir: Path, name: str, work_dir: Path) -> Path:
     wanted = (lambda member: Path(member).suffix.lower() in media) if is_media else (lambda member: True)
     target = work_dir / "extracted" / source.name.split(".")[0]
     return archives.extract(real, target, wanted, MAX_ZIP_RATIO if is_media else None)
+
+
+ARCHIVE_SUFFIXES = (".zip", ".7z", ".tar", ".tar.gz", ".tgz")  # what a folder of files may be shipped as
+
+
+def _twins(data_dir: Path, name: str) -> list[Path]:
+    """Where a folder `name` may be instead: its archive (`name.zip`, ...), or, for an archive's name, its folder."""
+    for suffix in ARCHIVE_SUFFIXES:
+        if name.lower().endswith(suffix):
+            return [data_dir / name[:-len(suffix)]]
+    return [data_dir / f"{name}{suffix}" for suffix in ARCHIVE_SUFFIXES]
 
 
 def image_files(data_dir: Path, name: str, work_dir: Path) -> list[Path]:

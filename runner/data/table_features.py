@@ -66,7 +66,8 @@ def tabular_features(spec: CompetitionSpec, train: pd.DataFrame, test: pd.DataFr
     """Model-ready features: parts of split columns, booleans as numbers, dates as their parts, strings as pandas
     categories (LightGBM's native categoricals), fixed-width codes spread per position, id-like strings dropped,
     infinities missing."""
-    drop = {spec.id_column, *spec.targets, *spec.drop_columns, spec.text_column}
+    drop = {spec.id_column, *spec.targets, *spec.drop_columns, spec.text_column, *spec.text_columns,
+            spec.groups and spec.groups.column}  # a group's name or number: no signal, never seen again
     shared = [c for c in train.columns if c in test.columns and c not in drop]
     both = pd.concat([train[shared], test[shared]], keys=["train", "test"])
     both = _split(both, spec)

@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import logging
 import re
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from runner.common.csvfiles import find_sample
+from runner.common.sampling import Sampled
+from runner.common.direction_metrics import unit_vectors
+from runner.common.distribution_metrics import shares
 from runner.common.errors import InputError
-from runner.competition.spec import CompetitionSpec
+from runner.competition.spec import DECISION_CUT, CompetitionSpec
 from runner.data.dataset import Dataset
 from runner.data.reading import image_files, image_folder, read_csv
 
@@ -65,7 +69,10 @@ def sample_from_test(spec: CompetitionSpec, data_dir: Path, warnings: list[str])
     warnings.append(f"{expected} not found: the submission's rows are {spec.test_file}'s {len(test)} ids, its "
                     f"columns {columns}")
     log.warning(warnings[-1])
-    return pd.DataFrame({spec.id_column: test[spec.id_column], **{c: fill for c in columns}})
+    # a column the test file holds under the submission's name is its value (billion-word's test sentences are a
+    # valid submission themselves)
+    return pd.DataFrame({spec.id_column: test[spec.id_column],
+                         **{c: test[c] if c in test.columns else fill for c in columns}})
 
 
 def nothing_to_learn(dataset: Dataset) -> str | None:
@@ -92,6 +99,8 @@ def complete_sample(spec: CompetitionSpec, sample: pd.DataFrame, path: Path) -> 
         return sample  # one value column, a row per item and target: the targets are the train file's columns
     if spec.submission == "multilabel" and any(t in sample.columns for t in spec.targets):
         return sample  # the labels it scores (ranzcr's sample has 9 of the 11)
+    if labels_in_one_column(spec, sample):
+        return sample  # its columns are the labels, each training row's set in one column
     missing = [t for t in spec.targets if t not in sample.columns]
     if missing:
         log.warning("%s: no column(s) %s; added (%s)", path, missing, spec.submission)
@@ -100,11 +109,19 @@ def complete_sample(spec: CompetitionSpec, sample: pd.DataFrame, path: Path) -> 
     return sample
 
 
+def labels_in_one_column(spec: CompetitionSpec, sample: pd.DataFrame) -> bool:
+    """Whether a multi-label competition's sample has a column per label while its training rows hold their set
+    of labels in the one target column (freesound's `labels`, comma-separated)."""
+    return spec.submission == "multilabel" and len(spec.targets) == 1 and spec.targets[0] not in sample.columns
+
+
 def value_columns(spec: CompetitionSpec, sample: pd.DataFrame) -> list[str]:
     """Columns of the sample submission that hold predictions (others, like detecting-insults' Date, are kept)."""
     if spec.melted_by_pattern:  # a row per item and target: its value column(s), whatever their name
         return [c for c in sample.columns if c != spec.id_column]
     if spec.submission == "probabilities" and len(spec.targets) == 1 and spec.targets[0] not in sample.columns:
+        return [c for c in sample.columns if c != spec.id_column]
+    if labels_in_one_column(spec, sample):
         return [c for c in sample.columns if c != spec.id_column]
     missing = [t for t in spec.targets if t not in sample.columns]
     if spec.submission == "multilabel" and len(missing) < len(spec.targets):
@@ -114,17 +131,59 @@ def value_columns(spec: CompetitionSpec, sample: pd.DataFrame) -> list[str]:
     return list(spec.targets)
 
 
-def label_sets(column: pd.Series, separator: str = " ") -> tuple[list[str], np.ndarray]:
+def label_sets(column: pd.Series, separator: str = " ", most: int | None = None) -> tuple[list[str], np.ndarray]:
     """(the labels, a 0/1 matrix of rows x labels) of a column whose cells are sets of labels in one string (an
-    empty cell is the empty set)."""
+    empty cell is the empty set); with `most`, only that many of the most frequent labels (ties: in name order)."""
     rows = [[v for v in (str(cell).split() if separator == " " else str(cell).split(separator)) if v]
             for cell in column.astype(object).fillna("")]
-    labels = sorted({v for row in rows for v in row})
+    counts = Counter(v for row in rows for v in set(row))
+    labels = sorted(counts) if most is None else \
+        sorted(label for label, _ in sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:most])
     index = {label: j for j, label in enumerate(labels)}
     matrix = np.zeros((len(rows), len(labels)), dtype=np.float64)
     for i, row in enumerate(rows):
-        matrix[i, [index[v] for v in row]] = 1.0
+        matrix[i, [index[v] for v in row if v in index]] = 1.0
     return labels, matrix
+
+
+MAX_LABELS = 1000  # labels of a set learned at most: past the thousandth the labels are rare enough to pay nothing
+LABEL_MATRIX_BYTES = 256 * 2**20  # the 0/1 matrix of the labels learned: every fold's process holds a copy
+
+
+def learned_labels(column: pd.Series, separator: str, source: str) -> tuple[list[str], np.ndarray, Sampled | None]:
+    """`label_sets` of a training column, as many of the most frequent labels as MAX_LABELS and the matrix's
+    memory allow (facebook's 42,000 tags; imet's 3,474), and what was left out, said as a part of the labels."""
+    most = int(min(MAX_LABELS, max(1, LABEL_MATRIX_BYTES // (8 * max(1, len(column))))))
+    labels, matrix = label_sets(column, separator, most)
+    if len(labels) < most:
+        return labels, matrix, None
+    every = len({v for cell in column.astype(object).fillna("") for v in
+                 (str(cell).split() if separator == " " else str(cell).split(separator)) if v})
+    if every <= len(labels):
+        return labels, matrix, None
+    return labels, matrix, Sampled(what="labels", kept=len(labels), of=every, how="the most frequent",
+                                   why=f"a 0/1 column per label learned, {LABEL_MATRIX_BYTES >> 20} MiB and "
+                                       f"{MAX_LABELS} labels at most; the others are never predicted",
+                                   source=source)
+
+
+def label_columns(column: pd.Series, columns: list[str], separator: str, path: Path,
+                  warnings: list[str]) -> np.ndarray:
+    """A 0/1 matrix of rows x `columns` (the sample's labels) from a column of label sets; a label no column
+    names is said and left out."""
+    labels, matrix = label_sets(column, separator)
+    unknown = [label for label in labels if label not in columns]
+    if len(unknown) == len(labels):
+        raise InputError(f"{path}: no label of column {column.name!r} is a column of the sample submission")
+    if unknown:
+        warnings.append(f"{path}: label(s) {unknown[:5]} of column {column.name!r} are no column of the sample "
+                        "submission: left out")
+    index = {label: j for j, label in enumerate(labels)}
+    out = np.zeros((len(matrix), len(columns)), dtype=np.float64)
+    for j, name in enumerate(columns):
+        if name in index:
+            out[:, j] = matrix[:, index[name]]
+    return out
 
 
 def read_labels(spec: CompetitionSpec, train: pd.DataFrame, columns: list[str], path: Path,
@@ -148,8 +207,17 @@ def read_labels(spec: CompetitionSpec, train: pd.DataFrame, columns: list[str], 
                              "), not numbers: a regression cannot learn it")
         return train, None, values.to_numpy(dtype=np.float64)
     if spec.submission == "labels":  # a set of labels per row, learned as one 0/1 column each
-        labels, matrix = label_sets(train[spec.targets[0]], spec.label_separator)
+        labels, matrix, cut = learned_labels(train[spec.targets[0]], spec.label_separator, str(path))
+        if cut is not None:
+            warnings.append(cut.say())
+            train.attrs["sampled_labels"] = cut
         return train, labels, matrix
+    if spec.submission == "multilabel" and list(spec.targets) != columns and len(spec.targets) == 1:
+        return train, None, label_columns(train[spec.targets[0]], columns, spec.label_separator, path, warnings)
+    if spec.submission == "distribution":  # each row's counts (votes) as its shares: learned as values
+        return train, None, shares(train[columns].apply(pd.to_numeric, errors="coerce").fillna(0).to_numpy())
+    if spec.submission == "direction":  # azimuth and zenith learned as the unit vector they point along
+        return train, None, unit_vectors(train[columns].apply(pd.to_numeric, errors="coerce").to_numpy())
     if spec.submission == "multilabel":  # learned as 0/1 values, one per label the submission holds
         values = train[columns].apply(pd.to_numeric, errors="coerce")
         if ((values != 0) & (values != 1)).any().any():
@@ -158,6 +226,8 @@ def read_labels(spec: CompetitionSpec, train: pd.DataFrame, columns: list[str], 
     if len(spec.targets) > 1:  # one-hot columns
         return train, list(columns), train[columns].to_numpy(dtype=np.float64).argmax(axis=1)
     labels = train[spec.targets[0]]
+    if spec.submission == "decision":  # the grader cuts the truth where it cuts the predictions
+        labels = (pd.to_numeric(labels, errors="coerce") >= DECISION_CUT).astype(int)
     if spec.submission == "probabilities":
         classes = list(columns)
         names = labels.astype(str)

@@ -33,9 +33,13 @@ SELECTION_ROWS = 50_000  # larger tables choose weights on a fixed sample of row
 # the squared error of the expected grade: kappa's quadratic weights as a sum over rows. Log loss, judged in before,
 # read a member of kappa 0.48 on 3 folds as making a 0.32 member worse (1.433 to 1.469) where kappa rose to 0.40
 GRADE_ERROR = "expected_grade_squared_error"
-SMOOTH = {"accuracy": "log_loss", "qwk": GRADE_ERROR}  # what steps are judged in where the metric is too coarse
+# what steps are judged in where the metric is too coarse: decisions cut where balanced accuracy peaks by their
+# AUC, a span chosen among candidates by the error of the candidates' predicted Jaccards
+SMOOTH = {"accuracy": "log_loss", "qwk": GRADE_ERROR, "bias_auc": "roc_auc", "word_jaccard": "rmse",
+          "word_jaccard_samples": "rmse"}
 LOWER_IS_BETTER = {**metrics.LOWER_IS_BETTER, GRADE_ERROR: True}
-RANKED = {"roc_auc", "mean_column_roc_auc"}  # judged on ranks across rows: not a sum of one term per row
+# judged on ranks (or a correlation) across rows: not a sum of one term per row
+RANKED = {"roc_auc", "mean_column_roc_auc", "mean_column_spearman", "pearson"}
 
 
 @dataclass(frozen=True)
@@ -73,10 +77,11 @@ def improvement(metric: str, before: float, after: float) -> float:
     return before - after if LOWER_IS_BETTER[metric] else after - before
 
 
-def _score(metric: str, y: np.ndarray, pred: np.ndarray, rows: np.ndarray) -> float:
+def _score(metric: str, y: np.ndarray, pred: np.ndarray, rows: np.ndarray, groups: np.ndarray | None = None) -> float:
+    """The metric on `rows`; `groups`: each row's group, for a metric that scores groups apart."""
     if metric == GRADE_ERROR:
         return float(np.mean((pred[rows] @ np.arange(pred.shape[1]) - y[rows]) ** 2))
-    return metrics.fast_score(metric, y[rows], pred[rows])
+    return metrics.fast_score(metric, y[rows], pred[rows], None if groups is None else groups[rows])
 
 
 def _selection_rows(n: int) -> np.ndarray:
@@ -105,7 +110,8 @@ class _Step:
         return self.total / np.maximum(self.weight, 1)
 
 
-def _greedy(smooth: str, y: np.ndarray, members: list[MemberPredictions], start: MemberPredictions) -> list[_Step]:
+def _greedy(smooth: str, y: np.ndarray, members: list[MemberPredictions], start: MemberPredictions,
+            groups: np.ndarray | None = None) -> list[_Step]:
     """Every step of forward selection with replacement, the start first."""
     rows = start.covered & _selection_rows(len(y))
     empty = _Step({}, np.zeros_like(start.oof, dtype=float), np.zeros((len(y), 1)), np.ones(len(y), dtype=bool))
@@ -114,7 +120,7 @@ def _greedy(smooth: str, y: np.ndarray, members: list[MemberPredictions], start:
     for _ in range(MAX_STEPS - 1):
         last = steps[-1]
         shared = rows & last.covered if ranked else rows
-        before = _score(smooth, y, last.pred, shared)  # for the candidates covering all of them (most)
+        before = _score(smooth, y, last.pred, shared, groups)  # for the candidates covering all of them (most)
         best, best_gain = None, 1e-12
         for member in members:
             overlap = shared & member.covered
@@ -122,8 +128,8 @@ def _greedy(smooth: str, y: np.ndarray, members: list[MemberPredictions], start:
                 continue
             judged = overlap if ranked else shared
             trial = last.adding(member)
-            then = before if judged.sum() == shared.sum() else _score(smooth, y, last.pred, judged)
-            gain = improvement(smooth, then, _score(smooth, y, trial.pred, judged))
+            then = before if judged.sum() == shared.sum() else _score(smooth, y, last.pred, judged, groups)
+            gain = improvement(smooth, then, _score(smooth, y, trial.pred, judged, groups))
             if gain > best_gain:
                 best, best_gain = trial, gain
         if best is None:
@@ -132,37 +138,39 @@ def _greedy(smooth: str, y: np.ndarray, members: list[MemberPredictions], start:
     return steps
 
 
-def _learned(metric: str, y: np.ndarray, member: MemberPredictions, own: float, prior: np.ndarray | None) -> bool:
+def _learned(metric: str, y: np.ndarray, member: MemberPredictions, own: float, prior: np.ndarray | None,
+             groups: np.ndarray | None = None) -> bool:
     """Whether the member beats the `prior` (the class prior or mean, one row) on its own rows; True without one."""
     if prior is None:
         return True
     rows = member.covered
-    return metrics.better(metric, own, metrics.fast_score(metric, y[rows], np.tile(prior, (int(rows.sum()), 1))))
+    return metrics.better(metric, own, _score(metric, y, np.tile(prior, (len(y), 1)), rows, groups))
 
 
 def choose_blend(metric: str, y: np.ndarray, members: list[MemberPredictions],
-                 prior: np.ndarray | None = None) -> Blend | None:
+                 prior: np.ndarray | None = None, groups: np.ndarray | None = None) -> Blend | None:
     """Weights for the members (None when none covers a row); `prior`: the baseline's prediction for one row, which a
-    member must beat on its rows to be the start (any may be when none does)."""
+    member must beat on its rows to be the start (any may be when none does); `groups`: each row's group, for a
+    metric that scores groups apart."""
     members = [m for m in members if m.covered.sum() >= 1]
     if not members:
         return None
-    own = {m.name: _score(metric, y, m.oof, m.covered) for m in members}
-    starts = [m for m in members if _learned(metric, y, m, own[m.name], prior)] or members
+    own = {m.name: _score(metric, y, m.oof, m.covered, groups) for m in members}
+    starts = [m for m in members if _learned(metric, y, m, own[m.name], prior, groups)] or members
     widest = max(int(m.covered.sum()) for m in starts)
     start = max((m for m in starts if m.covered.sum() == widest),
                 key=lambda m: -own[m.name] if metrics.LOWER_IS_BETTER[metric] else own[m.name])
     smooth = smooth_metric(metric)
-    steps = _greedy(smooth, y, members, start)
+    steps = _greedy(smooth, y, members, start, groups)
     rows = start.covered
     # the last step (the smoothest blend) that is not worse than the start in the competition's metric
-    chosen = next(s for s in reversed(steps) if improvement(metric, own[start.name], _score(metric, y, s.pred, rows))
-                  >= 0)
+    chosen = next(s for s in reversed(steps)
+                  if improvement(metric, own[start.name], _score(metric, y, s.pred, rows, groups)) >= 0)
     total = sum(chosen.counts.values())
     weights = {name: count / total for name, count in chosen.counts.items()}
     by_name = {m.name: m for m in members}
     test = sum(w * by_name[name].test for name, w in weights.items())
-    cv = metrics.score(metric, y[rows], chosen.pred[rows])
+    cv = metrics.score(metric, y[rows], chosen.pred[rows], None if groups is None else groups[rows])
     return Blend({k: round(v, 4) for k, v in weights.items()}, round(cv, 6), int(rows.sum()), start.name,
                  {k: round(v, 6) for k, v in own.items()}, test, rows, np.where(rows[:, None], chosen.pred, 0.0))
 

@@ -8,7 +8,8 @@ import logging
 import numpy as np
 
 from runner.common import metrics
-from runner.common.label_metrics import tune_threshold
+from runner.common.bias_metrics import best_cut
+from runner.common.label_metrics import LABEL_THRESHOLD, decided, stand_in_truth, tune_new_label, tune_threshold
 from runner.results.member_state import MemberState
 from runner.results.blend import Blend, MemberPredictions, choose_blend, pool_gain
 from runner.results.decisions import tuned
@@ -48,25 +49,32 @@ class Ensemble:
         """The member's out-of-fold and test predictions from its finished folds, and its own CV."""
         predictions = member_predictions(state.member, results, self.outputs.out, self._ids(state.member))
         self.predictions[state.member.name] = predictions
-        state.cv = round(metrics.fast_score(self.metric, self.dataset.y[predictions.covered],
-                                            predictions.oof[predictions.covered]), 6)
+        covered, groups = predictions.covered, self.dataset.score_groups
+        state.cv = round(metrics.fast_score(self.metric, self.dataset.y[covered], predictions.oof[covered],
+                                            None if groups is None else groups[covered]), 6)
 
     def publish(self) -> dict:
         """The blend chosen again and written as the submission when it beats the prior; the report's changes."""
-        blend = choose_blend(self.metric, self.dataset.y, list(self.predictions.values()), self.prior.values[0])
+        blend = choose_blend(self.metric, self.dataset.y, list(self.predictions.values()), self.prior.values[0],
+                             self.dataset.score_groups)
         if blend is None:
             return {}
         classes = tuple(self.dataset.classes) if self.dataset.classes is not None else None
         weights = ", ".join(f"{name} {w:.2f}" for name, w in sorted(blend.weights.items(), key=lambda i: -i[1]))
-        cuts = self.grade_thresholds(blend) or self.set_threshold(blend) or self.decisions(blend)
-        base = round(baseline_score(self.metric, self.dataset.y, self.prior.values[0], blend.covered), 6)  # as the CV
+        cuts = (self.grade_thresholds(blend) or self.set_threshold(blend) or self.new_label_score(blend)
+                or self.decision_cut(blend) or self.decisions(blend))
+        base = round(baseline_score(self.metric, self.dataset.y, self.prior.values[0], blend.covered,
+                                    self.dataset.score_groups), 6)  # as the CV
         labels = tuple(self.dataset.labels) if self.dataset.labels is not None else None
         chosen = Predictions(blend.test, classes, f"blend: {weights}", cuts, self.dataset.choices, labels)
+        # a set or a ranked list with a new label is held against the prior as the files written will score: each
+        # set at its tuned threshold, unseen labels as new items and the new label where it was tuned
+        ours, theirs = self.as_new_items(blend, cuts) or self.as_sets(blend, cuts) or (blend.cv, base)
         # models that do not beat the prior are not submitted: one that ties it learned nothing (a booster cut
         # after its first round predicts the majority class), and its predictions would only stand in for the prior's
-        if not metrics.better(self.metric, blend.cv, base):
-            chosen = dataclasses.replace(self.prior, source=f"{self.prior.source}: the blend's CV {blend.cv:.5f} is "
-                                                            f"no better than the prior's {base:.5f}")
+        if not metrics.better(self.metric, ours, theirs):
+            chosen = dataclasses.replace(self.prior, source=f"{self.prior.source}: the blend's CV {ours:.5f} is "
+                                                            f"no better than the prior's {theirs:.5f}")
             log.warning(chosen.source)
         try:
             self.outputs.publish(chosen)
@@ -106,6 +114,59 @@ class Ensemble:
         would score (runner.results.decisions)."""
         rows = blend.covered if self.dataset.scored is None else blend.covered & self.dataset.scored
         return tuned(self.outputs.spec, self.dataset.y, blend.oof, rows)
+    def new_label_score(self, blend: Blend) -> tuple[float] | None:
+        """For a ranked list with a new label (an item none of the training labels names): the score it is given
+        in every row, tuned on the blend's out-of-fold rows where a label no other row holds stands for a new
+        item (runner.common.label_metrics.tune_new_label)."""
+        spec, classes = self.outputs.spec, self.dataset.classes
+        names = [str(c) for c in classes] if classes is not None else []
+        if spec.submission != "ranked" or spec.new_label not in names:
+            return None
+        rows = blend.covered
+        score, tuned = tune_new_label(self.dataset.y[rows], blend.oof[rows], names.index(spec.new_label), spec.top_k)
+        log.info("%s given %.4f in every row: MAP@%d %.4f on the out-of-fold rows, unseen labels counted as new",
+                 spec.new_label, score, spec.top_k, tuned)
+        return (score,)
+
+    def as_new_items(self, blend: Blend, cuts) -> tuple[float, float] | None:
+        """(the blend's, the prior's) MAP@k on the out-of-fold rows with unseen labels counted as new items, the
+        blend's new label at its tuned score; None where no new label was tuned."""
+        spec = self.outputs.spec
+        if cuts is None or spec.submission != "ranked" or spec.new_label is None:
+            return None
+        new = [str(c) for c in self.dataset.classes].index(spec.new_label)
+        rows = blend.covered
+        truth = stand_in_truth(self.dataset.y[rows], new)
+        ours = blend.oof[rows].copy()
+        ours[:, new] = cuts[0]
+        prior = np.tile(self.prior.values[0], (len(truth), 1))
+        scored = [round(metrics.score(self.metric, truth, pred), 6) for pred in (ours, prior)]
+        log.info("as the test set scores them (labels no other row holds counted as %s): blend %.4f, prior %.4f",
+                 spec.new_label, *scored)
+        return scored[0], scored[1]
+
+    def as_sets(self, blend: Blend, cuts) -> tuple[float, float] | None:
+        """(the blend's, the prior's) score on the out-of-fold rows of the sets each writes: at the blend's tuned
+        threshold, and at the prior's own (tuned on the training rows); None where this is no set of labels."""
+        if cuts is None or self.dataset.labels is None:
+            return None
+        rows = blend.covered
+        truth = self.dataset.y[rows]
+        prior = np.tile(self.prior.values[0], (len(truth), 1))
+        own = self.prior.thresholds[0] if self.prior.thresholds else LABEL_THRESHOLD
+        scored = [round(metrics.score(self.metric, truth, decided(pred, cut)), 6)
+                  for pred, cut in ((blend.oof[rows], cuts[0]), (prior, own))]
+        return scored[0], scored[1]
+
+    def decision_cut(self, blend: Blend) -> tuple[float] | None:
+        """For a decision the grader cuts: the probability from which a row is a yes, where the blend's out-of-fold
+        balanced accuracy peaks (what an AUC of decisions measures)."""
+        if self.outputs.spec.submission != "decision":
+            return None
+        rows = blend.covered
+        cut, tuned = best_cut(self.dataset.y[rows], blend.oof[rows][:, -1])
+        log.info("decision cut %.3f: balanced accuracy %.4f on the out-of-fold rows", cut, tuned)
+        return (cut,)
 
     def measure_gain(self, state: MemberState) -> None:
         """What this member added to the pool, now that it has ended: the relative fall of the best convex blend's

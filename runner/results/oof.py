@@ -31,7 +31,10 @@ def member_predictions(member: Member, results: list[FoldResult], out_dir: Path,
     return MemberPredictions(member.name, oof, np.isin(ids, done), test)
 
 
-def baseline_score(metric: str, y: np.ndarray, prior: np.ndarray, rows: np.ndarray) -> float:
-    """The class prior (or mean) predicted for every row, scored on `rows`."""
-    return metrics.score(metric, y[rows], np.tile(prior, (int(rows.sum()), 1)))
+def baseline_score(metric: str, y: np.ndarray, prior: np.ndarray, rows: np.ndarray,
+                   groups: np.ndarray | None = None) -> float:
+    """The class prior (or mean) predicted for every row, scored on `rows` (`groups`: each row's group, for a
+    metric that scores groups apart)."""
+    return metrics.score(metric, y[rows], np.tile(prior, (int(rows.sum()), 1)),
+                         None if groups is None else groups[rows])
 

@@ -12,6 +12,8 @@ import numpy as np
 from runner.results.baselines import make_baseline
 from runner.results.decisions import tuned
 from runner.common.budget import Budget
+from runner.common.label_metrics import constant_set_threshold
+from runner.common.metrics import METRICS
 from runner.data.dataset import Dataset
 from runner.data.targets import read_sample, value_columns
 from runner.common.errors import InvalidSubmissionError
@@ -100,6 +102,9 @@ class RunOutputs:
         frame = self.sample.copy()
         frame[self.columns] = made.values[self.columns].to_numpy()
         self._publish(frame, self.submission)
+        if made.prior is not None:  # the rule chose against a prior: that is the baseline its choice must beat
+            frame = self.sample.copy()
+            frame[self.columns] = made.prior[self.columns].to_numpy()
         self._publish(frame, self.out / "baseline.csv")
         log.info("baseline: %s", made.note)
         self.update(status="baseline", error=None, submission_source=f"baseline: {made.note}",
@@ -108,9 +113,15 @@ class RunOutputs:
 
     def write_prior(self, dataset: Dataset) -> Predictions:
         """The class prior (or mean) once labels are read: the submission and the baseline every blend must beat."""
-        prior = prior_predictions(dataset.y, dataset.classes, dataset.n_test, dataset.choices, dataset.labels)
-        if len(dataset.y) and (cuts := tuned(self.spec, dataset.y, np.tile(prior.values[0], (len(dataset.y), 1)),
-                                             dataset.scored, "training")):
+        prior = prior_predictions(dataset.y, dataset.classes, dataset.n_test, dataset.choices, dataset.labels,
+                                  self.spec.metric)
+        if dataset.labels is not None and len(dataset.y):  # the one set for every row: its labels frequent enough
+            metric = METRICS[self.spec.metric]
+            cut = constant_set_threshold(metric.score, metric.lower_is_better, dataset.y, prior.values[0])
+            prior = dataclasses.replace(prior, thresholds=(cut,),
+                                        source=f"{prior.source}, from {cut:.2f} on (tuned on the training rows)")
+        elif len(dataset.y) and (cuts := tuned(self.spec, dataset.y, np.tile(prior.values[0], (len(dataset.y), 1)),
+                                               dataset.scored, "training")):
             prior = dataclasses.replace(prior, thresholds=cuts)  # the best constant the metric allows
         self.publish(prior, baseline=True)
         for warning in dataset.warnings:

@@ -16,12 +16,15 @@ from runner.common.csvfiles import LITERAL, compression, find_sample, read_csv_f
 from runner.common.errors import InputError, InvalidSubmissionError
 from runner.common.untrusted import inside
 from runner.common.binary_metrics import decide
+from runner.common.direction_metrics import angles
 from runner.common.label_metrics import LABEL_THRESHOLD, decided, top_k
+from runner.common.correlation_metrics import CORRELATIONS, varied
 from runner.common.metrics import grades
 from runner.competition.id_parts import items_in_order, melted, melted_rows
-from runner.competition.spec import STRING_FORMATS, CompetitionSpec
+from runner.competition.spec import DECISION_CUT, STRING_FORMATS, CompetitionSpec
 
 SUM_TOLERANCE = 1e-6
+MEDIAN_METRICS = ("mae", "mae_integer", "laplace_log_likelihood")  # absolute errors: the median is the best constant
 SAMPLE_HEAD_ROWS = 100  # rows of the sample read to tell it is a table before it is copied as the first submission
 EPS = 1e-7  # keeps log loss finite without moving row sums
 
@@ -101,22 +104,67 @@ def _multilabel(values, predictions, sample, columns, spec) -> dict:
 def _regression(values, predictions, sample, columns, spec) -> dict:
     values = np.nan_to_num(np.asarray(values, dtype=np.float64))
     values = np.clip(values, 0.0, None) if spec.metric == "rmsle" else values
+    values = varied(values) if spec.metric in CORRELATIONS else values  # a constant column's correlation is NaN
     return {c: v for c, v in zip(columns, np.atleast_2d(values.T))}
+
+
+def decision_values(p: np.ndarray, cut: float) -> np.ndarray:
+    """Probabilities mapped, in order, so that `cut` lands on the grader's DECISION_CUT: [0, cut) onto [0, 0.5) and
+    [cut, 1] onto [0.5, 1]."""
+    cut = float(np.clip(cut, EPS, 1.0 - EPS))
+    below = np.minimum(DECISION_CUT * p / cut, np.nextafter(DECISION_CUT, 0.0))  # never rounded up onto the cut
+    above = np.maximum(DECISION_CUT + (1.0 - DECISION_CUT) * (p - cut) / (1.0 - cut), DECISION_CUT)
+    return np.clip(np.where(p >= cut, above, below), 0.0, 1.0)
+
+
+def _chosen_span(values, predictions, sample, columns, spec) -> dict:
+    """Each row's candidate span (runner.data.spans) with the highest predicted score."""
+    if predictions.choices is None:
+        raise InvalidSubmissionError("a span is chosen among candidates, and these predictions name none")
+    chosen = np.nan_to_num(np.asarray(values, dtype=np.float64), nan=-np.inf).argmax(axis=1)
+    return {columns[0]: predictions.choices[np.arange(len(chosen)), chosen]}
+
+
+def _decision(values, predictions, sample, columns, spec) -> dict:
+    """The positive class's probability, cut where out-of-fold predictions put the threshold (DECISION_CUT until
+    one is tuned) and written so that the grader's cut falls there; the rows' order stays."""
+    cut = predictions.thresholds[0] if predictions.thresholds else DECISION_CUT
+    return {columns[0]: decision_values(_normalise(values)[:, -1], cut)}
 
 
 def _label_set(values, predictions, sample, columns, spec) -> dict:
     """Each row's labels whose probability reaches the tuned threshold (LABEL_THRESHOLD until one is tuned), the
     likeliest one at least: every row of these competitions' answers holds a label."""
     threshold = predictions.thresholds[0] if predictions.thresholds else LABEL_THRESHOLD
-    chosen = decided(np.nan_to_num(np.asarray(values, dtype=np.float64)), threshold)
+    values = np.nan_to_num(np.asarray(values, dtype=np.float64))
     names = np.asarray(predictions.labels, dtype=object)
+    chosen = read_as_sets(decided(values, threshold), values, names)
     return {columns[0]: [spec.label_separator.join(names[row.astype(bool)]) for row in chosen]}
 
 
+def read_as_sets(chosen: np.ndarray, values: np.ndarray, names: np.ndarray) -> np.ndarray:
+    """The chosen sets, made sure to read back as sets of labels: where every label is a number and no row holds
+    two, a CSV reader takes the column for numbers (imet's attribute ids), which the graders refuse; the row
+    whose second likeliest label is likeliest then holds it too."""
+    if len(chosen) == 0 or chosen.shape[1] < 2 or (chosen.sum(axis=1) > 1).any() \
+            or not all(str(n).lstrip("-").isdigit() for n in names):
+        return chosen
+    second = np.where(chosen.astype(bool), -np.inf, values)
+    row = int(second.max(axis=1).argmax())
+    chosen = chosen.copy()
+    chosen[row, int(second[row].argmax())] = 1
+    return chosen
+
+
 def _ranked(values, predictions, sample, columns, spec) -> dict:
-    """Each row's `top_k` likeliest classes, likeliest first."""
+    """Each row's `top_k` likeliest classes, likeliest first; the spec's new label (an item none of the training
+    labels names) at the score tuned for it on out-of-fold rows, where one was."""
     names = [str(c) for c in predictions.classes]
-    ranked = top_k(np.nan_to_num(np.asarray(values, dtype=np.float64)), spec.top_k)
+    values = np.nan_to_num(np.asarray(values, dtype=np.float64))
+    if spec.new_label in names and predictions.thresholds:
+        values = values.copy()
+        values[:, names.index(spec.new_label)] = predictions.thresholds[0]
+    ranked = top_k(values, spec.top_k)
     return {columns[0]: [spec.label_separator.join(names[j] for j in row) for row in ranked]}
 
 
@@ -126,12 +174,17 @@ def _value_and_spread(values, predictions, sample, columns, spec) -> dict:
     if not predictions.thresholds:
         raise InvalidSubmissionError(f"no spread was tuned for column {spec.spread_column!r}")
     return {**written, spec.spread_column: np.full(len(values), predictions.thresholds[0])}
+def _direction(values, predictions, sample, columns, spec) -> dict:
+    """Learned unit vectors (x, y, z) written as their azimuth and zenith, in the sample's two columns."""
+    return dict(zip(columns, angles(np.nan_to_num(np.asarray(values, dtype=np.float64))).T))
 
 
 # how each submission format's value columns are written from the predictions (the sample's other columns stay)
 WRITERS = {"probabilities": _probabilities, "probability": _probability, "label": _label,
            "multilabel": _multilabel, "regression": _regression, "labels": _label_set, "ranked": _ranked,
-           "value_and_spread": _value_and_spread}
+           "decision": _decision, "span": _chosen_span,
+           "distribution": _probabilities,  # each row's values shared out to sum to one
+           "direction": _direction, "value_and_spread": _value_and_spread}
 
 
 def build_submission(sample: pd.DataFrame, spec: CompetitionSpec, columns: list[str],
@@ -179,10 +232,11 @@ def validate_submission(submission: pd.DataFrame, sample: pd.DataFrame, spec: Co
     array = numeric.to_numpy(dtype=np.float64)
     if not np.isfinite(array).all():
         raise InvalidSubmissionError("non-finite values")
-    if spec.submission in ("probabilities", "probability", "multilabel") and ((array < 0).any() or (array > 1).any()):
+    if spec.submission in ("probabilities", "probability", "multilabel", "distribution") and \
+            ((array < 0).any() or (array > 1).any()):
         column = columns[int(np.argmax(((array < 0) | (array > 1)).any(axis=0)))]
         raise InvalidSubmissionError(f"column {column!r}: probabilities outside [0, 1]")
-    if spec.submission == "probabilities" and spec.metric == "log_loss":
+    if (spec.submission == "probabilities" and spec.metric == "log_loss") or spec.submission == "distribution":
         sums = array.sum(axis=1)
         bad = np.abs(sums - 1.0) > SUM_TOLERANCE
         if bad.any():
@@ -240,14 +294,15 @@ def sample_baseline(sample: pd.DataFrame, spec: CompetitionSpec, columns: list[s
     sample's text, whatever the spec says it holds: a number is never written where the sample has words."""
     submission = sample.copy()
     numeric = [c for c in columns if _numbers(sample[c])]
-    if spec.submission == "probabilities":
+    if spec.submission in ("probabilities", "distribution"):
         submission[columns] = _normalise(np.ones((len(sample), len(columns))))
     elif spec.submission in ("probability", "multilabel") and numeric:
         values = sample[numeric].apply(pd.to_numeric, errors="coerce")
         submission[numeric] = values.fillna(0.5).clip(0.0, 1.0)
-    elif spec.submission == "regression" and numeric:
+    elif spec.submission in ("regression", "direction") and numeric:
         values = sample[numeric].apply(pd.to_numeric, errors="coerce").fillna(0.0)
-        submission[numeric] = values.clip(lower=0.0) if spec.metric == "rmsle" else values
+        values = values.clip(lower=0.0) if spec.metric == "rmsle" else values
+        submission[numeric] = varied(values.to_numpy()) if spec.metric in CORRELATIONS else values
     elif spec.submission == "label":
         column = sample[columns[0]]
         submission[columns[0]] = column.fillna(column.mode().iloc[0]) if column.notna().any() else column
@@ -261,12 +316,15 @@ def _numbers(column: pd.Series) -> bool:
 
 
 def prior_predictions(y: np.ndarray, classes: list | None, n_test: int,
-                      choices: np.ndarray | None = None, labels: list[str] | None = None) -> Predictions:
-    """Class prior (classification), each label's share (a set of labels) or target mean (regression) for every
-    test row."""
+                      choices: np.ndarray | None = None, labels: list[str] | None = None,
+                      metric: str = "") -> Predictions:
+    """Class prior (classification), each label's share (a set of labels), or the best constant of the values:
+    their median under an absolute error (MEDIAN_METRICS), else their mean, for every test row."""
     if classes is None:
-        source = "baseline: each label's share of the training rows" if labels is not None else "baseline: target mean"
-        return Predictions(np.tile(np.nanmean(y, axis=0), (n_test, 1)), None, source,
+        centre, named = (np.nanmedian, "median") if metric in MEDIAN_METRICS and labels is None else (np.nanmean, "mean")
+        source = "baseline: each label's share of the training rows" if labels is not None else \
+            f"baseline: target {named}" + (", each row's candidate best on average" if choices is not None else "")
+        return Predictions(np.tile(centre(y, axis=0), (n_test, 1)), None, source, choices=choices,
                            labels=tuple(labels) if labels is not None else None)
     prior = np.bincount(y.astype(int), minlength=len(classes)) / len(y)
     source = "baseline: class prior" if choices is None else \

@@ -93,13 +93,19 @@ def train(task: FoldTask, started: float) -> FoldResult:
     write_npy(out / "test.npy", test_pred)
     return FoldResult(
         task.fold, "stopped" if result.stopped_by_deadline else "completed", member.name,
-        score=metrics.score(dataset.spec.metric, data.y_val, val_pred), epochs=result.epochs,
+        score=metrics.score(dataset.spec.metric, data.y_val, val_pred, _groups(dataset, fold_ids == task.fold)),
+        epochs=result.epochs,
         best_epoch=result.best_epoch, epoch_seconds=round(result.epoch_seconds, 6),
         predicted_epoch_seconds=member.step_seconds,
         min_train_seconds=round(result.min_train_seconds, 3),
         train_seconds=round(result.train_seconds, 2), predict_seconds=round(result.predict_seconds, 2),
         wall_seconds=round(time.monotonic() - started, 2), checkpoint=str(result.checkpoint),
         message=result.message, changes=result.changes, **sizes, **startup(out, started))
+
+
+def _groups(dataset, rows: np.ndarray) -> np.ndarray | None:
+    """The metric's group of each of `rows` (None: the metric scores every row alike)."""
+    return None if dataset.score_groups is None else dataset.score_groups[rows]
 
 
 def startup(out: Path, started: float) -> dict:

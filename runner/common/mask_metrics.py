@@ -1,0 +1,146 @@
+"""Metrics of segmentation masks: each scores rows of (truth, prediction) boolean masks through statistics computed
+once per row, so that any subset of the rows (a bootstrap's resample) is scored from them without decoding a mask
+again. A metric called on (truths, predictions) scores every row; grading decodes a submission's run-length
+strings into the same masks (runner.competition.grade_shapes).
+
+- `mask_iou_sweep`: per image, the share of IoU thresholds 0.50, 0.55, ... 0.95 its one object exceeds; 1 for an
+  empty prediction of an empty truth, 0 for any prediction of one; the mean over images. As MLE-bench bins the
+  pixels (a histogram over each mask's own range), an empty prediction of a non-empty truth counts as a mask of
+  every pixel: its IoU is the truth's share of the image.
+- `mean_dice`: per image 2|X∩Y| / (|X|+|Y|), 1 when both are empty; the mean over images.
+- `global_dice`: the same over every pixel of every image at once.
+- `pixel_f05`: per image the F0.5 score of its pixels (precision weighted over recall), the mean over images.
+- `dice_hausdorff`: each row a series of slices (depth, classes, height, width): 0.4 x the mean Dice of every
+  (slice, class) mask whose truth or prediction holds a pixel, plus 0.6 x (1 - the mean over series of the
+  symmetric Hausdorff distance between the classes' union volumes, in coordinates divided by the volume's shape,
+  over the unit cube's diagonal); a series empty on both sides is left out, one empty on one side counts 1, and so
+  does a prediction more than ten times the truth's size.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+IOU_THRESHOLDS = np.arange(0.5, 1.0, 0.05)  # as MLE-bench spells them (0.6000000000000001 and all)
+F_BETA = 0.5  # vesuvius: precision counts more than recall
+DICE_WEIGHT, HAUSDORFF_WEIGHT = 0.4, 0.6
+OVERSIZED = 10  # a prediction this many times the truth's voxels is as far as can be (distance 1)
+
+
+@dataclass(frozen=True)
+class MaskMetric:
+    """`row(truth, prediction)`: a row's statistics (a 1-D array); `total(statistics)`: the score of rows'
+    statistics stacked (rows, k). Calling it scores every row of two sequences of masks."""
+
+    row: Callable[[np.ndarray, np.ndarray], np.ndarray]
+    total: Callable[[np.ndarray], float]
+
+    def statistics(self, truths: Sequence[np.ndarray], predictions: Sequence[np.ndarray]) -> np.ndarray:
+        if len(truths) != len(predictions):
+            raise ValueError(f"{len(predictions)} predicted masks for {len(truths)} true ones")
+        rows = [self.row(np.asarray(t, bool), np.asarray(p, bool)) for t, p in zip(truths, predictions)]
+        return np.vstack(rows) if rows else np.zeros((0, 1))
+
+    def __call__(self, truths: Sequence[np.ndarray], predictions: Sequence[np.ndarray]) -> float:
+        return self.total(self.statistics(truths, predictions))
+
+
+def _checked(truth: np.ndarray, prediction: np.ndarray) -> None:
+    if truth.shape != prediction.shape:
+        raise ValueError(f"a predicted mask of shape {prediction.shape} for a true one of {truth.shape}")
+
+
+def _mean(statistics: np.ndarray) -> float:
+    return float(np.mean(statistics[:, 0])) if len(statistics) else float("nan")
+
+
+def _iou_sweep_row(truth: np.ndarray, prediction: np.ndarray) -> np.ndarray:
+    _checked(truth, prediction)
+    true_pixels, predicted = int(truth.sum()), int(prediction.sum())
+    if true_pixels == 0:
+        return np.array([1.0 if predicted == 0 else 0.0])
+    if predicted == 0:  # binned over its own range [0, 0], every pixel of an empty prediction lands in the object
+        iou = true_pixels / truth.size
+    else:
+        both = int(np.logical_and(truth, prediction).sum())
+        iou = both / (true_pixels + predicted - both)
+    return np.array([float(np.mean(iou > IOU_THRESHOLDS))])
+
+
+def _dice_row(truth: np.ndarray, prediction: np.ndarray) -> np.ndarray:
+    _checked(truth, prediction)
+    sizes = int(truth.sum()) + int(prediction.sum())
+    return np.array([1.0 if sizes == 0 else 2 * int(np.logical_and(truth, prediction).sum()) / sizes])
+
+
+def _overlap_row(truth: np.ndarray, prediction: np.ndarray) -> np.ndarray:
+    _checked(truth, prediction)
+    return np.array([np.logical_and(truth, prediction).sum(), truth.sum() + prediction.sum()], dtype=np.float64)
+
+
+def _global_dice(statistics: np.ndarray) -> float:
+    sizes = statistics[:, 1].sum() if len(statistics) else 0.0
+    return float(2 * statistics[:, 0].sum() / sizes) if sizes else float("nan")
+
+
+def f_beta(true_positives: float, false_positives: float, false_negatives: float, beta: float = F_BETA) -> float:
+    """F-beta of counts; 0 where it is undefined (no pixel on either side), as scikit-learn's zero division."""
+    weight = 1 + beta ** 2
+    denominator = weight * true_positives + beta ** 2 * false_negatives + false_positives
+    return float(weight * true_positives / denominator) if denominator else 0.0
+
+
+def _f05_row(truth: np.ndarray, prediction: np.ndarray) -> np.ndarray:
+    _checked(truth, prediction)
+    both = int(np.logical_and(truth, prediction).sum())
+    return np.array([f_beta(both, int(prediction.sum()) - both, int(truth.sum()) - both)])
+
+
+def hausdorff(truth: np.ndarray, prediction: np.ndarray) -> float:
+    """The symmetric Hausdorff distance of two volumes' voxels, in coordinates over the truth's shape, over the
+    unit cube's diagonal; nan when both are empty, 0 when equal, 1 when one is empty or the prediction is more than
+    OVERSIZED times the truth."""
+    from scipy.spatial.distance import directed_hausdorff
+
+    true_voxels, predicted = int(truth.sum()), int(prediction.sum())
+    if true_voxels == 0 and predicted == 0:
+        return float("nan")
+    if np.array_equal(truth, prediction):
+        return 0.0
+    if true_voxels == 0 or predicted == 0 or predicted > OVERSIZED * true_voxels:
+        return 1.0
+    scale = np.asarray(truth.shape, dtype=np.float64)
+    a, b = np.argwhere(truth) / scale, np.argwhere(prediction) / scale
+    return float(max(directed_hausdorff(a, b)[0], directed_hausdorff(b, a)[0]) / np.sqrt(truth.ndim))
+
+
+def _series_row(truth: np.ndarray, prediction: np.ndarray) -> np.ndarray:
+    """A series (depth, classes, height, width): the sum and count of its (slice, class) Dice scores that are
+    defined, and its Hausdorff distance."""
+    _checked(truth, prediction)
+    if truth.ndim != 4:
+        raise ValueError(f"a series of class masks is (depth, classes, height, width), not {truth.shape}")
+    both = np.logical_and(truth, prediction).sum(axis=(2, 3))
+    sizes = truth.sum(axis=(2, 3)) + prediction.sum(axis=(2, 3))
+    defined = sizes > 0
+    dice = 2 * both[defined] / sizes[defined]
+    return np.array([dice.sum(), defined.sum(), hausdorff(truth.any(axis=1), prediction.any(axis=1))])
+
+
+def _dice_hausdorff(statistics: np.ndarray) -> float:
+    counted = statistics[:, 1].sum() if len(statistics) else 0.0
+    dice = statistics[:, 0].sum() / counted if counted else float("nan")
+    distances = statistics[:, 2][~np.isnan(statistics[:, 2])] if len(statistics) else np.zeros(0)
+    distance = float(distances.mean()) if len(distances) else float("nan")
+    return float(DICE_WEIGHT * dice + HAUSDORFF_WEIGHT * (1 - distance))
+
+
+MASK_METRICS: dict[str, MaskMetric] = {
+    "mask_iou_sweep": MaskMetric(_iou_sweep_row, _mean),
+    "mean_dice": MaskMetric(_dice_row, _mean),
+    "global_dice": MaskMetric(_overlap_row, _global_dice),
+    "pixel_f05": MaskMetric(_f05_row, _mean),
+    "dice_hausdorff": MaskMetric(_series_row, _dice_hausdorff),
+}
