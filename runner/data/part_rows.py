@@ -87,7 +87,8 @@ def _read(spec: CompetitionSpec, data_dir: Path, name: str, what: str, warnings:
 
 def _join(frame: pd.DataFrame, table: pd.DataFrame, join: Join, path: Path) -> pd.DataFrame:
     """`frame` with the columns of `table`'s row whose `keys` columns equal its own (suffixed), in its row order."""
-    missing = [c for c in join.keys if c not in table.columns] + [c for c in join.keys.values() if c not in frame.columns]
+    missing = [c for c in join.keys if c not in table.columns] + \
+        [c for c in join.keys.values() if c not in frame.columns]
     if missing:
         raise InputError(f"{path}: cannot join by {join.keys}: no column(s) {missing}")
     if join.first_by:
