@@ -18,10 +18,10 @@ from typing import Callable
 
 import numpy as np
 
-from runner.common import (answer_metrics, bias_metrics, box3d_metrics, box_metrics, class_metrics,
-                           correlation_metrics, direction_metrics, distribution_metrics, grouped_metrics,
-                           label_metrics, order_metrics, ranking_metrics, roc_metrics, sequence_metrics,
-                           string_metrics)
+from runner.common import (answer_metrics, bias_metrics, binary_metrics, box3d_metrics, box_metrics,
+                           class_metrics, correlation_metrics, direction_metrics, distribution_metrics,
+                           grouped_metrics, label_metrics, multilabel_metrics, order_metrics, ranking_metrics,
+                           roc_metrics, sequence_metrics, spread_metrics, string_metrics)
 from runner.common.mask_metrics import MASK_METRICS
 
 THRESHOLD_ROUNDS = 3  # passes over the kappa cuts; a third rarely moves one
@@ -205,6 +205,10 @@ METRICS: dict[str, Metric] = {
     "qwk": Metric(False, lambda y, p: qwk(y, grades(p))),
     "micro_f1": Metric(False, label_metrics.micro_f1),  # a set of labels per row (0/1 or probabilities cut)
     "map_at_5": Metric(False, label_metrics.map_at_k(5)),  # the 5 likeliest labels, ranked, against the truth
+    "probabilistic_f1": Metric(False, binary_metrics.probabilistic_f1),  # probabilities counted as shares of a yes
+    "mcc": Metric(False, binary_metrics.mcc, binary_metrics.fast_mcc),  # 0/1 labels (the likelier class)
+    "weighted_multilabel_log_loss": Metric(True, multilabel_metrics.weighted_log_loss),  # an any-label, then parts
+    "laplace_log_likelihood": Metric(False, spread_metrics.laplace_log_likelihood),  # a value and its spread
     "map_at_12": Metric(False, label_metrics.map_at_k(12)),  # the 12 likeliest (items bought next), ranked
     "group_log_mae": Metric(True, grouped_metrics.group_log_mae, grouped=True),  # log MAE of each group, averaged
     "mcrmse": Metric(True, grouped_metrics.mcrmse),  # the RMSE of each column, averaged

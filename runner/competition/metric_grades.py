@@ -19,6 +19,7 @@ import pandas as pd
 
 from runner.common import answer_metrics, bias_metrics, correlation_metrics, order_metrics, string_metrics
 from runner.common.errors import InputError, InvalidSubmissionError
+from runner.competition import grade_rows
 from runner.competition.spec import CompetitionSpec
 
 ANSWERS_COLUMN = "answers"  # Natural Questions' rows: each row's valid answers
@@ -132,6 +133,9 @@ METRIC_SCORERS: dict[str, Callable[..., Rows]] = {
     "mean_column_spearman": correlations, "pearson": correlations, "bias_auc": toxicity_decisions,
     "word_jaccard": strings, "word_jaccard_samples": strings, "mean_levenshtein": strings,
     "kendall_tau": orderings, "answer_micro_f1": found_answers,
+    "probabilistic_f1": lambda *frames: Rows(*grade_rows.clipped_probabilities(*frames)),
+    "mcc": lambda *frames: Rows(*grade_rows.decided_labels(*frames)),
+    "laplace_log_likelihood": lambda *frames: Rows(*grade_rows.value_and_spread(*frames)),
 }
 
 

@@ -14,7 +14,7 @@ import pandas as pd
 from runner.common import metrics
 from runner.common.class_metrics import LABEL_READERS
 from runner.common.errors import InputError, InvalidSubmissionError
-from runner.competition import grade_shapes, vector_submissions
+from runner.competition import grade_rows, grade_shapes, vector_submissions
 from runner.competition.metric_grades import METRIC_SCORERS
 from runner.competition.spec import CompetitionSpec
 
@@ -42,6 +42,8 @@ def _aligned(submission: pd.DataFrame, answers: pd.DataFrame, spec: CompetitionS
     the spec's `grade_by`); InvalidSubmissionError where they cannot meet."""
     if spec.grade_by == "scorer":  # the format's scorer matches the rows itself (answers of several rows an id)
         return submission, answers
+    if spec.grade_by == "subset":  # the submission may leave answers out: they are not scored
+        return grade_rows.subset(submission, answers, spec)
     if spec.grade_by == "answers":
         return _answered(submission, answers, spec)
     if spec.grade_by == "merge":
@@ -296,7 +298,15 @@ def scored(spec: CompetitionSpec, submission: pd.DataFrame, answers: pd.DataFram
     missing = [c for c in spec.required_columns if c not in submission.columns]
     if missing:
         raise InvalidSubmissionError(f"missing column(s) {missing}: the grader requires them, unscored")
+    if spec.scored_last:  # each group's last scored rows, chosen among all the answers before a submission's meet them
+        keep = scored_rows(answers, spec.scored_rows) if spec.scored_rows else np.ones(len(answers), dtype=bool)
+        answers = answers.assign(**{grade_rows.GRADED: grade_rows.last_rows(answers, spec, keep)})
     sub, ans = _aligned(submission, answers, spec)
+    if grade_rows.GRADED in ans.columns:
+        last = ans.pop(grade_rows.GRADED).to_numpy(dtype=bool)
+        sub, ans = sub.loc[last].reset_index(drop=True), ans.loc[last].reset_index(drop=True)
+    if spec.melted:  # a row per item and target: scored as (items x targets)
+        return _Scored(*grade_rows.unmelted_pair(spec, sub, ans), spec.metric)
     if spec.scored_rows:
         keep = scored_rows(ans, spec.scored_rows)
         # by position: the submission's row in the file takes the mask of the answers' row in the same place

@@ -19,20 +19,21 @@ TASKS = ("tabular", "image", "text", "audio", "image_to_image", "text_normalizat
 # labels in one string (space-separated), the k likeliest labels in one string, best first, a value the grader
 # cuts at 0.5 into a yes or no (written so that the cut falls where out-of-fold predictions put it), a span of a
 # text (learned as a choice among candidate spans where the spec names the column that decides it, else a rule's);
-# or what no engine learns yet, written by a rule (runner.results.baselines): run-length masks, boxes, free text,
-# a ranking of items
+# a value with the spread the grader scores it with (osic's FVC and Confidence); or what no engine learns yet,
+# written by a rule (runner.results.baselines): run-length masks, boxes, free text, a ranking of items
 FORMATS = ("probabilities", "probability", "label", "regression", "multilabel", "labels", "ranked", "decision",
            "mask", "boxes", "span", "text", "ranking",
            "distribution",  # soft labels: each row's shares of the value columns, learned as a value each, summing to 1
            "direction",  # a direction in 3-D as its azimuth and zenith, learned as a unit vector
            "sequence",  # an ordered list of labels in one string (gestures in the order they were made)
            "points",  # labelled points, "label x y" triples (kuzushiji's characters)
-           "boxes3d")  # a sample's 3-D boxes in one string, nine tokens a box (lyft's lidar scenes)
+           "boxes3d",  # a sample's 3-D boxes in one string, nine tokens a box (lyft's lidar scenes)
+           "value_and_spread")  # a value and the spread it is stated with (osic's FVC and Confidence)
 # how the engines learn each format: one class per row (probabilities out), independent 0/1 labels, or values
 LEARNED_AS = {"probabilities": "classes", "probability": "classes", "label": "classes", "ranked": "classes",
               "regression": "values", "multilabel": "labels", "labels": "labels", "decision": "classes",
               "span": "values",  # a span: each candidate span's score (runner.data.spans)
-              "distribution": "values", "direction": "values"}
+              "distribution": "values", "direction": "values", "value_and_spread": "values"}
 DECISION_CUT = 0.5  # a `decision` submission's grader: from this value on, yes
 STRING_FORMATS = ("labels", "ranked", "mask", "boxes", "span", "text", "ranking",
                   "sequence", "points", "boxes3d")  # one string per row, any text
@@ -45,7 +46,7 @@ BASELINES = ("noisy_pixels", "most_frequent", "sample", "column", "constant",
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".tif", ".tiff", ".bmp")
 AUDIO_SUFFIXES = (".wav", ".aif", ".aiff", ".flac", ".ogg")  # what libsndfile reads (runner.data.sounds)
 # how a submission's rows meet the answers' (CompetitionSpec.grade_by)
-GRADE_BY = ("id", "row", "answers", "merge", "group", "scorer")
+GRADE_BY = ("id", "row", "answers", "merge", "group", "scorer", "subset")
 DESCRIPTION_BYTES = 256 * 1024  # what is read of description.md: its evaluation section is near the top
 
 
@@ -56,6 +57,31 @@ class ColumnSplit:
     column: str
     sep: str
     into: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Join:
+    """A table whose rows add columns to the rows of ids made of parts (runner.competition.id_parts): the row of
+    `train_file` (a training row's) or `test_file` (a test row's) whose `keys` columns (the table's) equal the
+    row's (`keys`' values), its columns named with `suffix`; with `first_by`, each key's first row by that column (a
+    patient's first visit). Two joins of one table are compared: each column's difference (or sameness), and the
+    distance between the `position` columns (a player's x and y)."""
+
+    train_file: str
+    test_file: str
+    keys: dict[str, str]  # the table's column -> the row's column it must equal
+    suffix: str
+    first_by: str | None = None
+    position: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class LastRows:
+    """Of the answers' scored rows, each group's last `count` by `order` (osic's last three visits a patient)."""
+
+    group: str
+    order: str
+    count: int
 
 
 @dataclass(frozen=True)
@@ -161,7 +187,7 @@ class CompetitionSpec(Saved):
     # "merge": the answers joined with the submission's rows of each id, the ids' sets equal (a repeated id repeats
     # its answer, as champs' grader merges); "group": by position within each group of `score_groups`
     # (smartphone-decimeter's trips); "scorer": by the format's own scorer (answers of several rows an id:
-    # vinbigdata's boxes)
+    # vinbigdata's boxes); "subset": by id, the submission may leave answers out, which are not scored (osic's)
     grade_by: str = "id"
     exact_columns: bool = False  # the grader rejects a submission with any column beside the id and the targets
     scored_columns: tuple[str, ...] = ()  # the value columns the grader scores, where not all of them
@@ -190,6 +216,15 @@ class CompetitionSpec(Saved):
     # the rows the grader scores, as a condition on the answers' columns (pandas' query: "u_out == 0"); cross-
     # validation scores the training rows that meet it on the train file's columns
     scored_rows: str | None = None
+    scored_last: LastRows | None = None  # and of those, only each group's last rows
+    # ids made of parts (runner.competition.id_parts): a regex whose named groups split the sample's ids into the
+    # columns they are made of; a group named `target` names the target column a melted row holds (one row per item
+    # and target); the rows of a table that share the other parts are one id (a breast's images)
+    id_pattern: str | None = None
+    joins: tuple[Join, ...] = ()  # tables that add columns to such rows by their parts
+    id_folders: bool = False  # each id's files are the folder named by it below image_dir (a study's slices)
+    file_column: str | None = None  # each table row's file is this column's value + image_suffix (several an id)
+    spread_column: str | None = None  # value_and_spread: the sample's column of each value's stated spread
     # the training rows like the test's, where the test was drawn among rows that meet a condition on the train
     # file's columns (stanford-covid's SN_filter == 1): the others are left out of training and cross-validation
     train_rows: str | None = None
@@ -231,13 +266,23 @@ class CompetitionSpec(Saved):
             raise SpecError(f"spec {self.id}: the constant baseline needs baseline_value, the string it writes")
         if self.baseline == "column" and not (self.baseline_column and self.test_file):
             raise SpecError(f"spec {self.id}: the column baseline needs baseline_column in the test file")
+        if (self.stacked_ids or self.melted_by_pattern) and self.submission != "multilabel":
+            raise SpecError(f"spec {self.id}: melted ids (stacked_ids, an id_pattern's target) need the multilabel "
+                            "submission format")
+        if self.melted_by_pattern and not self.scored_columns:
+            raise SpecError(f"spec {self.id}: a melted sample's value column (its targets are the train file's) "
+                            "must be named in scored_columns")
+        if self.id_pattern is not None and not re.compile(self.id_pattern).groupindex:
+            raise SpecError(f"spec {self.id}: id_pattern {self.id_pattern!r} names no part (?P<column>...)")
+        if self.joins and self.id_pattern is None:
+            raise SpecError(f"spec {self.id}: joins need an id_pattern, the parts they join on")
+        if self.submission == "value_and_spread" and not self.spread_column:
+            raise SpecError(f"spec {self.id}: a value_and_spread submission needs spread_column")
         if self.train_targets and len(self.train_targets) != len(self.targets):
             raise SpecError(f"spec {self.id}: train_targets names {len(self.train_targets)} columns for "
                             f"{len(self.targets)} targets")
         if self.submission == "span" and self.task != "unsupported" and not (self.text_column and self.test_file):
             raise SpecError(f"spec {self.id}: a learned span needs text_column, the test file's text it is cut from")
-        if self.stacked_ids and self.submission != "multilabel":
-            raise SpecError(f"spec {self.id}: stacked_ids needs the multilabel submission format")
         if self.label_pattern is not None and re.compile(self.label_pattern).groups != 1:
             raise SpecError(f"spec {self.id}: label_pattern {self.label_pattern!r} needs exactly one group")
         if self.text_columns and self.text_column not in (None, self.text_columns[0]):
@@ -261,6 +306,16 @@ class CompetitionSpec(Saved):
         if self.submission not in LEARNED_AS and self.task != "unsupported":
             raise SpecError(f"spec {self.id}: no engine learns a {self.submission!r} submission: task must be "
                             "'unsupported', with the baseline rule that writes it")
+
+    @property
+    def melted_by_pattern(self) -> bool:
+        """Whether the sample has a row per item and target, its id naming the target (an id_pattern's `target`)."""
+        return self.id_pattern is not None and "target" in re.compile(self.id_pattern).groupindex
+
+    @property
+    def melted(self) -> bool:
+        """Whether the sample has a row per item and target: stacked numbers or an id naming its target."""
+        return bool(self.stacked_ids) or self.melted_by_pattern
 
     @property
     def test_suffix(self) -> str:

@@ -45,6 +45,7 @@ class Dataset:
     # a `labels` submission: the label each column of y stands for (y holds 0/1 per label; the writer names them)
     labels: list[str] | None = None
     test_rows: int = 0  # the test rows where no view holds them (no test features: the prior answers every row)
+    scored: np.ndarray | None = None  # train rows the grader's rule would score (osic's last visits): tuned on them
     score_groups: np.ndarray | None = None  # each train row's group in a metric that scores groups apart
 
     @property
@@ -63,9 +64,10 @@ class Dataset:
         """The same dataset keeping only the train rows where `keep` is true."""
         views = {kind: (rows_of(train, keep), test) for kind, (train, test) in self.views.items()}
         groups = None if self.groups is None else self.groups[keep]
-        scored = None if self.score_groups is None else self.score_groups[keep]
+        score_groups = None if self.score_groups is None else self.score_groups[keep]
+        scored = None if self.scored is None else self.scored[keep]
         return dataclasses.replace(self, y=self.y[keep], views=views, warnings=list(self.warnings), groups=groups,
-                                   score_groups=scored)
+                                   score_groups=score_groups, scored=scored)
 
 
 def typical_side(paths: list[Path | None]) -> int:

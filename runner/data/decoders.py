@@ -9,6 +9,8 @@ training row is skipped, a test row gets the prior.
   A picture that is not square is squeezed into one (the engines crop pictures to squares: a tall stack of
   panels would lose its first and last). Beside the pictures, a table of each panel's statistics (level, spread,
   extremes, and its strongest row and column against the rest) for the table engines.
+- `dicom_image`: an id's DICOM file, folder of them (a study's slices, a case's sequences) or list of them (a
+  breast's views), as one square gray picture of its series' panels (runner.data.dicom).
 - `signal_statistics`: a table per item (CSV or parquet: a recording's channels as columns, such as volcanic
   sensors or EEG leads) as one row of per-channel statistics (runner.data.signal_statistics).
 
@@ -29,9 +31,11 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
+from runner.common.atomic import replacing
 from runner.common.errors import InputError
 from runner.common.sampling import SAMPLING_SEED, Sampled
 from runner.competition.spec import CompetitionSpec
+from runner.data.dicom import dicom_picture
 from runner.data.image_draw import DECODE_SHARE, LEAST_TRAIN, PROBES
 from runner.data.signal_statistics import signal_statistics
 
@@ -151,10 +155,34 @@ def array_image(spec: CompetitionSpec, train: list[Path | None], test: list[Path
     return views
 
 
+def _pictures(paths: list, folder: Path, picture: Callable[[object], Image.Image], workers: int) -> list:
+    """Each entry's picture written once as PNG under `folder`, whole or not at all (None where it cannot be
+    read): a picture there is reused."""
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def one(job):
+        k, entry = job
+        target = folder / f"{k}.png"
+        if not target.exists():
+            with replacing(target) as written:
+                picture(entry).save(written, format="PNG")
+        return target
+
+    return _decoded([(k, p) if p is not None else None for k, p in enumerate(paths)], one, workers)
+
+
+def dicom_image(spec: CompetitionSpec, train: list, test: list, work_dir: Path, workers: int = 1) -> dict[str, tuple]:
+    """The image view: each id's DICOM file, folder or files as one picture (runner.data.dicom)."""
+    root = Path(work_dir) / DECODED
+    return {"image": (_pictures(train, root / "train", dicom_picture, workers),
+                      _pictures(test, root / "test", dicom_picture, workers))}
+
+
 # a spec's `decode` -> the decoder of that kind of file: (spec, training files, test files, work folder, workers)
 DECODERS: dict[str, Callable[..., dict[str, tuple]]] = {
     "array_image": array_image,
     "signal_statistics": signal_statistics,
+    "dicom_image": dicom_image,
 }
 
 

@@ -9,22 +9,13 @@ import numpy as np
 import pandas as pd
 
 from runner.common.errors import InputError
+from runner.competition.id_parts import stacked_items
 from runner.competition.spec import CompetitionSpec
 from runner.data.dataset import SPECTROGRAM_SIDE, Dataset
 from runner.data.reading import located, read_csv
 from runner.data.targets import file_inputs
 
 log = logging.getLogger(__name__)
-
-
-def stacked_items(spec: CompetitionSpec, sample: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """For a sample with a row per (item, label), Id = item * spec.stacked_ids + label: each row's item and label."""
-    ids = pd.to_numeric(sample[spec.id_column], errors="coerce")
-    if ids.isna().any() or (ids < 0).any():
-        raise InputError(f"{spec.sample_submission}: column {spec.id_column!r} must hold item * {spec.stacked_ids} "
-                         f"+ label, e.g. {sample[spec.id_column].iloc[int(np.argmax(ids.isna() | (ids < 0)))]!r}")
-    ids = ids.to_numpy(dtype=np.int64)
-    return ids // spec.stacked_ids, ids % spec.stacked_ids
 
 
 def _listed_labels(spec: CompetitionSpec, data_dir: Path) -> dict[int, list[int]]:

@@ -15,6 +15,7 @@ import pandas as pd
 
 from runner.common.errors import InputError
 from runner.competition.spec import CompetitionSpec
+from runner.competition.grade_rows import last_rows
 from runner.data.dataset import SPECTROGRAM_SIDE, Dataset, decode_square, typical_side
 from runner.data.decoders import decodable_train, decode
 from runner.data.group_features import counted_values, group_codes, with_group_features
@@ -22,6 +23,7 @@ from runner.data.image_draw import affordable_train, decode_seconds
 from runner.data.items import Items, read_items
 from runner.data.listed import listed_dataset
 from runner.data.pages import pixel_dataset
+from runner.data.part_rows import part_rows
 from runner.data.reading import read_table
 from runner.data.records import read_position_table
 from runner.data.sounds import clip_seconds
@@ -66,6 +68,8 @@ def _file_views(spec: CompetitionSpec, data_dir: Path, work_dir: Path, sample: p
         views = decode(spec, train_paths, test_paths, work_dir, cores)
         train_paths, test_paths = views.pop("image", (train_paths, test_paths))
         keep = keep & np.array([p is not None for p in train_paths])
+        if not keep.any():
+            raise InputError(f"{data_dir / (spec.image_dir or '')}: no training file could be read ({spec.decode})")
     if spec.task not in ("image", "audio"):
         return FileViews(views, keep, sampled=drawn)
     found = FileViews(views, keep, sampled=drawn)
@@ -139,7 +143,10 @@ def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_s
     if spec.submission == "span":  # a choice among candidate spans of each text
         return span_dataset(spec, data_dir, sample, columns, budget_seconds, memory)
     warnings: list[str] = []
-    items = read_items(spec, data_dir, work_dir, sample) if spec.items else None
+    if spec.id_pattern:  # ids made of parts: the sample's ids split, a table's rows by the same parts, joins
+        items = part_rows(spec, data_dir, work_dir, sample, warnings, budget_seconds, memory)
+    else:
+        items = read_items(spec, data_dir, work_dir, sample) if spec.items else None
     if items is not None:
         train_path, train = Path(items.where), items.train
     elif spec.label_pattern:
@@ -153,7 +160,9 @@ def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_s
     counted = counted_values(spec.groups, train) if spec.groups else {}
     if spec.groups:  # before any row is dropped: a labelled row's neighbours may have no label
         train = with_group_features(spec.groups, train, counted, str(train_path))
-    train, classes, y = read_labels(spec, train, columns, train_path, warnings)
+    # a melted sample's value column holds every target: the train file's target columns are the labels
+    train, classes, y = read_labels(spec, train, list(spec.targets) if spec.melted_by_pattern else columns,
+                                    train_path, warnings)
     sampled += tuple(s for s in (train.attrs.get("sampled_labels"),) if s)  # a set's rarest labels left out
     groups = group_codes(train, spec.groups, str(train_path)) if spec.groups else None
     if spec.score_groups and spec.score_groups not in train.columns:
@@ -208,4 +217,18 @@ def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_s
     return Dataset(spec, columns, classes, y, views, warnings, image_side=side, sampled=sampled,
                    decode_seconds=seconds_each, labels=labels,
                    groups=groups if groups is not None else fold_groups(spec, train, train_path),
-                   score_groups=score_groups).subset(keep)
+                   score_groups=score_groups, scored=scored_training_rows(spec, train)).subset(keep)
+
+
+def scored_training_rows(spec: CompetitionSpec, train: pd.DataFrame) -> np.ndarray | None:
+    """The training rows the grader's rule would score (`scored_rows`, `scored_last` on the training columns), or
+    None where there is no rule or the training rows lack a column it reads: a spread or a cut is tuned on them."""
+    if not (spec.scored_rows or spec.scored_last):
+        return None
+    from runner.competition.scoring import scored_rows
+
+    try:
+        keep = scored_rows(train, spec.scored_rows) if spec.scored_rows else np.ones(len(train), dtype=bool)
+        return last_rows(train, spec, keep)
+    except InputError:
+        return None

@@ -18,7 +18,7 @@ from runner.common.distribution_metrics import shares
 from runner.common.errors import InputError
 from runner.competition.spec import DECISION_CUT, CompetitionSpec
 from runner.data.dataset import Dataset
-from runner.data.reading import image_files, read_csv
+from runner.data.reading import image_files, image_folder, read_csv
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +95,8 @@ def complete_sample(spec: CompetitionSpec, sample: pd.DataFrame, path: Path) -> 
     one half, values of 0, labels empty until the train labels give a class; a clear line says so."""
     if spec.submission == "probabilities" and len(spec.targets) == 1:
         return sample  # its columns are the classes: none can be invented
+    if spec.melted_by_pattern:
+        return sample  # one value column, a row per item and target: the targets are the train file's columns
     if spec.submission == "multilabel" and any(t in sample.columns for t in spec.targets):
         return sample  # the labels it scores (ranzcr's sample has 9 of the 11)
     if labels_in_one_column(spec, sample):
@@ -115,6 +117,8 @@ def labels_in_one_column(spec: CompetitionSpec, sample: pd.DataFrame) -> bool:
 
 def value_columns(spec: CompetitionSpec, sample: pd.DataFrame) -> list[str]:
     """Columns of the sample submission that hold predictions (others, like detecting-insults' Date, are kept)."""
+    if spec.melted_by_pattern:  # a row per item and target: its value column(s), whatever their name
+        return [c for c in sample.columns if c != spec.id_column]
     if spec.submission == "probabilities" and len(spec.targets) == 1 and spec.targets[0] not in sample.columns:
         return [c for c in sample.columns if c != spec.id_column]
     if labels_in_one_column(spec, sample):
@@ -195,7 +199,7 @@ def read_labels(spec: CompetitionSpec, train: pd.DataFrame, columns: list[str], 
     if nan_rows.any():
         warnings.append(f"{path}: dropped {int(nan_rows.sum())} row(s) with an empty {list(spec.targets)}")
         train = train.loc[~nan_rows].reset_index(drop=True)
-    if spec.submission == "regression":
+    if spec.submission in ("regression", "value_and_spread"):  # values, learned as such
         values = train[list(spec.targets)].apply(pd.to_numeric, errors="coerce")
         if (text := values.isna() & train[list(spec.targets)].notna()).any().any():
             column = values.columns[text.any()][0]
@@ -258,17 +262,31 @@ def align_test(spec: CompetitionSpec, test: pd.DataFrame, sample: pd.DataFrame, 
     return indexed.loc[ids.astype(str)].reset_index(drop=True)
 
 
-def _images_of(data_dir: Path, name: str, work_dir: Path, ids: pd.Series, suffix: str) -> list[Path | None]:
+def _images_of(data_dir: Path, name: str, work_dir: Path, ids: pd.Series, suffix: str,
+               folders: bool = False) -> list[Path | None]:
+    if folders:
+        return id_folders(data_dir, name, work_dir, ids)
     found = {p.name: p for p in image_files(data_dir, name, work_dir)}
     return [found.get(f"{i}{suffix}") for i in ids.astype(str)]
+
+
+def id_folders(data_dir: Path, name: str, work_dir: Path, ids: pd.Series) -> list[Path | None]:
+    """The folder named by each id right below the image folder (a study's slices, a case's series), or None; an id
+    read as a number finds its zero-padded folder (BraTS21ID 13 is `00013/`); an id that is no plain name (a path,
+    '..') names none."""
+    root = Path(image_folder(data_dir, name, work_dir))
+    present = {p.name: p.name for p in root.iterdir() if p.is_dir()}
+    padded = {str(int(n)): n for n in present if n.isdigit()}
+    return [root / (present.get(i) or padded[i]) if i in present or i in padded else None for i in ids.astype(str)]
 
 
 def file_inputs(spec, train_names: pd.Series, test_names: pd.Series, data_dir, work_dir, warnings):
     """(trainable rows, training paths, test paths) of a competition whose inputs are files (images, clips), each
     named its row's name plus the spec's suffix."""
-    kind = "clip" if spec.task == "audio" else "image"
-    train_paths = _images_of(data_dir, spec.image_dir, work_dir, train_names, spec.image_suffix)
-    test_paths = _images_of(data_dir, spec.test_image_dir or spec.image_dir, work_dir, test_names, spec.test_suffix)
+    kind = "clip" if spec.task == "audio" else "folder" if spec.id_folders else "image"
+    train_paths = _images_of(data_dir, spec.image_dir, work_dir, train_names, spec.image_suffix, spec.id_folders)
+    test_paths = _images_of(data_dir, spec.test_image_dir or spec.image_dir, work_dir, test_names, spec.test_suffix,
+                            spec.id_folders)
     missing_train = np.array([p is None for p in train_paths])
     if missing_train.all():
         raise InputError(f"{data_dir / spec.image_dir}: none of the training {kind}s named in "

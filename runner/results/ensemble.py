@@ -12,6 +12,7 @@ from runner.common.bias_metrics import best_cut
 from runner.common.label_metrics import LABEL_THRESHOLD, decided, stand_in_truth, tune_new_label, tune_threshold
 from runner.results.member_state import MemberState
 from runner.results.blend import Blend, MemberPredictions, choose_blend, pool_gain
+from runner.results.decisions import tuned
 from runner.data.dataset import Dataset
 from runner.common.errors import InvalidSubmissionError
 from runner.units.tasks import FoldResult, assign_folds
@@ -61,7 +62,7 @@ class Ensemble:
         classes = tuple(self.dataset.classes) if self.dataset.classes is not None else None
         weights = ", ".join(f"{name} {w:.2f}" for name, w in sorted(blend.weights.items(), key=lambda i: -i[1]))
         cuts = (self.grade_thresholds(blend) or self.set_threshold(blend) or self.new_label_score(blend)
-                or self.decision_cut(blend))
+                or self.decision_cut(blend) or self.decisions(blend))
         base = round(baseline_score(self.metric, self.dataset.y, self.prior.values[0], blend.covered,
                                     self.dataset.score_groups), 6)  # as the CV
         labels = tuple(self.dataset.labels) if self.dataset.labels is not None else None
@@ -108,6 +109,11 @@ class Ensemble:
                  self.metric, tuned, blend.cv)
         return (threshold,)
 
+    def decisions(self, blend: Blend) -> tuple[float, ...] | None:
+        """A yes-or-no row's cut or a value's spread, tuned on the blend's out-of-fold rows that the grader's rule
+        would score (runner.results.decisions)."""
+        rows = blend.covered if self.dataset.scored is None else blend.covered & self.dataset.scored
+        return tuned(self.outputs.spec, self.dataset.y, blend.oof, rows)
     def new_label_score(self, blend: Blend) -> tuple[float] | None:
         """For a ranked list with a new label (an item none of the training labels names): the score it is given
         in every row, tuned on the blend's out-of-fold rows where a label no other row holds stands for a new

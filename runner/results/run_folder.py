@@ -7,7 +7,10 @@ import functools
 import logging
 from pathlib import Path
 
+import numpy as np
+
 from runner.results.baselines import make_baseline
+from runner.results.decisions import tuned
 from runner.common.budget import Budget
 from runner.common.label_metrics import constant_set_threshold
 from runner.common.metrics import METRICS
@@ -117,6 +120,9 @@ class RunOutputs:
             cut = constant_set_threshold(metric.score, metric.lower_is_better, dataset.y, prior.values[0])
             prior = dataclasses.replace(prior, thresholds=(cut,),
                                         source=f"{prior.source}, from {cut:.2f} on (tuned on the training rows)")
+        elif len(dataset.y) and (cuts := tuned(self.spec, dataset.y, np.tile(prior.values[0], (len(dataset.y), 1)),
+                                               dataset.scored, "training")):
+            prior = dataclasses.replace(prior, thresholds=cuts)  # the best constant the metric allows
         self.publish(prior, baseline=True)
         for warning in dataset.warnings:
             log.warning(warning)

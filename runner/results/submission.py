@@ -14,17 +14,18 @@ import pandas as pd
 
 from runner.common.atomic import replacing
 from runner.common.csvfiles import LITERAL, compression, find_sample, read_csv_file
-from runner.data.listed import stacked_items
 from runner.common.errors import InputError, InvalidSubmissionError
 from runner.common.untrusted import inside
+from runner.common.binary_metrics import decide
 from runner.common.direction_metrics import angles
 from runner.common.label_metrics import LABEL_THRESHOLD, decided, top_k
 from runner.common.correlation_metrics import CORRELATIONS, varied
 from runner.common.metrics import grades
+from runner.competition.id_parts import items_in_order, melted, melted_rows
 from runner.competition.spec import DECISION_CUT, STRING_FORMATS, CompetitionSpec
 
 SUM_TOLERANCE = 1e-6
-MEDIAN_METRICS = ("mae", "mae_integer")  # absolute errors: the median is the best constant, not the mean
+MEDIAN_METRICS = ("mae", "mae_integer", "laplace_log_likelihood")  # absolute errors: the median is the best constant
 UNNAMED = re.compile(r"Unnamed: \d+")  # how pandas names a column whose header is empty
 SAMPLE_HEAD_ROWS = 100  # rows of the sample read to tell it is a table before it is copied as the first submission
 EPS = 1e-7  # keeps log loss finite without moving row sums
@@ -38,7 +39,8 @@ class Predictions:
     values: np.ndarray
     classes: tuple | None
     source: str
-    # tuned on out-of-fold predictions: kappa's grade cuts, or a set's threshold from which a label is in it
+    # tuned on out-of-fold predictions: kappa's grade cuts, a set's threshold from which a label is in it, the cut
+    # from which a yes-or-no row is a yes (runner.results.decisions), or the spread a value is stated with
     thresholds: tuple[float, ...] | None = None
     # text normalisation: each row's string for each class (its candidates, runner.data.textnorm.candidates) where one class is not
     # one label for every row
@@ -62,14 +64,15 @@ def _label_values(classes: tuple, index: np.ndarray, template: pd.Series) -> lis
     return labels
 
 
-def _unstacked(values: np.ndarray, sample: pd.DataFrame, spec: CompetitionSpec) -> np.ndarray:
-    """(items x labels) predictions as one column in the sample's rows, Id = item * stacked_ids + label."""
-    items, labels = stacked_items(spec, sample)
-    order = pd.unique(items)
-    if len(values) != len(order) or labels.max() >= values.shape[1]:
-        raise InvalidSubmissionError(f"{values.shape} predictions for {len(order)} items x {labels.max() + 1} labels "
-                                     f"of {spec.sample_submission}")
-    return values[pd.Index(order).get_indexer(items), labels][:, None]
+def _melted(values: np.ndarray, sample: pd.DataFrame, spec: CompetitionSpec) -> np.ndarray:
+    """(items x targets) predictions as one column in the sample's rows, a row per item and target (its id names
+    both: runner.competition.id_parts)."""
+    items, targets = melted_rows(spec, sample, spec.sample_submission)
+    order = items_in_order(items)
+    if len(values) != len(order) or targets.max() >= values.shape[1]:
+        raise InvalidSubmissionError(f"{values.shape} predictions for {len(order)} items x {targets.max() + 1} "
+                                     f"labels of {spec.sample_submission}")
+    return melted(values, items, targets, order)[:, None]
 
 
 def _probabilities(values, predictions, sample, columns, spec) -> dict:
@@ -77,11 +80,19 @@ def _probabilities(values, predictions, sample, columns, spec) -> dict:
 
 
 def _probability(values, predictions, sample, columns, spec) -> dict:
+    """The positive class's probability; where a cut was tuned (a metric of decisions), 1 from it on, else 0."""
+    if predictions.thresholds:
+        return {columns[0]: decide(_normalise(values), predictions.thresholds[0]).astype(np.float64)}
     return {columns[0]: np.clip(_normalise(values)[:, 1], 0.0, 1.0)}
 
 
 def _label(values, predictions, sample, columns, spec) -> dict:
-    chosen = grades(values, predictions.thresholds) if spec.metric == "qwk" else values.argmax(axis=1)
+    if spec.metric == "qwk":
+        chosen = grades(values, predictions.thresholds)
+    elif predictions.thresholds and values.shape[1] == 2:  # a yes from the tuned cut on, not from one half
+        chosen = decide(values, predictions.thresholds[0])
+    else:
+        chosen = values.argmax(axis=1)
     if predictions.choices is not None:  # each row's own string for its chosen class
         return {columns[0]: predictions.choices[np.arange(len(chosen)), chosen]}
     return {columns[0]: _label_values(predictions.classes, chosen, sample[columns[0]])}
@@ -160,6 +171,12 @@ def _ranked(values, predictions, sample, columns, spec) -> dict:
     return {columns[0]: [spec.label_separator.join(names[j] for j in row) for row in ranked]}
 
 
+def _value_and_spread(values, predictions, sample, columns, spec) -> dict:
+    """The values, and beside them the spread tuned on out-of-fold rows for every row (runner.results.decisions)."""
+    written = _regression(values, predictions, sample, columns, spec)
+    if not predictions.thresholds:
+        raise InvalidSubmissionError(f"no spread was tuned for column {spec.spread_column!r}")
+    return {**written, spec.spread_column: np.full(len(values), predictions.thresholds[0])}
 def _direction(values, predictions, sample, columns, spec) -> dict:
     """Learned unit vectors (x, y, z) written as their azimuth and zenith, in the sample's two columns."""
     return dict(zip(columns, angles(np.nan_to_num(np.asarray(values, dtype=np.float64))).T))
@@ -170,15 +187,15 @@ WRITERS = {"probabilities": _probabilities, "probability": _probability, "label"
            "multilabel": _multilabel, "regression": _regression, "labels": _label_set, "ranked": _ranked,
            "decision": _decision, "span": _chosen_span,
            "distribution": _probabilities,  # each row's values shared out to sum to one
-           "direction": _direction}
+           "direction": _direction, "value_and_spread": _value_and_spread}
 
 
 def build_submission(sample: pd.DataFrame, spec: CompetitionSpec, columns: list[str],
                      predictions: Predictions) -> pd.DataFrame:
     """The sample submission with its value columns replaced by the predictions."""
     values = predictions.values
-    if spec.stacked_ids:  # a row per (item, label): each takes its item's prediction for its label
-        values = _unstacked(values, sample, spec)
+    if spec.melted:  # a row per (item, target): each takes its item's prediction for its target
+        values = _melted(values, sample, spec)
     if len(values) != len(sample):
         raise InvalidSubmissionError(f"{len(values)} predictions for {len(sample)} rows of {spec.sample_submission}")
     if spec.submission not in WRITERS:
