@@ -16,6 +16,7 @@ from runner.common.class_metrics import LABEL_READERS
 from runner.common.errors import InputError, InvalidSubmissionError
 from runner.competition import grade_rows, grade_shapes, vector_submissions
 from runner.competition.metric_grades import METRIC_SCORERS
+from runner.competition.vector_submissions import numbers
 from runner.competition.spec import CompetitionSpec
 
 
@@ -103,16 +104,6 @@ def _by_group_position(submission: pd.DataFrame, answers: pd.DataFrame, spec: Co
     return submission.iloc[sub_order].reset_index(drop=True), answers.iloc[ans_order].reset_index(drop=True)
 
 
-def _numeric(frame: pd.DataFrame, columns: list[str]) -> np.ndarray:
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        raise InvalidSubmissionError(f"missing column(s) {missing[:5]}")
-    values = frame[columns].apply(pd.to_numeric, errors="coerce")
-    if values.isna().any().any():
-        raise InvalidSubmissionError(f"column {values.columns[values.isna().any()][0]!r}: empty or non-numeric")
-    return values.to_numpy(dtype=np.float64)
-
-
 def _class_columns(spec: CompetitionSpec, answers: pd.DataFrame) -> list[str]:
     if len(spec.targets) > 1:
         return list(spec.targets)
@@ -155,7 +146,7 @@ def _multilabel(spec: CompetitionSpec, submission: pd.DataFrame, sub: pd.DataFra
     columns = list(spec.scored_columns or [t for t in spec.targets if t in ans.columns])
     if not spec.scored_columns and set(sub.columns) != {spec.id_column, *columns}:  # jigsaw reads every column
         raise InvalidSubmissionError(f"columns must be exactly {[spec.id_column, *columns]}")
-    pred, truth = _numeric(sub, columns), _numeric(ans, columns)
+    pred, truth = numbers(sub, columns), numbers(ans, columns)
     if (pred < 0).any() or (pred > 1).any():
         raise InvalidSubmissionError("probabilities outside [0, 1]")
     scored = (truth != -1).all(axis=1)
@@ -166,17 +157,17 @@ def _probabilities(spec: CompetitionSpec, submission: pd.DataFrame, sub: pd.Data
     classes = _class_columns(spec, ans)
     if spec.metric == "mean_column_roc_auc" and set(submission.columns) != {spec.id_column, *classes}:
         raise InvalidSubmissionError(f"columns must be exactly {[spec.id_column, *classes]}")
-    pred = _numeric(sub, classes)
+    pred = numbers(sub, classes)
     if (pred < 0).any() or (pred > 1).any():
         raise InvalidSubmissionError("probabilities outside [0, 1]")
     if spec.metric == "log_loss" and not np.allclose(pred.sum(axis=1), 1.0, atol=1e-6):
         raise InvalidSubmissionError("probability rows do not sum to 1 within 1e-6")
-    return _Scored(_numeric(ans, classes).argmax(axis=1), pred, spec.metric)
+    return _Scored(numbers(ans, classes).argmax(axis=1), pred, spec.metric)
 
 
 def _probability(spec: CompetitionSpec, submission: pd.DataFrame, sub: pd.DataFrame, ans: pd.DataFrame) -> _Scored:
     target = spec.targets[0]
-    pred = _numeric(sub, [target])[:, 0]
+    pred = numbers(sub, [target])[:, 0]
     if (pred < 0).any() or (pred > 1).any():
         raise InvalidSubmissionError(f"column {target!r}: probabilities outside [0, 1]")
     truth = ans[target].astype(str).map({"True": 1, "False": 0, "1": 1, "0": 0, "1.0": 1, "0.0": 0})
@@ -203,12 +194,12 @@ def _label(spec: CompetitionSpec, submission: pd.DataFrame, sub: pd.DataFrame, a
 
 def _regression(spec: CompetitionSpec, submission: pd.DataFrame, sub: pd.DataFrame, ans: pd.DataFrame) -> _Scored:
     _target(spec, sub)
-    pred = _numeric(sub, list(spec.targets))
+    pred = numbers(sub, list(spec.targets))
     if spec.metric == "rmsle" and (pred < 0).any():
         raise InvalidSubmissionError("negative values: RMSLE is undefined for them")
     if spec.value_range and ((pred < spec.value_range[0]) | (pred > spec.value_range[1])).any():
         raise InvalidSubmissionError(f"values outside {list(spec.value_range)}, the range the grader accepts")
-    return _Scored(_numeric(ans, list(spec.targets)), pred, spec.metric)
+    return _Scored(numbers(ans, list(spec.targets)), pred, spec.metric)
 
 
 def _target(spec: CompetitionSpec, sub: pd.DataFrame) -> str:

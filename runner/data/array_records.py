@@ -9,38 +9,18 @@ targets among the fields), `test_items_file` the test records, ordered here as t
 """
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from runner.common import archives
 from runner.common.errors import InputError
 from runner.competition.spec import CompetitionSpec
-from runner.data.reading import located
+from runner.data.reading import json_records
 
 MISSING_WORDS = {"", "na", "n/a", "nan", "none", "null", "-"}  # a field's words that say its value is missing
 ARRAYS = "records"  # the work folder's sub-folder of the records' arrays
-
-
-def json_records(path: Path, what: str, root: Path) -> list[dict]:
-    """The records of a JSON array in `path` or in the one `.json` of an archive at `path`."""
-    real = located(path, what, root)
-    try:
-        if archives.kind(real) is not None:
-            names = [m.name for m in archives.members(real) if m.name.lower().endswith(".json")]
-            if len(names) != 1:
-                raise InputError(f"{path}: {what}: expected one .json inside, found {names[:5]}")
-            records = json.loads(archives.read_member(real, names[0]))
-        else:
-            records = json.loads(real.read_bytes())
-    except (ValueError, OSError) as exc:
-        raise InputError(f"{path}: cannot read {what}: {exc}") from exc
-    if not isinstance(records, list) or not records or not all(isinstance(r, dict) for r in records):
-        raise InputError(f"{path}: {what} is not a JSON array of records")
-    return records
 
 
 def _is_numbers(value) -> bool:

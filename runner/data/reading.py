@@ -72,9 +72,8 @@ def sampled_rows(budget_seconds: float, memory_rows: int | None) -> int:
     return int(min(memory_rows or math.inf, max(MIN_SAMPLED_ROWS, budget_seconds * ROWS_PER_BUDGET_SECOND)))
 
 
-def read_records(path: Path, what: str, root: Path | None = None) -> pd.DataFrame:
-    """A JSON array of records (or a zip holding one .json) as a table; a field holding a list becomes its length
-    (random-acts-of-pizza's subreddits), nested objects are flattened."""
+def json_records(path: Path, what: str, root: Path | None = None) -> list[dict]:
+    """The records of a JSON array in `path`, or in the one `.json` of an archive there (zip, 7z, tar)."""
     real = located(path, what, root)
     try:
         if archives.kind(real) is not None:
@@ -90,6 +89,13 @@ def read_records(path: Path, what: str, root: Path | None = None) -> pd.DataFram
         raise InputError(f"{path}: {what} is not a JSON array of records")
     if not records:
         raise InputError(f"{path}: {what} has no records")
+    return records
+
+
+def read_records(path: Path, what: str, root: Path | None = None) -> pd.DataFrame:
+    """A JSON array of records (or an archive holding one .json) as a table; a field holding a list becomes its
+    length (random-acts-of-pizza's subreddits), nested objects are flattened."""
+    records = json_records(path, what, root)
     frame = pd.json_normalize(records)
     for column in frame.columns:
         if frame[column].map(lambda v: isinstance(v, list)).any():
