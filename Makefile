@@ -126,10 +126,11 @@ bench-mlebench: $(BENCH_STAMP)
 	cd bench && PYTHONPATH=..:. ../$(PY) mlebench_sweep.py $(SWEEP_ARGS)
 
 # MLE-bench's graders in a venv of their own (the runner never imports them): MLEBENCH=<a clone of
-# openai/mle-bench>. Its graders want pandas < 3; its preparers' heavy needs (tensorflow, kaggle) are left out
+# openai/mle-bench>. Its graders want pandas < 3 and numpy < 2 (vinbigdata's fails under 2); its preparers' heavy
+# needs (tensorflow, kaggle) are left out
 MLEBENCH ?=
 MLEBENCH_VENV := .mlebench-venv
-MLEBENCH_NEEDS := "pandas<3" numpy scikit-learn scipy levenshtein pycocotools pyquaternion shapely py7zr pyyaml \
+MLEBENCH_NEEDS := "pandas<3" "numpy<2" scikit-learn scipy levenshtein pycocotools pyquaternion shapely py7zr pyyaml \
 	appdirs tqdm tenacity diskcache pillow pyarrow fastparquet
 mlebench-venv:
 	@test -n "$(MLEBENCH)" || { echo "usage: MLEBENCH=<a clone of openai/mle-bench> make mlebench-venv"; exit 2; }

@@ -8,6 +8,7 @@ Each request line is {"competition", "submission", "private"}: the competition's
 replica's prepared/private folder, where the answers file MLE-bench's config names is read. Each answer line adds
 "score" (None where MLE-bench calls the submission invalid: its grader raised) and "error".
 """
+import contextlib
 import json
 import logging
 import sys
@@ -36,9 +37,12 @@ def main() -> None:
     warnings.filterwarnings("ignore")
     logging.disable(logging.CRITICAL)
     competitions = Path(sys.argv[1])
+    answers = sys.stdout
     for line in sys.stdin:
         if line.strip():
-            print(json.dumps(grade(json.loads(line), competitions)), flush=True)
+            with contextlib.redirect_stdout(sys.stderr):  # some graders print (pycocotools' tables): not answers
+                answer = grade(json.loads(line), competitions)
+            print(json.dumps(answer), file=answers, flush=True)
 
 
 if __name__ == "__main__":

@@ -11,15 +11,16 @@ grades too, `runner grade` must give the same score (`agrees`).
 Goals (issue: the whole of MLE-bench): every competition valid, none below its prior, at least 30 of the 53 beyond
 Lite learned, every one not learned saying why.
 
-    python mlebench_sweep.py [--split split75] [--only ID ...] [--budget 60] [--mlebench-python PATH] [--keep DIR]
+    python mlebench_sweep.py [--split split75] [--only ID ...] [--budget 60] [--mlebench-python PATH] [--keep DIR [--regrade]]
 
-Writes bench/results/mlebench.json (rows of those not run this time are kept) and prints the table of
+Writes bench/results/mlebench.json after each competition (rows of those not run this time are kept) and prints the table of
 docs/competitions.md.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -42,6 +43,8 @@ ROOT = Path(__file__).resolve().parent.parent
 MLEBENCH_VENV = ROOT / ".mlebench-venv" / "bin" / "python"  # `make mlebench-venv`
 GRADER = Path(__file__).resolve().parent / "mlebench_grade.py"  # run by that Python, not this one
 RUN_MARGIN = 120  # seconds a run may take past its budget before the bench stops it (the runner ends in time)
+RUN_RECORD = "run.json"  # a kept run's exit code and wall, so that it can be graded again without running it
+AGREEMENT = 1e-4  # the scores are rounded to 5 places; closer than this they are one score
 LEARNED_GOAL = 30  # competitions beyond Lite that must learn (of 53)
 
 
@@ -100,12 +103,33 @@ def run(competition: str, public: Path, out: Path, budget: int) -> tuple[int, fl
     return code, round(time.monotonic() - started, 1)
 
 
-def row_for(competition: str, budget: int, work: Path, mlebench) -> dict:
+def kept_run(competition: str, public: Path, out: Path, budget: int, work: Path, regrade: bool) -> tuple[int, float]:
+    """(exit code, wall seconds) of the run kept in `work` when regrading one, else of a new run (then kept)."""
+    record = work / RUN_RECORD
+    if regrade and record.exists():
+        kept = json.loads(record.read_text())
+        return kept["exit_code"], kept["wall"]
+    code, wall = run(competition, public, out, budget)
+    record.write_text(json.dumps(dict(exit_code=code, wall=wall)))
+    return code, wall
+
+
+def same_score(theirs: float | None, ours: float | None) -> bool:
+    """Whether two graders gave one score: both invalid, both undefined (NaN: a constant's correlation) or close."""
+    if theirs is None or ours is None:
+        return theirs is None and ours is None
+    if math.isnan(theirs) or math.isnan(ours):
+        return math.isnan(theirs) and math.isnan(ours)
+    return abs(theirs - ours) <= AGREEMENT
+
+
+def row_for(competition: str, budget: int, work: Path, mlebench, regrade: bool = False) -> dict:
     spec = load_spec(competition)
-    root = write_demo(competition, work / "data")
+    kept = regrade and (work / RUN_RECORD).exists()
+    root = work / "data" / spec.id if kept else write_demo(competition, work / "data")
     public, private = root / "prepared" / "public", root / "prepared" / "private"
     out = work / "run"
-    code, wall = run(competition, public, out, budget)
+    code, wall = kept_run(competition, public, out, budget, work, regrade)
     report = json.loads((out / "report.json").read_text()) if (out / "report.json").exists() else {}
     files = {"submission": out / "submission.csv", "prior": out / "baseline.csv",
              "sample": sample_file(public, spec, work)}
@@ -121,8 +145,7 @@ def row_for(competition: str, budget: int, work: Path, mlebench) -> dict:
     valid = theirs["submission"]["score"] is not None if theirs.get("submission") else \
         bool(ours["submission"] and ours["submission"].valid_submission)
     agrees = None if not theirs.get("submission") else all(
-        (theirs[n]["score"] is None) == (ours[n].score is None) and
-        (ours[n].score is None or abs(theirs[n]["score"] - ours[n].score) <= 1e-4) for n in theirs if theirs[n])
+        same_score(theirs[n]["score"], ours[n].score) for n in theirs if theirs[n])
     return dict(competition=competition, split=split_of(competition), metric=spec.metric, budget=budget,
                 lower_is_better=spec.lower_is_better, exit_code=code, wall=wall, status=report.get("status"),
                 valid=valid, score=scored("submission"), sample_score=scored("sample"), prior_score=scored("prior"),
@@ -156,6 +179,17 @@ def summary(rows: list[dict]) -> dict:
                 learned_goal=LEARNED_GOAL, disagreeing=[r["competition"] for r in rows if r["agrees"] is False])
 
 
+def merged(rows: list[dict]) -> list[dict]:
+    """These rows saved in place of the saved rows of the same competitions; all rows, in split order."""
+    path = RESULTS / "mlebench.json"
+    ids = {r["competition"] for r in rows}
+    kept = [r for r in json.loads(path.read_text())["rows"] if r["competition"] not in ids] if path.exists() else []
+    order = read_split("split75") + read_split("dev")
+    every = sorted(kept + rows, key=lambda r: order.index(r["competition"]) if r["competition"] in order else 999)
+    save("mlebench", every, commit=commit(), **summary(every))
+    return every
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", default="split75")
@@ -163,23 +197,19 @@ def main() -> None:
     parser.add_argument("--budget", type=int, default=60)
     parser.add_argument("--mlebench-python", help="a Python with mlebench installed (default: .mlebench-venv)")
     parser.add_argument("--keep", help="keep each competition's data and run here (default: a temporary folder)")
+    parser.add_argument("--regrade", action="store_true",
+                        help="with --keep: grade the runs kept there again instead of running them (new ones run)")
     args = parser.parse_args()
     mlebench = mlebench_python(args.mlebench_python)
     competitions = [load_spec(c).id for c in args.only] if args.only else read_split(args.split)
-    rows = []
+    every: list[dict] = []
     for competition in competitions:
         work = Path(args.keep) / competition if args.keep else Path(tempfile.mkdtemp(prefix=f"{competition}-"))
         work.mkdir(parents=True, exist_ok=True)
-        row = row_for(competition, args.budget, work, mlebench)
-        rows.append(row)
+        row = row_for(competition, args.budget, work, mlebench, args.regrade)
+        every = merged([row])  # saved after each one, so that a sweep cut short keeps what it did
         print(json.dumps({k: row[k] for k in ("competition", "exit_code", "valid", "score", "prior_score", "learned")}),
               flush=True)
-    path = RESULTS / "mlebench.json"
-    kept = [r for r in json.loads(path.read_text())["rows"] if r["competition"] not in set(competitions)] \
-        if path.exists() else []
-    order = read_split("split75") + read_split("dev")
-    every = sorted(kept + rows, key=lambda r: order.index(r["competition"]) if r["competition"] in order else 999)
-    save("mlebench", every, commit=commit(), **summary(every))
     print(table(every))
     print(json.dumps(summary(every), indent=2))
 

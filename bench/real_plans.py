@@ -34,7 +34,7 @@ def row_for(competition: str, hardware_name: str, budget_text: str, work: Path) 
         return dict(competition=competition, hardware=hardware_name, budget=budget_text,
                     real=dataclasses.asdict(spec.real), members=[], sampled=[], memory_gib=0.0, memory_fits=True,
                     disk_gib=spec.real.gigabytes, disk_fits=spec.real.gigabytes * 2**30 <= DISK_SHARE *
-                    profile(hardware_name).disk_free_bytes, window_filled=True,
+                    profile(hardware_name).disk_free_bytes, window_filled=True, cuts=[],
                     reason=f"the {spec.baseline} rule writes it: {spec.note}")
     root = write_demo(competition, work / "data")
     hardware, budget = profile(hardware_name), Budget.start(parse_duration(budget_text))
@@ -53,6 +53,7 @@ def row_for(competition: str, hardware_name: str, budget_text: str, work: Path) 
                 sampled=[s.say() for s in fit.sampled], memory_gib=round(fit.memory_bytes / 2**30, 2),
                 memory_fits=fit.memory_fits, disk_gib=round(fit.disk_bytes / 2**30, 1), disk_fits=fit.disk_fits,
                 window_filled=fit.window_filled or spec.task == "unsupported",
+                cuts=[r for r in plan.reasons if "does not fit" in r],  # what the window leaves out, as the plan says
                 reason=None if plan.members else plan.reasons[-1])
 
 
@@ -70,7 +71,7 @@ def main() -> None:
             row = row_for(competition, args.hardware, args.budget, Path(work))
         rows.append(row)
         print(json.dumps({k: row[k] for k in ("competition", "memory_fits", "disk_fits", "window_filled",
-                                              "sampled")}), flush=True)
+                                              "sampled", "cuts")}), flush=True)
     path = RESULTS / "real_plans.json"
     kept = [r for r in json.loads(path.read_text())["rows"] if r["competition"] not in set(competitions)] \
         if path.exists() else []
