@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Callable, ClassVar
 import numpy as np
 
 from runner.common.atomic import write_json
-from runner.planning.portfolio import Member, PlanContext, Settings
+# TARGET_MEMORY_FRACTION is the plan's; engines take it from here, beside the interface they implement
+from runner.planning.portfolio import TARGET_MEMORY_FRACTION, Member, PlanContext, Settings  # noqa: F401
 from runner.competition.spec import CompetitionSpec
 
 if TYPE_CHECKING:
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
     from runner.machine.hardware import Hardware
 
 MEASURE_CAP = 30.0  # seconds any one engine may spend measuring, whatever the budget
-TARGET_MEMORY_FRACTION = 0.8  # of a GPU's memory a plan aims its folds at: room for the allocator's slack
 EPOCH_LOG = "epochs.jsonl"  # per-epoch lines a running fold may write into its folder, read by the supervisor
 # written once by a fold when its start-up is over and its first epoch begins: the supervisor's stall clock starts
 # there, and what came before is start-up, never an epoch's pace

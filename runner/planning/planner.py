@@ -19,10 +19,9 @@ from pydantic_core import to_jsonable_python
 from runner.common.atomic import write_json
 from runner.common.budget import Budget
 from runner.planning.registry import engine_names, get_engine, pretrained_models
-from runner.engines.base import TARGET_MEMORY_FRACTION
 from runner.machine.hardware import GiB, Hardware
 from runner.machine.monitor import tree_memory
-from runner.planning.portfolio import MAX_MEMBERS, DataShape, Member, Plan, PlanContext
+from runner.planning.portfolio import MAX_MEMBERS, TARGET_MEMORY_FRACTION, DataShape, Member, Plan, PlanContext
 from runner.competition.spec import CompetitionSpec
 from runner.planning.unit_memory import dataset_bytes, with_memory
 

@@ -18,6 +18,8 @@ from runner.common.sampling import Sampled
 from runner.common.saved import Saved
 from runner.competition.spec import CompetitionSpec
 
+TARGET_MEMORY_FRACTION = 0.8  # of a GPU's memory a plan aims its folds at: room for the allocator's slack
+
 # members a run trains at most, extra ones included: each is a blend candidate, and choosing weights grows with their
 # number (`runner run --max-members` asks for fewer)
 MAX_MEMBERS = 100

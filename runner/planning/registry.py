@@ -10,10 +10,6 @@ from __future__ import annotations
 import importlib
 import os
 from functools import cache
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from runner.engines.base import Engine
 
 # name -> "module:Class". Order is only the order engines are asked for members; the plan orders them by value.
 REGISTRY = {
@@ -48,13 +44,15 @@ def engine_names() -> list[str]:
 
 
 @cache
-def _load(name: str, ref: str) -> Engine:
+def _load(name: str, ref: str):
     module, _, cls = ref.partition(":")
     return getattr(importlib.import_module(module), cls)()
 
 
-def get_engine(name: str) -> Engine:
-    """The engine registered under `name` (KeyError naming the known ones otherwise)."""
+def get_engine(name: str):
+    """The engine registered under `name`, a `runner.engines.base.Engine` (KeyError naming the known ones
+    otherwise). Unannotated on purpose: this module names the engines in strings only, so that the plan's
+    vocabulary, which parses each member's settings through it, stays below the engines that speak it."""
     entries = _entries()
     if name not in entries:
         raise KeyError(f"no engine {name!r}; registered: {', '.join(entries)}")
