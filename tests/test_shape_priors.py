@@ -1,6 +1,8 @@
 """The priors of masks and boxes on their replicas: each is what its rule says (every pixel at the item's own size,
 the item's own region, a string per kind of row, each organ's blob at its depths) and scores above the
 alternatives a constant could be (the sample, empty masks, whole images)."""
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -10,9 +12,12 @@ from runner.common import rle
 from runner.common.csvfiles import find_sample, read_csv_file
 from runner.competition.catalog import load_spec
 from runner.competition.grade import grade
+from runner.data.loading import load_dataset
 from runner.data.targets import value_columns
 from runner.demo import write_demo
 from runner.results.baselines import make_baseline
+from runner.results.decisions import tuned
+from runner.results.submission import build_submission, prior_predictions
 
 
 @pytest.fixture(scope="module")
@@ -84,13 +89,19 @@ def test_every_study_label_on_studies_and_none_on_images_beats_the_sample(replic
     assert score(competition, frame, private, tmp_path) > score(competition, sample, private, tmp_path, "s.csv")
 
 
-def test_empty_salt_masks_beat_the_sample_and_whole_slices(replicas, tmp_path):
+def test_the_salt_prior_is_the_empty_mask_and_beats_the_sample_and_whole_slices(replicas, tmp_path):
+    """tgs-salt is learned; its prior is each pixel's share of the training masks at the cut and least size the
+    training rows score best: on the replica the empty mask, the best constant."""
     competition = "tgs-salt-identification-challenge"
     public, private = replicas(competition)
-    frame, _ = prior(competition, public, tmp_path)
+    spec = load_spec(competition)
+    dataset = load_dataset(spec, public, tmp_path / "work")
+    prior = prior_predictions(dataset.y, None, dataset.n_test, metric=spec.metric)
+    cuts = tuned(spec, dataset.y, np.tile(prior.values[0], (len(dataset.y), 1)), None, "training")
+    sample = read_csv_file(find_sample(public, spec.sample_submission), literal=True)
+    frame = build_submission(sample, spec, ["rle_mask"], dataclasses.replace(prior, thresholds=cuts))
     assert (frame["rle_mask"] == "").all()
     empty = score(competition, frame, private, tmp_path)
-    sample = pd.read_csv(public / "sample_submission.csv")
     assert empty > score(competition, sample, private, tmp_path, "s.csv")
     assert empty > score(competition, frame.assign(rle_mask=rle.whole(101, 101)), private, tmp_path, "w.csv")
 

@@ -33,7 +33,8 @@ FORMATS = ("probabilities", "probability", "label", "regression", "multilabel", 
 LEARNED_AS = {"probabilities": "classes", "probability": "classes", "label": "classes", "ranked": "classes",
               "regression": "values", "multilabel": "labels", "labels": "labels", "decision": "classes",
               "span": "values",  # a span: each candidate span's score (runner.data.spans)
-              "distribution": "values", "direction": "values", "value_and_spread": "values"}
+              "distribution": "values", "direction": "values", "value_and_spread": "values",
+              "mask": "pixels"}  # each row's masks, every pixel's probability (an image competition's)
 DECISION_CUT = 0.5  # a `decision` submission's grader: from this value on, yes
 STRING_FORMATS = ("labels", "ranked", "mask", "boxes", "span", "text", "ranking",
                   "sequence", "points", "boxes3d")  # one string per row, any text
@@ -333,7 +334,8 @@ class CompetitionSpec(Saved):
 
     @property
     def learned_as(self) -> str:
-        """How the engines learn it: "classes" (probabilities out), "labels" (independent 0/1) or "values"."""
+        """How the engines learn it: "classes" (probabilities out), "labels" (independent 0/1), "values", or
+        "pixels" (each row's masks flattened, a probability per pixel)."""
         return LEARNED_AS.get(self.submission, "values")
 
     @property

@@ -18,6 +18,7 @@ from runner.common.distribution_metrics import shares
 from runner.common.errors import InputError
 from runner.competition.spec import DECISION_CUT, CompetitionSpec
 from runner.data.dataset import Dataset
+from runner.data.mask_targets import mask_targets
 from runner.data.reading import image_files, image_folder, read_csv
 
 log = logging.getLogger(__name__)
@@ -193,7 +194,8 @@ def read_labels(spec: CompetitionSpec, train: pd.DataFrame, columns: list[str], 
     missing = [t for t in spec.targets if t not in train.columns]
     if missing:
         raise InputError(f"{path}: missing target column(s) {missing}")
-    nan_rows = train[list(spec.targets)].isna().any(axis=1) & (spec.submission != "labels")  # a set may be empty
+    # a set of labels, and a mask, may be empty
+    nan_rows = train[list(spec.targets)].isna().any(axis=1) & (spec.submission not in ("labels", "mask"))
     if nan_rows.all():
         raise InputError(f"{path}: target column(s) {list(spec.targets)} are empty in every row")
     if nan_rows.any():
@@ -206,6 +208,8 @@ def read_labels(spec: CompetitionSpec, train: pd.DataFrame, columns: list[str], 
             raise InputError(f"{path}: target column {column!r} holds text ({train.loc[text[column], column].iloc[0]!r}"
                              "), not numbers: a regression cannot learn it")
         return train, None, values.to_numpy(dtype=np.float64)
+    if spec.submission == "mask":  # each row's masks, learned pixel by pixel
+        return train, None, mask_targets(spec, train, path)
     if spec.submission == "labels":  # a set of labels per row, learned as one 0/1 column each
         labels, matrix, cut = learned_labels(train[spec.targets[0]], spec.label_separator, str(path))
         if cut is not None:

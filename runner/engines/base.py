@@ -107,6 +107,8 @@ class Engine:
 
     name: ClassVar[str]
     inputs: ClassVar[str]  # the Dataset view it trains on: table | text | image
+    # what one row's outputs are: "rows" (its classes or values) or "pixels" (its masks, a probability per pixel)
+    learns: ClassVar[str] = "rows"
     Settings: ClassVar[type[Settings]] = Settings
     fills_window: ClassVar[bool] = False  # its folds stretch to the time they are given (epochs), not a fixed fit
     # its folds call `say_ready` themselves once device, weights and batch are in place; for the others the fold
@@ -127,8 +129,9 @@ class Engine:
         return min(MEASURE_CAP, self.measure_share * budget_seconds)
 
     def applies(self, spec: CompetitionSpec, dataset_inputs: frozenset[str]) -> bool:
-        """Whether this engine can train on a competition with these input kinds."""
-        return self.inputs in dataset_inputs
+        """Whether this engine can train on a competition with these input kinds and what it learns: an engine
+        learns masks pixel by pixel (`learns` "pixels") or a row's classes and values, never both."""
+        return self.inputs in dataset_inputs and (spec.learned_as == "pixels") == (self.learns == "pixels")
 
     def prestart(self, spec: CompetitionSpec, hardware: Hardware, budget_seconds: float, work: Path,
                  until: float) -> Callable[[], None] | None:

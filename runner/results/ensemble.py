@@ -7,7 +7,7 @@ import logging
 
 import numpy as np
 
-from runner.common import metrics
+from runner.common import mask_metrics, metrics
 from runner.common.bias_metrics import best_cut
 from runner.common.label_metrics import LABEL_THRESHOLD, decided, stand_in_truth, tune_new_label, tune_threshold
 from runner.results.member_state import MemberState
@@ -69,7 +69,8 @@ class Ensemble:
         chosen = Predictions(blend.test, classes, f"blend: {weights}", cuts, self.dataset.choices, labels)
         # a set or a ranked list with a new label is held against the prior as the files written will score: each
         # set at its tuned threshold, unseen labels as new items and the new label where it was tuned
-        ours, theirs = self.as_new_items(blend, cuts) or self.as_sets(blend, cuts) or (blend.cv, base)
+        ours, theirs = (self.as_new_items(blend, cuts) or self.as_sets(blend, cuts) or self.as_masks(blend, cuts)
+                        or (blend.cv, base))
         # models that do not beat the prior are not submitted: one that ties it learned nothing (a booster cut
         # after its first round predicts the majority class), and its predictions would only stand in for the prior's
         if not metrics.better(self.metric, ours, theirs):
@@ -156,6 +157,20 @@ class Ensemble:
         own = self.prior.thresholds[0] if self.prior.thresholds else LABEL_THRESHOLD
         scored = [round(metrics.score(self.metric, truth, decided(pred, cut)), 6)
                   for pred, cut in ((blend.oof[rows], cuts[0]), (prior, own))]
+        return scored[0], scored[1]
+
+    def as_masks(self, blend: Blend, cuts) -> tuple[float, float] | None:
+        """(the blend's, the prior's) score on the out-of-fold rows of the masks each writes: each at its own tuned
+        pixel cut and least size; None where this is no mask."""
+        if cuts is None or self.outputs.spec.learned_as != "pixels":
+            return None
+        rows = blend.covered
+        truth = self.dataset.y[rows]
+        prior = np.tile(self.prior.values[0], (len(truth), 1))
+        own = self.prior.thresholds or (mask_metrics.MASK_CUT, 0)
+        scored = [round(metrics.score(self.metric, truth, mask_metrics.decided(pred, cut, int(least))), 6)
+                  for pred, (cut, least) in ((blend.oof[rows], cuts[:2]), (prior, own[:2]))]
+        log.info("as the masks written score: blend %.4f, prior %.4f on the out-of-fold rows", *scored)
         return scored[0], scored[1]
 
     def decision_cut(self, blend: Blend) -> tuple[float] | None:

@@ -19,10 +19,12 @@ from runner.common.untrusted import inside
 from runner.common.binary_metrics import decide
 from runner.common.direction_metrics import angles
 from runner.common.label_metrics import LABEL_THRESHOLD, decided, top_k
+from runner.common import mask_metrics, rle
 from runner.common.correlation_metrics import CORRELATIONS, varied
 from runner.common.metrics import grades
 from runner.competition.id_parts import items_in_order, melted, melted_rows
 from runner.competition.spec import DECISION_CUT, STRING_FORMATS, CompetitionSpec
+from runner.data.mask_targets import mask_pixels
 
 SUM_TOLERANCE = 1e-6
 MEDIAN_METRICS = ("mae", "mae_integer", "laplace_log_likelihood")  # absolute errors: the median is the best constant
@@ -182,12 +184,25 @@ def _direction(values, predictions, sample, columns, spec) -> dict:
     return dict(zip(columns, angles(np.nan_to_num(np.asarray(values, dtype=np.float64))).T))
 
 
+def _masks(values, predictions, sample, columns, spec) -> dict:
+    """Each row's masks as run-length strings in the spec's order, one column per mask class: a pixel from the cut
+    tuned on out-of-fold rows on, a mask of fewer pixels than the tuned least size left empty (MASK_CUT and no
+    least size until tuned)."""
+    height, width = mask_pixels(spec)
+    cut, least = predictions.thresholds[:2] if predictions.thresholds else (mask_metrics.MASK_CUT, 0)
+    values, pixels = np.nan_to_num(np.asarray(values, dtype=np.float32)), height * width
+    empty = spec.mask.empty or ""
+    return {column: [rle.written(mask.reshape(height, width), spec.mask.order, empty)
+                     for mask in mask_metrics.decided(values[:, k * pixels:(k + 1) * pixels], cut, int(least))]
+            for k, column in enumerate(columns)}
+
+
 # how each submission format's value columns are written from the predictions (the sample's other columns stay)
 WRITERS = {"probabilities": _probabilities, "probability": _probability, "label": _label,
            "multilabel": _multilabel, "regression": _regression, "labels": _label_set, "ranked": _ranked,
            "decision": _decision, "span": _chosen_span,
            "distribution": _probabilities,  # each row's values shared out to sum to one
-           "direction": _direction, "value_and_spread": _value_and_spread}
+           "direction": _direction, "value_and_spread": _value_and_spread, "mask": _masks}
 
 
 def build_submission(sample: pd.DataFrame, spec: CompetitionSpec, columns: list[str],

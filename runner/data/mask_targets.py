@@ -1,0 +1,46 @@
+"""Masks as training targets: each row's run-length strings (one column per mask class) decoded into one row of
+0/1 pixels, the classes' (height, width) masks flattened one after another, as the engines that learn pixels
+predict them and the writer reads them back (runner.results.submission)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from runner.common import rle
+from runner.common.errors import InputError
+from runner.competition.spec import CompetitionSpec
+
+
+def mask_columns(spec: CompetitionSpec) -> list[str]:
+    """The train file's run-length columns, one per mask class."""
+    return [spec.mask.train_column] if spec.mask.train_column else list(spec.targets)
+
+
+def mask_pixels(spec: CompetitionSpec) -> tuple[int, int]:
+    """(height, width) of every mask of the spec (an InputError where the spec gives no size to decode at)."""
+    if spec.mask is None or spec.mask.shape is None:
+        raise InputError(f"spec {spec.id}: learning masks needs their size (`mask: shape: [height, width]`)")
+    height, width = spec.mask.shape
+    return int(height), int(width)
+
+
+def mask_targets(spec: CompetitionSpec, train: pd.DataFrame, path: Path) -> np.ndarray:
+    """(rows, classes x height x width) float32 0/1: each row's masks decoded in the spec's order; an empty cell,
+    or the spec's empty token, is an empty mask. A string no grader would decode is an InputError naming it."""
+    height, width = mask_pixels(spec)
+    columns, pixels = mask_columns(spec), height * width
+    missing = [c for c in columns if c not in train.columns]
+    if missing:
+        raise InputError(f"{path}: missing run-length column(s) {missing}")
+    y = np.zeros((len(train), len(columns) * pixels), dtype=np.float32)
+    empty = spec.mask.empty or ""
+    for k, column in enumerate(columns):
+        for row, text in enumerate(train[column].tolist()):
+            text = "" if text is None or (isinstance(text, float) and np.isnan(text)) or text == empty else str(text)
+            try:
+                y[row, k * pixels:(k + 1) * pixels] = rle.decode(text, height, width, spec.mask.order).ravel()
+            except rle.RleError as exc:
+                raise InputError(f"{path}: row {row + 2}, column {column!r}: {exc}") from None
+    return y
