@@ -15,7 +15,7 @@ from runner.data.dataset import Dataset
 from runner.engines.base import EPOCH_LOG, READY_FILE
 from runner.engines.masks.planning import MIN_EPOCHS, MaskSettings, masks_member
 from runner.machine.profiles import profile
-from runner.planning.portfolio import DataShape, PlanContext
+from runner.planning.portfolio import DataShape, Member, PlanContext
 from runner.planning.registry import get_engine
 from runner.units.worker import fold_data
 
@@ -109,6 +109,7 @@ def test_on_a_cpu_it_plans_one_core_a_fold_to_fill_the_window_and_says_its_size(
     waves = -(-member.folds // cpu.cpus)
     assert waves * member.fold_seconds <= 100.0 + 1e-6 and waves * member.fold_seconds > 0.8 * 100.0
     assert any(f"{member.folds} folds x {s.epochs:g} epochs" in r and "101x101" in r for r in member.reasons)
+    assert Member.model_validate_json(member.model_dump_json()) == member  # plan.json round-trips its settings
     slower = masks_member(context, slowdown=4.0)  # re-planned after an epoch four times slower
     assert slower.step_seconds == pytest.approx(4 * member.step_seconds, rel=0.01) or slower.folds < member.folds
     tiny = masks_member(PlanContext(TGS, cpu, 5.0, replica, None, 5, cpu.cpus))
