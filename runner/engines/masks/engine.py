@@ -13,6 +13,7 @@ from runner.planning.portfolio import Member, PlanContext
 class Masks(Engine):
     name = NAME
     inputs = "image"
+    learns = "pixels"  # a row's outputs are its masks, a probability per pixel (what `applies` checks on main)
     accelerated = True
     fills_window = True
     says_ready = True  # once its images are in memory and its net is built: training.train

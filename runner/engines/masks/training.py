@@ -52,7 +52,8 @@ class Images:
         self.train = np.asarray(cache[np.asarray(data.x_train, dtype=int)])
         self.val = np.asarray(cache[np.asarray(data.x_val, dtype=int)])
         self.test = cache[np.asarray(data.x_test, dtype=int)] if len(data.x_test) else cache[:0]
-        self.shape = (settings.classes, settings.mask_height, settings.mask_width)
+        pixels = settings.mask_height * settings.mask_width  # the classes as the targets hold them, whatever planned
+        self.shape = (max(1, data.y_train.shape[1] // pixels), settings.mask_height, settings.mask_width)
         self.masks = torch.from_numpy(np.asarray(data.y_train, dtype=np.float32).reshape(-1, *self.shape))
         self.y_val = torch.from_numpy(np.asarray(data.y_val, dtype=np.float32).reshape(-1, *self.shape))
         self.rng = np.random.default_rng(settings.seed)
@@ -185,7 +186,7 @@ def train(settings: MaskSettings, data: FoldData, out_dir, deadline: float) -> E
     progress, notes, planned_batch = Progress(settings.max_epochs), [], settings.batch_size
     while True:
         try:  # out of memory: a smaller batch, from the start (the planned batch is an estimate, not probed)
-            net = Segmenter(settings)
+            net = Segmenter(settings.model_copy(update=dict(classes=images.shape[0])))
             say_ready(out_dir)  # images in memory, net built: training follows
             stopped = _epochs(settings, images, net, deadline, out_dir, progress)
             break
