@@ -27,6 +27,7 @@ REGISTRY = {
     "spectrogram": "runner.engines.timm.spectrogram:Spectrogram",
     "sound": "runner.engines.sound:Sound",
     "unet": "runner.engines.unet.engine:Restore",
+    "masks": "runner.engines.masks.engine:Masks",
 }
 EXTRA_ENGINES_VARIABLE = "RUNNER_ENGINES"  # "name=module:Class,..." adds engines; fold processes inherit it
 
