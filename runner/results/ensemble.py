@@ -83,6 +83,8 @@ class Ensemble:
             log.error("blend rejected, previous submission kept: %s", exc)
             return {}
         self.blend = blend
+        if self.outputs.spec.learned_as == "pixels":  # masks are scored as written: the prior's at its own cut
+            base = theirs
         return dict(submission_source=chosen.source, cv_score=blend.cv, baseline_cv_score=base,
                     blend={**blend.summary(), **({"grade_thresholds": cuts} if cuts else {})})
 

@@ -13,6 +13,7 @@ from runner.results.baselines import make_baseline
 from runner.results.decisions import tuned
 from runner.common.budget import Budget
 from runner.common.label_metrics import constant_set_threshold
+from runner.common.mask_metrics import decided
 from runner.common.metrics import METRICS
 from runner.data.dataset import Dataset
 from runner.data.targets import read_sample, value_columns
@@ -123,9 +124,19 @@ class RunOutputs:
         elif len(dataset.y) and (cuts := tuned(self.spec, dataset.y, np.tile(prior.values[0], (len(dataset.y), 1)),
                                                dataset.scored, "training")):
             prior = dataclasses.replace(prior, thresholds=cuts)  # the best constant the metric allows
+            if self.spec.learned_as == "pixels":
+                prior = dataclasses.replace(prior, source=pixel_prior_source(prior.values[0], cuts))
         self.publish(prior, baseline=True)
         for warning in dataset.warnings:
             log.warning(warning)
         self.update(submission_source=prior.source, warnings=(*self.report.warnings, *dataset.warnings),
                     timings=self.mark("data_loaded"))
         return prior
+
+
+def pixel_prior_source(shares: np.ndarray, cuts: tuple[float, ...]) -> str:
+    """What a mask prior writes: each pixel's share of the training masks, cut where the training rows score best."""
+    marked = int(decided(shares[None], cuts[0], int(cuts[1])).sum())
+    return (f"baseline: each pixel's share of the training masks, a pixel in the mask from {cuts[0]:.2f} on and a "
+            f"mask under {cuts[1]:.0f} pixels left empty (tuned on the training rows): "
+            + (f"the same {marked}-pixel mask for every row" if marked else "the empty mask for every row"))

@@ -13,7 +13,7 @@ from runner.planning.portfolio import Member, PlanContext
 class Masks(Engine):
     name = NAME
     inputs = "image"
-    learns = "pixels"  # a row's outputs are its masks, a probability per pixel (what `applies` checks on main)
+    learns = "pixels"  # a row's outputs are its masks, a probability per pixel: it takes mask submissions alone
     accelerated = True
     fills_window = True
     says_ready = True  # once its images are in memory and its net is built: training.train
@@ -21,10 +21,6 @@ class Masks(Engine):
     time_scaled = ("epochs", "epoch_seconds", "slowdown")
     # imported once by the fork server: a fold that imports torch and timm itself starts seconds later
     preload = ("torch", "timm", "runner.engines.masks.training")
-
-    def applies(self, spec, dataset_inputs: frozenset[str]) -> bool:
-        """Only mask submissions, learned from images: the one engine whose predictions are masks."""
-        return spec.submission == "mask" and self.inputs in dataset_inputs
 
     def plan(self, context: PlanContext) -> list[Member]:
         return [masks_member(context)]

@@ -98,11 +98,15 @@ def _per_gpu(context: PlanContext) -> int:
     return min(context.folds, MOST_PER_GPU, max(1, context.cores))
 
 
+def memory_batch(gpu: Gpu, per_gpu: int, pixels: int) -> int:
+    """The batch that fills a fold's share of the card's target memory."""
+    share = gpu.memory_target(TARGET_MEMORY_FRACTION) * gpu.memory_bytes / per_gpu
+    return int((share - fold_bytes(0, pixels)) // (pixels * ACTIVATION_BYTES_PER_PIXEL))
+
+
 def _gpu_batch(gpu: Gpu, per_gpu: int, pixels: int, train_rows: int) -> tuple[int, int]:
     """The batch filling a fold's share of the target memory, no larger than keeps MIN_STEPS an epoch."""
-    share = gpu.memory_target(TARGET_MEMORY_FRACTION) * gpu.memory_bytes / per_gpu
-    fits = int((share - fold_bytes(0, pixels)) // (pixels * ACTIVATION_BYTES_PER_PIXEL))
-    batch = max(1, min(MOST_BATCH, fits, max(BATCH, train_rows // MIN_STEPS)))
+    batch = max(1, min(MOST_BATCH, memory_batch(gpu, per_gpu, pixels), max(BATCH, train_rows // MIN_STEPS)))
     return batch, fold_bytes(batch, pixels)
 
 
@@ -151,6 +155,11 @@ def masks_member(context: PlanContext, slowdown: float = 1.0) -> Member:
                        f"fold(s) a card: {per_gpu * sized.memory / gpu.memory_bytes:.0%} of "
                        f"{gpu.memory_bytes / GiB:.0f} GiB; speed estimated at {GPU_PIXELS_PER_SECOND:,.0f} "
                        f"pixels/s, the first epoch re-times it")
+        if (fits := memory_batch(gpu, per_gpu, pixels)) > sized.batch:
+            reasons.append(f"the batch is limited by the data, not the card: "
+                           f"{int(data.n_train * (1 - 1 / sized.folds)):,} training images a fold keep at least "
+                           f"{MIN_STEPS} steps an epoch at {sized.batch} (at most {MOST_BATCH}); the memory share "
+                           f"would hold {fits:,}")
     else:
         reasons.append(f"one core a fold, {min(sized.folds, context.cores)} at once on the lane's {context.cores}, "
                        f"at ~{TRAIN_PIXELS_PER_CORE_SECOND:,.0f} training pixels a core-second (measured here); "
