@@ -28,6 +28,7 @@ EPOCH_LOG = "epochs.jsonl"  # per-epoch lines a running fold may write into its 
 # written once by a fold when its start-up is over and its first epoch begins: the supervisor's stall clock starts
 # there, and what came before is start-up, never an epoch's pace
 READY_FILE = "ready.json"
+SHAPES = ("pixels", "boxes")  # what a spec may be learned as that only an engine made for it learns (`learns`)
 
 
 @dataclass
@@ -107,7 +108,8 @@ class Engine:
 
     name: ClassVar[str]
     inputs: ClassVar[str]  # the Dataset view it trains on: table | text | image
-    # what one row's outputs are: "rows" (its classes or values) or "pixels" (its masks, a probability per pixel)
+    # what one row's outputs are: "rows" (its classes or values) or one of SHAPES ("pixels": its masks, a
+    # probability per pixel)
     learns: ClassVar[str] = "rows"
     Settings: ClassVar[type[Settings]] = Settings
     fills_window: ClassVar[bool] = False  # its folds stretch to the time they are given (epochs), not a fixed fit
@@ -129,9 +131,10 @@ class Engine:
         return min(MEASURE_CAP, self.measure_share * budget_seconds)
 
     def applies(self, spec: CompetitionSpec, dataset_inputs: frozenset[str]) -> bool:
-        """Whether this engine can train on a competition with these input kinds and what it learns: an engine
-        learns masks pixel by pixel (`learns` "pixels") or a row's classes and values, never both."""
-        return self.inputs in dataset_inputs and (spec.learned_as == "pixels") == (self.learns == "pixels")
+        """Whether this engine can train on a competition with these input kinds and what it learns: a row's
+        classes or values ("rows"), or one of the shapes only an engine made for it learns (SHAPES)."""
+        learned = spec.learned_as if spec.learned_as in SHAPES else "rows"
+        return self.inputs in dataset_inputs and learned == self.learns
 
     def prestart(self, spec: CompetitionSpec, hardware: Hardware, budget_seconds: float, work: Path,
                  until: float) -> Callable[[], None] | None:
