@@ -96,3 +96,42 @@ def test_only_an_engine_that_learns_pixels_takes_a_mask_competition():
             assert not engine.applies(image_spec, frozenset({"image"}))
         else:
             assert not engine.applies(mask_spec, frozenset({"image", "table"})), name
+
+
+def test_band_records_are_read_with_their_masks_and_drawn_in_the_spec_s_channels(tmp_path):
+    """Folders of band arrays (contrails' layout): labelled folders of train/ and validation/ read with each mask
+    as the run-length string the competition writes, test folders in the sample's order; the picture's first
+    channel is band 15 less band 14 at the labelled frame."""
+    from runner.data.band_records import band_records
+    from runner.data.decoders import band_picture
+
+    spec = load_spec("contrails")
+    rng = np.random.default_rng(4)
+    masks = {}
+    for folder, name, labelled in (("train", "11", True), ("validation", "12", True), ("test", "13", False)):
+        where = tmp_path / folder / name
+        where.mkdir(parents=True)
+        for band in range(8, 17):
+            values = rng.normal(280, 1, (6, 6, 8)).astype(np.float32)
+            if band == 15:
+                values[2, :, spec.bands.frame] -= 20  # a cold line in band 15 alone, at the labelled frame
+            np.save(where / f"band_{band:02}.npy", values)
+        if labelled:
+            masks[name] = rng.random((6, 6)) < 0.3
+            np.save(where / "human_pixel_masks.npy", masks[name][..., None].astype(np.int32))
+    sample = pd.DataFrame({"record_id": ["13", "99"], "encoded_pixels": "-", "height": 6, "width": 6})
+    train, folders, tests, _ = band_records(spec, tmp_path, tmp_path / "work", sample)
+    assert train["record_id"].tolist() == ["11", "12"]
+    assert train["encoded_pixels"].tolist() == [rle.written(masks[k], "column", "-") for k in ("11", "12")]
+    assert tests == [tmp_path / "test" / "13", None]
+    picture = np.asarray(band_picture(spec.bands)(folders[0]))
+    assert picture.shape == (6, 6, 3) and picture[2, :, 0].max() < picture[[0, 1, 3, 4, 5], :, 0].min()
+
+
+def test_a_mask_size_comes_from_the_sample_where_the_spec_gives_none():
+    from runner.data.mask_targets import mask_pixels
+
+    spec = load_spec("contrails")
+    assert mask_pixels(spec, pd.DataFrame({"height": [6, 6], "width": [9, 9]})) == (6, 9)
+    with pytest.raises(InputError, match="2 sizes"):
+        mask_pixels(spec, pd.DataFrame({"height": [6, 7], "width": [9, 9]}))

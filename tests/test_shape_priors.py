@@ -50,12 +50,26 @@ def score(competition, frame, private, tmp_path, name="submission.csv"):
     return report.score
 
 
+def learned_prior(competition, public, tmp_path):
+    """A learned mask competition's prior as a run writes it: each pixel's share of the training masks at the cut
+    and least size the training rows score best (runner.results.run_folder.write_prior)."""
+    spec = load_spec(competition)
+    dataset = load_dataset(spec, public, tmp_path / "work")
+    prior = prior_predictions(dataset.y, None, dataset.n_test, metric=spec.metric)
+    cuts = tuned(dataset.spec, dataset.y, np.tile(prior.values[0], (len(dataset.y), 1)), None, "training")
+    sample = read_csv_file(find_sample(public, spec.sample_submission), literal=True)
+    return build_submission(sample, spec, value_columns(spec, sample), dataclasses.replace(prior, thresholds=cuts))
+
+
 def test_whole_masks_take_each_items_size_from_the_sample_or_its_image(replicas, tmp_path):
+    """hubmap's rule; contrails, learned, gets the same whole masks as its prior (where contrails are sparse,
+    marking every pixel is the global Dice's best constant)."""
     for competition, (height, width) in (("google-research-identify-contrails-reduce-global-warming",
                                           ("height", "width")),
                                          ("hubmap-kidney-segmentation", ("height_pixels", "width_pixels"))):
         public, private = replicas(competition)
-        frame, _ = prior(competition, public, tmp_path)
+        frame = learned_prior(competition, public, tmp_path) if load_spec(competition).task == "image" \
+            else prior(competition, public, tmp_path)[0]
         spec = load_spec(competition)
         answers = pd.read_csv(private / spec.answers_file).set_index(spec.id_column)
         column = spec.targets[0]
@@ -94,12 +108,8 @@ def test_the_salt_prior_is_the_empty_mask_and_beats_the_sample_and_whole_slices(
     training rows score best: on the replica the empty mask, the best constant."""
     competition = "tgs-salt-identification-challenge"
     public, private = replicas(competition)
-    spec = load_spec(competition)
-    dataset = load_dataset(spec, public, tmp_path / "work")
-    prior = prior_predictions(dataset.y, None, dataset.n_test, metric=spec.metric)
-    cuts = tuned(spec, dataset.y, np.tile(prior.values[0], (len(dataset.y), 1)), None, "training")
-    sample = read_csv_file(find_sample(public, spec.sample_submission), literal=True)
-    frame = build_submission(sample, spec, ["rle_mask"], dataclasses.replace(prior, thresholds=cuts))
+    frame = learned_prior(competition, public, tmp_path)
+    sample = read_csv_file(find_sample(public, "sample_submission.csv"), literal=True)
     assert (frame["rle_mask"] == "").all()
     empty = score(competition, frame, private, tmp_path)
     assert empty > score(competition, sample, private, tmp_path, "s.csv")

@@ -142,6 +142,19 @@ class MaskFormat:
 
 
 @dataclass(frozen=True)
+class BandRecords:
+    """Items that are folders of band arrays (height x width x frames each, one file a band), their masks an array
+    in the folder (contrails' records): how the folders are read and drawn as pictures."""
+
+    file: str = "band_{band:02}.npy"  # a band's file in an item's folder
+    frame: int = 0  # the frame the masks label
+    # each channel of the picture: a band, or a band less another (contrails' "ash" colours: 15 - 14, 14 - 11, 14)
+    channels: tuple[tuple[int, ...], ...] = ()
+    mask_file: str = "mask.npy"  # a training item's mask (height x width, or with trailing axes of 1)
+    train_dirs: tuple[str, ...] = ()  # folders of labelled items beyond image_dir (contrails' validation/)
+
+
+@dataclass(frozen=True)
 class Medals:
     """The score thresholds of MLE-bench's medals, from the competition's final leaderboard by MLE-bench's own
     rules (runner.competition.grade.medal_positions): a score at least as good as one earns it."""
@@ -238,6 +251,7 @@ class CompetitionSpec(Saved):
     score_groups: str | None = None
     positions: PositionRows | None = None  # records with a value per position: a row per position
     mask: MaskFormat | None = None  # a `mask` submission: how its run-length strings are written and graded
+    bands: BandRecords | None = None  # items that are folders of band arrays (`items: band_records`)
     # the `constant_by_suffix` rule: (id ending, string) pairs, the string a row gets by how its id ends (siim-covid19's
     # `_study`, `_image`)
     baseline_values: tuple[tuple[str, str], ...] = ()

@@ -11,6 +11,8 @@ training row is skipped, a test row gets the prior.
   extremes, and its strongest row and column against the rest) for the table engines.
 - `dicom_image`: an id's DICOM file, folder of them (a study's slices, a case's sequences) or list of them (a
   breast's views), as one square gray picture of its series' panels (runner.data.dicom).
+- `band_composite`: an item's folder of band arrays (contrails' records) as one colour picture of its labelled
+  frame, a channel per band or difference of two (runner.data.band_records).
 - `signal_statistics`: a table per item (CSV or parquet: a recording's channels as columns, such as volcanic
   sensors or EEG leads) as one row of per-channel statistics (runner.data.signal_statistics).
 
@@ -34,7 +36,8 @@ from PIL import Image
 from runner.common.atomic import replacing
 from runner.common.errors import InputError
 from runner.common.sampling import SAMPLING_SEED, Sampled
-from runner.competition.spec import CompetitionSpec
+from runner.competition.spec import BandRecords, CompetitionSpec
+from runner.data.band_records import layout
 from runner.data.dicom import dicom_picture
 from runner.data.image_draw import DECODE_SHARE, LEAST_TRAIN, PROBES
 from runner.data.signal_statistics import signal_statistics
@@ -178,11 +181,39 @@ def dicom_image(spec: CompetitionSpec, train: list, test: list, work_dir: Path, 
                       _pictures(test, root / "test", dicom_picture, workers))}
 
 
+def band_picture(bands: BandRecords) -> Callable[[Path], Image.Image]:
+    """The picture of one item's folder: each channel its band (or band less band) at the labelled frame, scaled
+    between its own SCALE_PERCENTILES; fewer than three channels repeated."""
+    def picture(folder: Path) -> Image.Image:
+        loaded: dict[int, np.ndarray] = {}
+
+        def band(number: int) -> np.ndarray:
+            if number not in loaded:
+                values = np.load(Path(folder) / bands.file.format(band=number), allow_pickle=False)
+                loaded[number] = (values[..., bands.frame] if values.ndim == 3 else values).astype(np.float32)
+            return loaded[number]
+
+        channels = [band(c[0]) - (band(c[1]) if len(c) > 1 else 0.0) for c in bands.channels]
+        channels = (channels * 3)[:3]
+        return Image.fromarray(np.stack([scaled(c) for c in channels], axis=-1), "RGB")
+
+    return picture
+
+
+def band_composite(spec: CompetitionSpec, train: list, test: list, work_dir: Path, workers: int = 1) -> dict[str, tuple]:
+    """The image view: each item's folder of band arrays as one colour picture (runner.data.band_records)."""
+    picture = band_picture(layout(spec))
+    root = Path(work_dir) / DECODED
+    return {"image": (_pictures(train, root / "train", picture, workers),
+                      _pictures(test, root / "test", picture, workers))}
+
+
 # a spec's `decode` -> the decoder of that kind of file: (spec, training files, test files, work folder, workers)
 DECODERS: dict[str, Callable[..., dict[str, tuple]]] = {
     "array_image": array_image,
     "signal_statistics": signal_statistics,
     "dicom_image": dicom_image,
+    "band_composite": band_composite,
 }
 
 

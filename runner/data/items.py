@@ -23,6 +23,7 @@ import pandas as pd
 from runner.common.errors import InputError
 from runner.competition.spec import CompetitionSpec
 from runner.data.array_records import array_records
+from runner.data.band_records import band_records
 from runner.data.pulse_events import pulse_events
 from runner.data.bson_records import bson_items
 from runner.data.coco import coco_items
@@ -91,6 +92,7 @@ READERS: dict[str, Callable[[CompetitionSpec, Path, Path, pd.DataFrame], Items]]
     "coco": lambda *args: Items(*coco_items(*args)),  # COCO-style JSON (runner.data.coco)
     "table": lambda *args: Items(*table_items(*args)),  # a table named apart from the sample (runner.data.table_items)
     "bson": lambda *args: Items(*bson_items(*args)),  # BSON documents with pictures (runner.data.bson_records)
+    "band_records": lambda *args: Items(*band_records(*args)),  # folders of band arrays (runner.data.band_records)
 }
 
 

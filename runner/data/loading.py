@@ -22,6 +22,7 @@ from runner.data.group_features import counted_values, group_codes, with_group_f
 from runner.data.image_draw import affordable_train, decode_seconds
 from runner.data.items import Items, read_items
 from runner.data.listed import listed_dataset
+from runner.data.mask_targets import with_mask_shape
 from runner.data.pages import pixel_dataset
 from runner.data.part_rows import part_rows
 from runner.data.reading import read_table
@@ -133,6 +134,7 @@ def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_s
     and training images are drawn to what decoding them on `cores` affords (each said in `sampled`)."""
     data_dir = Path(data_dir)
     sample = read_sample(spec, data_dir)
+    spec = with_mask_shape(spec, sample)  # masks learned at the one size the sample gives them, where the spec does not
     columns = value_columns(spec, sample)
     if spec.labels_file:
         return listed_dataset(spec, data_dir, work_dir, sample, columns)

@@ -3,6 +3,7 @@
 predict them and the writer reads them back (runner.results.submission)."""
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -18,12 +19,27 @@ def mask_columns(spec: CompetitionSpec) -> list[str]:
     return [spec.mask.train_column] if spec.mask.train_column else list(spec.targets)
 
 
-def mask_pixels(spec: CompetitionSpec) -> tuple[int, int]:
-    """(height, width) of every mask of the spec (an InputError where the spec gives no size to decode at)."""
-    if spec.mask is None or spec.mask.shape is None:
-        raise InputError(f"spec {spec.id}: learning masks needs their size (`mask: shape: [height, width]`)")
-    height, width = spec.mask.shape
-    return int(height), int(width)
+def mask_pixels(spec: CompetitionSpec, sample: pd.DataFrame | None = None) -> tuple[int, int]:
+    """(height, width) of every mask: the spec's `mask.shape`, else the one size the sample's size columns give
+    every row (an InputError where neither says, or the rows' sizes differ)."""
+    if spec.mask is not None and spec.mask.shape is not None:
+        height, width = spec.mask.shape
+        return int(height), int(width)
+    columns = list(spec.mask.size_columns) if spec.mask is not None else []
+    if sample is None or len(columns) != 2 or not set(columns) <= set(sample.columns):
+        raise InputError(f"spec {spec.id}: learning masks needs their size (`mask: shape: [height, width]`, or "
+                         "size_columns the sample holds)")
+    sizes = sample[columns].drop_duplicates()
+    if len(sizes) != 1:
+        raise InputError(f"sample submission: masks of {len(sizes)} sizes in {columns}; one size is learned")
+    return int(sizes.iloc[0, 0]), int(sizes.iloc[0, 1])
+
+
+def with_mask_shape(spec: CompetitionSpec, sample: pd.DataFrame) -> CompetitionSpec:
+    """The spec with its masks' size, from the sample's size columns where the spec gives none."""
+    if spec.submission != "mask" or spec.mask is None or spec.mask.shape is not None:
+        return spec
+    return dataclasses.replace(spec, mask=dataclasses.replace(spec.mask, shape=mask_pixels(spec, sample)))
 
 
 def mask_targets(spec: CompetitionSpec, train: pd.DataFrame, path: Path) -> np.ndarray:

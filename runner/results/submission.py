@@ -188,7 +188,7 @@ def _masks(values, predictions, sample, columns, spec) -> dict:
     """Each row's masks as run-length strings in the spec's order, one column per mask class: a pixel from the cut
     tuned on out-of-fold rows on, a mask of fewer pixels than the tuned least size left empty (MASK_CUT and no
     least size until tuned)."""
-    height, width = mask_pixels(spec)
+    height, width = mask_pixels(spec, sample)
     cut, least = predictions.thresholds[:2] if predictions.thresholds else (mask_metrics.MASK_CUT, 0)
     values, pixels = np.nan_to_num(np.asarray(values, dtype=np.float32)), height * width
     empty = spec.mask.empty or ""
