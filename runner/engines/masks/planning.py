@@ -156,10 +156,11 @@ def masks_member(context: PlanContext, slowdown: float = 1.0) -> Member:
                        f"{gpu.memory_bytes / GiB:.0f} GiB; speed estimated at {GPU_PIXELS_PER_SECOND:,.0f} "
                        f"pixels/s, the first epoch re-times it")
         if (fits := memory_batch(gpu, per_gpu, pixels)) > sized.batch:
-            reasons.append(f"the batch is limited by the data, not the card: "
-                           f"{int(data.n_train * (1 - 1 / sized.folds)):,} training images a fold keep at least "
-                           f"{MIN_STEPS} steps an epoch at {sized.batch} (at most {MOST_BATCH}); the memory share "
-                           f"would hold {fits:,}")
+            bound = f"capped at {MOST_BATCH}" if sized.batch == MOST_BATCH else \
+                f"{int(data.n_train * (1 - 1 / sized.folds)):,} training images a fold keep at least {MIN_STEPS} " \
+                f"steps an epoch at {sized.batch}"
+            reasons.append(f"the batch is limited by the data, not the card ({bound}); the memory share would "
+                           f"hold {fits:,}")
     else:
         reasons.append(f"one core a fold, {min(sized.folds, context.cores)} at once on the lane's {context.cores}, "
                        f"at ~{TRAIN_PIXELS_PER_CORE_SECOND:,.0f} training pixels a core-second (measured here); "
