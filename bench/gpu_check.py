@@ -83,6 +83,7 @@ from _common import save
 from gpu_cold_start import cold_start
 from gpu_common import FULL, NEEDS_CUDA, SMOKE, Check, absolute_paths, failed, mib, paced, release
 from gpu_dog_breed import dog_breed_run
+from gpu_masks import masks_run
 from gpu_memory import confirm, hardware, memory, oom_backoff
 from gpu_runs import audio, fork_safety, image_to_image, leased_gpus
 from gpu_speed import monitor, planned_vs_failure, precision_layout_compile, shared_fold, shared_gpu, text_finetune
@@ -111,6 +112,8 @@ GROUPS = {
     "dog_breed": ("dog_breed_run",),
     # fresh processes while its 6 minutes last (gpu_cold_start.SECTION_SECONDS), the fork server's imports first
     "cold_start": ("cold_start",),
+    # two mask replicas' whole runs at 120 s each, the mask engine alone on the card: about 5 min
+    "masks": ("masks_run",),
 }
 
 
@@ -127,7 +130,8 @@ FUNCTIONS = {"hardware": (hardware, True), "memory": (memory, True), "confirm_ba
              "planned_vs_failure": (planned_vs_failure, True), "shared_gpu": (shared_gpu, False),
              "text_finetune": (text_finetune, True), "fork_safety": (fork_safety, True),
              "leased_gpus": (leased_gpus, True), "audio": (audio, True), "image_to_image": (image_to_image, True),
-             "dog_breed_run": (dog_breed_run, False), "cold_start": (cold_start, False)}
+             "dog_breed_run": (dog_breed_run, False), "cold_start": (cold_start, False),
+             "masks_run": (masks_run, False)}
 # (key, function, on a CPU), group after group: the order of a run of them all
 SECTIONS = tuple((key, *FUNCTIONS[key]) for group in GROUPS.values() for key in group)
 
