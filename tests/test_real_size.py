@@ -53,3 +53,17 @@ def test_the_plan_at_the_real_size_fits_a_large_machine_and_not_a_small_one():
     assert plan.reasons[0].startswith("training rows") or "sampled" in plan.reasons[0] or plan.sampled
     huge = dataclasses.replace(TABLE, real=RealSize(train=50_000_000, test=10_000, gigabytes=900.0))
     assert not plan_at_real_size(huge, replica, profile("h100-80gb"), Budget.start(7200))[1].disk_fits
+
+
+def test_masks_learned_pixel_by_pixel_count_their_targets_and_predictions_in_memory():
+    """A mask competition's supervisor holds every row's pixels (targets, members' and the blend's predictions):
+    contrails' 20k records of 256 x 256 need tens of GiB, more than the 2-core machine's 24, said as a misfit."""
+    from runner.competition.catalog import load_spec
+    from runner.planning.real_size import pixel_bytes
+
+    contrails, tgs = load_spec("contrails"), load_spec("tgs-salt")
+    shape = DataShape(n_train=18_673, n_test=1_856, inputs=frozenset({"image"}), image_side=256)
+    assert pixel_bytes(contrails, shape) > 24 * 2**30
+    assert pixel_bytes(tgs, dataclasses.replace(shape, n_train=3_000, n_test=1_000)) == \
+        101 * 101 * (3_000 * 4 + 4_000 * 24)
+    assert pixel_bytes(TABLE, shape) == 0

@@ -27,6 +27,9 @@ DRAFT_SCALE = 8
 CACHE_SIDE = 384  # the largest side a plan's image cache holds a picture at (the ladder's big rungs)
 CACHE_BYTES_PER_PIXEL = 3  # RGB, 8 bits
 DISK_SHARE = 0.8  # of the machine's free disk the data, as shipped, and the run's caches may fill
+# bytes the supervisor holds a learned mask pixel in: its float32 target, and a member's float64 out-of-fold or test
+# probability and the blend's beside it (two members' worth, the least a blend has)
+PIXEL_BYTES = {"target": 4, "prediction": 3 * 8}
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,17 @@ def read_at_size(data: DataShape, budget_seconds: float, hardware: Hardware, sou
     return data, tuple(cut)
 
 
+def pixel_bytes(spec: CompetitionSpec, real: DataShape) -> int:
+    """What the supervisor holds of masks learned pixel by pixel (0 for any other competition): every training
+    row's target pixels, every row's predicted pixels for two members and the blend; masks at the spec's shape,
+    else the images' side."""
+    if spec.learned_as != "pixels":
+        return 0
+    height, width = spec.mask.shape if spec.mask and spec.mask.shape else (real.image_side, real.image_side)
+    pixels = height * width * max(1, len(spec.targets))
+    return pixels * (real.n_train * PIXEL_BYTES["target"] + (real.n_train + real.n_test) * PIXEL_BYTES["prediction"])
+
+
 def plan_at_real_size(spec: CompetitionSpec, replica: DataShape, hardware: Hardware, budget: Budget,
                       pretrained: frozenset = frozenset(), estimates: dict | None = None) -> tuple[Plan, RealFit]:
     """The plan a run of the real competition would make on `hardware` within `budget`, and how it fits there;
@@ -96,7 +110,7 @@ def plan_at_real_size(spec: CompetitionSpec, replica: DataShape, hardware: Hardw
         *plan.reasons)))
     cache = (real.n_train + real.n_test) * min(CACHE_SIDE, real.image_side or 0) ** 2 * CACHE_BYTES_PER_PIXEL
     disk = int(spec.real.gigabytes * GiB + cache)
-    memory = unit_bytes(data.data_bytes) + data.data_bytes
+    memory = unit_bytes(data.data_bytes) + data.data_bytes + pixel_bytes(spec, real)
     return plan, RealFit(memory_bytes=memory, memory_fits=memory <= hardware.ram_bytes, disk_bytes=disk,
                          disk_fits=disk <= DISK_SHARE * hardware.disk_free_bytes,
                          window_filled=bool(plan.members) and not any("does not fit" in r for r in plan.reasons),
