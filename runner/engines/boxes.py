@@ -16,11 +16,14 @@ import dataclasses
 import pickle
 import time
 import warnings
+from multiprocessing.pool import ThreadPool
 from pathlib import Path
 
 import numpy as np
+from PIL import Image
 
 from runner.common import box_rows
+from runner.data.dataset import MAX_PIXELS
 from runner.common.atomic import replacing
 from runner.engines.base import Engine, EngineResult, FoldData
 from runner.engines.oneshot import STARTUP_SECONDS, one_shot_member
@@ -46,6 +49,31 @@ def standardised(pixels: np.ndarray, side: int) -> np.ndarray:
     images = pixels.reshape(len(pixels), side, side).astype(np.float64)
     images -= images.mean(axis=(1, 2), keepdims=True)
     return images / (images.std(axis=(1, 2), keepdims=True) + 1e-6)
+
+
+def _gray(path: Path | None, side: int) -> np.ndarray | None:
+    """The whole picture as a gray square of `side` pixels (stretched, never cropped: boxes are shares of the whole
+    image), or None when it cannot be read or is larger than MAX_PIXELS."""
+    if path is None:
+        return None
+    try:
+        with Image.open(path) as image:
+            if image.width * image.height > MAX_PIXELS:
+                return None
+            return np.asarray(image.convert("L").resize((side, side), Image.BILINEAR), dtype=np.float32) / 255.0
+    except (OSError, SyntaxError, ValueError, Image.DecompressionBombError):
+        return None
+
+
+def gray_table(paths: list, side: int, workers: int) -> tuple[np.ndarray, np.ndarray]:
+    """(rows x side*side floats in [0, 1], a mask of those that decoded); an unreadable image is a gray square."""
+    table = np.full((len(paths), side * side), 0.5, dtype=np.float32)
+    ok = np.zeros(len(paths), dtype=bool)
+    with ThreadPool(max(1, workers)) as pool:  # Pillow decodes without the GIL
+        for i, pixels in enumerate(pool.imap(lambda p: _gray(p, side), paths, chunksize=16)):
+            if pixels is not None:
+                table[i], ok[i] = pixels.ravel(), True
+    return table, ok
 
 
 def _region(box: np.ndarray, side: int) -> tuple[slice, slice]:
@@ -160,12 +188,8 @@ class Boxes(Engine):
         return f"boxes-{settings.side}"
 
     def prepare(self, settings: BoxSettings, dataset, work: Path, threads: int):
-        from runner.engines.pixels import pixel_table
-
         train, test = dataset.views["image"]
-        table, ok = pixel_table(list(train) + list(test), settings.side, threads)
-        if table.shape[1] != settings.side * settings.side:  # colour: its gray mean
-            table = table.reshape(len(table), -1, 3).mean(axis=2)
+        table, ok = gray_table(list(train) + list(test), settings.side, threads)
         n = len(train)
         untrainable = ~ok[:n] if dataset.untrainable is None else dataset.untrainable | ~ok[:n]
         views = {**dataset.views, "image": (table[:n], table[n:])}
