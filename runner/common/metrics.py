@@ -23,6 +23,7 @@ from runner.common import (answer_metrics, bias_metrics, binary_metrics, box3d_m
                            grouped_metrics, label_metrics, multilabel_metrics, order_metrics, ranking_metrics,
                            roc_metrics, sequence_metrics, spread_metrics, string_metrics)
 from runner.common.mask_metrics import MASK_METRICS
+from runner.common import box_rows
 
 THRESHOLD_ROUNDS = 3  # passes over the kappa cuts; a third rarely moves one
 
@@ -224,7 +225,7 @@ METRICS: dict[str, Metric] = {
     "pixel_f05": Metric(False, MASK_METRICS["pixel_f05"]),
     "dice_hausdorff": Metric(False, MASK_METRICS["dice_hausdorff"]),
     # boxes and points: each row's list of labelled boxes (points) on both sides
-    "coco_map_iou40": Metric(False, box_metrics.coco_map_iou40),
+    "coco_map_iou40": Metric(False, box_rows.coco_map_rows),  # rows of boxes (engines') or lists of boxes
     "class_ap_iou50": Metric(False, box_metrics.class_ap_iou50),
     "point_in_box_f1": Metric(False, box_metrics.point_in_box_f1),
     "mean_column_spearman": Metric(False, correlation_metrics.mean_column_spearman),  # each target's ranks

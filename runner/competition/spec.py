@@ -34,7 +34,8 @@ LEARNED_AS = {"probabilities": "classes", "probability": "classes", "label": "cl
               "regression": "values", "multilabel": "labels", "labels": "labels", "decision": "classes",
               "span": "values",  # a span: each candidate span's score (runner.data.spans)
               "distribution": "values", "direction": "values", "value_and_spread": "values",
-              "mask": "pixels"}  # each row's masks, every pixel's probability (an image competition's)
+              "mask": "pixels",  # each row's masks, every pixel's probability (an image competition's)
+              "boxes": "boxes"}  # each row's boxes in fixed slots, a confidence each (runner.common.box_rows)
 DECISION_CUT = 0.5  # a `decision` submission's grader: from this value on, yes
 STRING_FORMATS = ("labels", "ranked", "mask", "boxes", "span", "text", "ranking",
                   "sequence", "points", "boxes3d")  # one string per row, any text

@@ -191,6 +191,10 @@ def read_labels(spec: CompetitionSpec, train: pd.DataFrame, columns: list[str], 
             warnings: list[str]) -> tuple[pd.DataFrame, list | None, np.ndarray]:
     """(rows kept, classes, y) for the spec's submission format; a `labels` format's classes are the labels each
     column of y stands for (y is 0/1, learned as independent labels)."""
+    if spec.submission == "boxes":  # a row per drawn box, gathered into a row of boxes per image
+        from runner.data.box_targets import box_targets
+
+        return box_targets(spec, train, path, warnings)
     missing = [t for t in spec.targets if t not in train.columns]
     if missing:
         raise InputError(f"{path}: missing target column(s) {missing}")

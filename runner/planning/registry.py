@@ -28,6 +28,7 @@ REGISTRY = {
     "sound": "runner.engines.sound:Sound",
     "unet": "runner.engines.unet.engine:Restore",
     "masks": "runner.engines.masks.engine:Masks",
+    "boxes": "runner.engines.boxes:Boxes",
 }
 EXTRA_ENGINES_VARIABLE = "RUNNER_ENGINES"  # "name=module:Class,..." adds engines; fold processes inherit it
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from runner.results.baselines import make_baseline
+from runner.common import box_rows
 from runner.results.decisions import tuned
 from runner.common.budget import Budget
 from runner.common.label_metrics import constant_set_threshold
@@ -39,6 +40,9 @@ class RunOutputs:
         self.submission = self.out / "submission.csv"
         found: list[str] = []
         self.sample = read_sample(spec, Path(data_dir), found)
+        if spec.learned_as == "boxes":  # written in each test image's pixels
+            box_rows.with_sizes(self.sample, Path(data_dir) / (spec.test_image_dir or spec.image_dir or ""),
+                                spec.id_column, spec.test_suffix or "")
         self.columns = value_columns(spec, self.sample)
         self.writes = LatestWrites() if self.sample.size > BACKGROUND_CELLS else None
         self.report = RunReport(spec.id, "running", spec.metric, spec.lower_is_better, budget.seconds, 0.0,

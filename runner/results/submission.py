@@ -20,6 +20,7 @@ from runner.common.binary_metrics import decide
 from runner.common.direction_metrics import angles
 from runner.common.label_metrics import LABEL_THRESHOLD, decided, top_k
 from runner.common import mask_metrics, rle
+from runner.common import box_rows
 from runner.common.correlation_metrics import CORRELATIONS, varied
 from runner.common.metrics import grades
 from runner.competition.id_parts import items_in_order, melted, melted_rows
@@ -202,7 +203,8 @@ WRITERS = {"probabilities": _probabilities, "probability": _probability, "label"
            "multilabel": _multilabel, "regression": _regression, "labels": _label_set, "ranked": _ranked,
            "decision": _decision, "span": _chosen_span,
            "distribution": _probabilities,  # each row's values shared out to sum to one
-           "direction": _direction, "value_and_spread": _value_and_spread, "mask": _masks}
+           "direction": _direction, "value_and_spread": _value_and_spread, "mask": _masks,
+           "boxes": box_rows.boxes_column}  # each row's boxes in its image's pixels
 
 
 def build_submission(sample: pd.DataFrame, spec: CompetitionSpec, columns: list[str],

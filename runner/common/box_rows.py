@@ -1,0 +1,148 @@
+"""Labelled boxes as rows of a fixed width, so the engines can learn them, the blend average them and the metric
+score them as the grader scores the file written from them.
+
+A row holds, for each finding class (0 .. K-1) and each side of the image (the box's centre left or right of the
+middle: a finding of either lung), a slot `confidence, x_min, y_min, x_max, y_max`, the coordinates as shares of
+the image's width and height; then one last column, the no-finding class K's confidence (its box is always
+`0 0 1 1`, as the answers write it). A training row's truth holds 0/1 confidences (a slot whose box nobody drew
+holds its class and side's typical box, so the mean of the rows is a prior of typical boxes at their frequencies).
+
+COCO's IoU (and so `coco_map_iou40`) does not change when an image's x and y are each scaled: scoring boxes in
+shares scores them as the grader does in pixels, the no-finding box aside, which is `0 0 1 1` on both sides. The
+writer multiplies the shares by each test image's own width and height (its DICOM's Columns and Rows).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from runner.common import box_metrics
+
+SIDES = 2  # a class's box left or right of the image's middle
+FIELDS = 5  # confidence, x_min, y_min, x_max, y_max
+MIN_CONFIDENCE = 1e-3  # a slot below this is not written (nor scored): it adds nothing but length
+TRUE_FROM = 0.5  # a truth row's slot holds a box from this confidence on (truths are 0/1)
+NO_FINDING_BOX = (0.0, 0.0, 1.0, 1.0)
+
+
+def row_width(classes: int) -> int:
+    """Columns of a row for `classes` finding classes (the no-finding class after them)."""
+    return classes * SIDES * FIELDS + 1
+
+
+def finding_classes(width: int) -> int:
+    if (width - 1) % (SIDES * FIELDS):
+        raise ValueError(f"{width} columns are no rows of boxes ({SIDES * FIELDS} a class, one for no finding)")
+    return (width - 1) // (SIDES * FIELDS)
+
+
+def slots(values: np.ndarray) -> np.ndarray:
+    """(rows, classes, SIDES, FIELDS) view of rows of boxes (the no-finding column left out)."""
+    values = np.asarray(values, dtype=np.float64)
+    classes = finding_classes(values.shape[1])
+    return values[:, :-1].reshape(len(values), classes, SIDES, FIELDS)
+
+
+def boxes_of(row: np.ndarray, truth: bool, scale: tuple[float, float] = (1.0, 1.0)) -> list[box_metrics.Box]:
+    """A row's labelled boxes (shares times `scale`, (width, height)): a truth's slots from TRUE_FROM on, a
+    prediction's from MIN_CONFIDENCE on with their confidences; the no-finding box unscaled."""
+    row = np.asarray(row, dtype=np.float64)
+    cut = TRUE_FROM if truth else MIN_CONFIDENCE
+    width, height = scale
+    out: list[box_metrics.Box] = []
+    for label, side in zip(*np.nonzero(slots(row[None])[0, :, :, 0] >= cut)):
+        confidence, x0, y0, x1, y1 = slots(row[None])[0, label, side]
+        x0, x1 = sorted((min(max(x0, 0.0), 1.0) * width, min(max(x1, 0.0), 1.0) * width))
+        y0, y1 = sorted((min(max(y0, 0.0), 1.0) * height, min(max(y1, 0.0), 1.0) * height))
+        out.append((str(int(label)), float(confidence), x0, y0, x1, y1))
+    if row[-1] >= cut:
+        out.append((str(finding_classes(len(row))), float(row[-1]), *NO_FINDING_BOX))
+    return out
+
+
+def coco_map_rows(truths, predictions) -> float:
+    """`coco_map_iou40` of rows of boxes (arrays, as the engines predict them) or of lists of boxes (as graded)."""
+    if isinstance(truths, np.ndarray) and truths.ndim == 2:
+        truths = [boxes_of(row, True) for row in truths]
+    if isinstance(predictions, np.ndarray) and predictions.ndim == 2:
+        predictions = [boxes_of(row, False) for row in predictions]
+    return box_metrics.coco_map_iou40(truths, predictions)
+
+
+def _number(value: float) -> str:
+    return f"{value:.1f}" if value != int(value) else str(int(value))
+
+
+def written(values: np.ndarray, sizes: Sequence[tuple[float, float]]) -> list[str]:
+    """Each row's `class confidence x_min y_min x_max y_max` groups, single spaces, in pixels of its image's
+    (width, height); confidences rounded to 5 places, coordinates to 0.1 pixel. A row with no box above
+    MIN_CONFIDENCE says no finding (`K 0.001 0 0 1 1`): every row needs a string."""
+    values = np.nan_to_num(np.asarray(values, dtype=np.float64))
+    if len(values) != len(sizes):
+        raise ValueError(f"{len(values)} rows of boxes for {len(sizes)} image sizes")
+    classes = finding_classes(values.shape[1])
+    out = []
+    for row, size in zip(values, sizes):
+        row = row.copy()
+        row[:-1].reshape(classes, SIDES, FIELDS)[:, :, 0] = np.round(slots(row[None])[0, :, :, 0], 5)
+        row[-1] = round(float(row[-1]), 5)
+        groups = [f"{label} {confidence:.5f} " + " ".join(_number(round(v, 1)) for v in box)
+                  for label, confidence, *box in boxes_of(row, False, size)]
+        out.append(" ".join(groups) or f"{classes} {MIN_CONFIDENCE:.5f} 0 0 1 1")
+    return out
+
+
+def dicom_size(path: Path | None) -> tuple[float, float]:
+    """(width, height) in pixels of a DICOM file, from its header (Columns, Rows); (1, 1) when unreadable."""
+    if path is None:
+        return 1.0, 1.0
+    try:
+        import pydicom
+
+        header = pydicom.dcmread(path, stop_before_pixels=True)
+        return float(header.Columns), float(header.Rows)
+    except Exception:  # noqa: BLE001 - an unreadable file's boxes are written at a size of 1: still valid
+        return 1.0, 1.0
+
+
+def image_sizes(folder: Path, ids: Sequence, suffix: str) -> list[tuple[float, float]]:
+    """Each id's image size (width, height) from `folder/<id><suffix>` (a DICOM's header; any other image's own)."""
+    out = []
+    for name in ids:
+        path = Path(folder) / f"{name}{suffix}"
+        if suffix.lower() in (".dicom", ".dcm"):
+            out.append(dicom_size(path if path.exists() else None))
+            continue
+        try:
+            from PIL import Image
+
+            with Image.open(path) as image:
+                out.append((float(image.width), float(image.height)))
+        except (OSError, ValueError):
+            out.append((1.0, 1.0))
+    return out
+
+
+SIZES = "image_sizes"  # the sample's attribute holding each test image's (width, height): what the writer scales by
+
+
+def with_sizes(sample, folder: Path, id_column: str, suffix: str):
+    """The sample with its test images' sizes (width, height) in its attributes, for `boxes_column`."""
+    sample.attrs[SIZES] = image_sizes(folder, sample[id_column].astype(str).tolist(), suffix)
+    return sample
+
+
+def boxes_column(values, predictions, sample, columns, spec) -> dict:
+    """The submission writer of rows of boxes: each test row's boxes in its image's pixels (the sizes `with_sizes`
+    put in the sample)."""
+    from runner.common.errors import InvalidSubmissionError
+
+    sizes = sample.attrs.get(SIZES)
+    if sizes is None or len(sizes) != len(values):
+        raise InvalidSubmissionError("the test images' sizes are unknown: boxes cannot be written in their pixels")
+    try:
+        return {columns[0]: written(values, sizes)}
+    except ValueError as exc:
+        raise InvalidSubmissionError(str(exc)) from None
