@@ -40,7 +40,7 @@ class RunOutputs:
         self.submission = self.out / "submission.csv"
         found: list[str] = []
         self.sample = read_sample(spec, Path(data_dir), found)
-        if spec.learned_as == "boxes":  # written in each test image's pixels
+        if spec.learned_as == "boxes" and spec.task != "unsupported":  # learned boxes: in each test image's pixels
             box_rows.with_sizes(self.sample, Path(data_dir) / (spec.test_image_dir or spec.image_dir or ""),
                                 spec.id_column, spec.test_suffix or "")
         self.columns = value_columns(spec, self.sample)
