@@ -130,3 +130,20 @@ def test_the_rule_s_prior_stays_unless_a_blend_beats_it_as_written(replica, tmp_
     # the depth prior it was held against is the rule's kind: each class's share by depth, above empty masks
     shares = depth_prior(dataset.y, dataset.score_groups)
     assert shares.shape == dataset.y.shape and n == len(shares)
+
+
+def test_a_slice_s_picture_holds_the_slices_before_and_after_it(tmp_path):
+    """`slice_stack`: the slice in the middle channel, its neighbours in the outer ones (the first slice its own
+    neighbour before), the three scaled together from 16 bits."""
+    from PIL import Image
+
+    from runner.data.decoders import slice_picture
+
+    scans = tmp_path / "case1" / "case1_day1" / "scans"
+    scans.mkdir(parents=True)
+    for k, level in enumerate((1000, 2000, 3000), start=1):
+        Image.fromarray(np.full((6, 8), level, np.uint16)).save(scans / f"slice_{k:04d}_8_6_1.50_1.50.png")
+    first = np.asarray(slice_picture(scans / "slice_0001_8_6_1.50_1.50.png"))
+    middle = np.asarray(slice_picture(scans / "slice_0002_8_6_1.50_1.50.png"))
+    assert first.shape == (6, 8, 3) and first[0, 0, 0] == first[0, 0, 1] < first[0, 0, 2]
+    assert middle[0, 0, 0] < middle[0, 0, 1] < middle[0, 0, 2]
