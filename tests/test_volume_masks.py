@@ -147,3 +147,16 @@ def test_a_slice_s_picture_holds_the_slices_before_and_after_it(tmp_path):
     middle = np.asarray(slice_picture(scans / "slice_0002_8_6_1.50_1.50.png"))
     assert first.shape == (6, 8, 3) and first[0, 0, 0] == first[0, 0, 1] < first[0, 0, 2]
     assert middle[0, 0, 0] < middle[0, 0, 1] < middle[0, 0, 2]
+
+
+def test_a_16_bit_picture_is_cached_scaled_not_washed_out(tmp_path):
+    """The mask engine's cache reads a 16-bit picture between its own percentiles: converted as it is, every value
+    past 255 would be white."""
+    from PIL import Image
+
+    from runner.engines.masks.images import decode_at
+
+    values = np.tile(np.linspace(500, 3000, 8), (6, 1)).astype(np.uint16)
+    Image.fromarray(values).save(tmp_path / "slice.png")
+    cached = decode_at(tmp_path / "slice.png", 6, 8)
+    assert cached.shape == (6, 8, 3) and cached[0, 0, 0] < 50 and cached[0, -1, 0] > 200
