@@ -16,7 +16,8 @@ a cut is tuned (`decided`, `tune_mask_cut`).
   (slice, class) mask whose truth or prediction holds a pixel, plus 0.6 x (1 - the mean over series of the
   symmetric Hausdorff distance between the classes' union volumes, in coordinates divided by the volume's shape,
   over the unit cube's diagonal); a series empty on both sides is left out, one empty on one side counts 1, and so
-  does a prediction more than ten times the truth's size.
+  does a prediction more than ten times the truth's size. Rows of flat masks (no series to stack) are scored by
+  their mean Dice.
 """
 from __future__ import annotations
 
@@ -44,6 +45,10 @@ class MaskMetric:
 
     row: Callable[[np.ndarray, np.ndarray], np.ndarray]
     total: Callable[[np.ndarray], float]
+    # how rows of flat masks are scored where `row` scores volumes (dice_hausdorff): a blend's rows hold no series,
+    # so it is chosen on their mean Dice, and the masks written are held against the prior as volumes
+    # (runner.common.mask_volumes)
+    flat: "MaskMetric | None" = None
 
     def statistics(self, truths: Sequence[np.ndarray], predictions: Sequence[np.ndarray]) -> np.ndarray:
         if len(truths) != len(predictions):
@@ -52,6 +57,8 @@ class MaskMetric:
         return np.vstack(rows) if rows else np.zeros((0, 1))
 
     def __call__(self, truths: Sequence[np.ndarray], predictions: Sequence[np.ndarray]) -> float:
+        if self.flat is not None and len(truths) and np.ndim(truths[0]) == 1:
+            return self.flat(truths, predictions)
         return self.total(self.statistics(truths, predictions))
 
 
@@ -180,5 +187,5 @@ MASK_METRICS: dict[str, MaskMetric] = {
     "mean_dice": MaskMetric(_dice_row, _mean),
     "global_dice": MaskMetric(_overlap_row, _global_dice),
     "pixel_f05": MaskMetric(_f05_row, _mean),
-    "dice_hausdorff": MaskMetric(_series_row, _dice_hausdorff),
+    "dice_hausdorff": MaskMetric(_series_row, _dice_hausdorff, flat=MaskMetric(_dice_row, _mean)),
 }

@@ -136,6 +136,10 @@ class MaskFormat:
     # comes before it are one series, graded as a volume
     series: str | None = None
     region: str | None = None  # a file in each test item's folder marking where the mask can be (vesuvius' mask.png)
+    # masks written a row per item and class (uw-madison's organs): the column naming a row's class, and the classes
+    # in the order a learned row holds them (runner.data.slice_rows)
+    class_column: str | None = None
+    classes: tuple[str, ...] = ()
 
     @property
     def decoded_order(self) -> str:

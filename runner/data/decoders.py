@@ -13,6 +13,8 @@ training row is skipped, a test row gets the prior.
   breast's views), as one square gray picture of its series' panels (runner.data.dicom).
 - `band_composite`: an item's folder of band arrays (contrails' records) as one colour picture of its labelled
   frame, a channel per band or difference of two (runner.data.band_records).
+- `slice_stack`: a slice of a series (uw-madison's MRI scans) with the slices before and after it as one colour
+  picture, the three scaled together from their 1st to their 99th percentile (runner.data.slices).
 - `signal_statistics`: a table per item (CSV or parquet: a recording's channels as columns, such as volcanic
   sensors or EEG leads) as one row of per-channel statistics (runner.data.signal_statistics).
 
@@ -38,6 +40,7 @@ from runner.common.errors import InputError
 from runner.common.sampling import SAMPLING_SEED, Sampled
 from runner.competition.spec import BandRecords, CompetitionSpec
 from runner.data.band_records import layout
+from runner.data.slices import neighbours
 from runner.data.dicom import dicom_picture
 from runner.data.image_draw import DECODE_SHARE, LEAST_TRAIN, PROBES
 from runner.data.signal_statistics import signal_statistics
@@ -208,12 +211,29 @@ def band_composite(spec: CompetitionSpec, train: list, test: list, work_dir: Pat
                       _pictures(test, root / "test", picture, workers))}
 
 
+def slice_picture(path: Path) -> Image.Image:
+    """A slice and its neighbours in its series as one colour picture (before, itself, after), scaled together
+    between their SCALE_PERCENTILES: an organ's shape changes with depth, which one slice does not show; a
+    neighbour of another size stands in by the slice itself."""
+    layers = [np.asarray(Image.open(p), dtype=np.float32) for p in neighbours(path)]
+    layers = [layer if layer.shape == layers[1].shape else layers[1] for layer in layers]
+    return Image.fromarray(scaled(np.stack(layers, axis=-1)), "RGB")
+
+
+def slice_stack(spec: CompetitionSpec, train: list, test: list, work_dir: Path, workers: int = 1) -> dict[str, tuple]:
+    """The image view: each slice file with its neighbours as one colour picture (runner.data.slices)."""
+    root = Path(work_dir) / DECODED
+    return {"image": (_pictures(train, root / "train", slice_picture, workers),
+                      _pictures(test, root / "test", slice_picture, workers))}
+
+
 # a spec's `decode` -> the decoder of that kind of file: (spec, training files, test files, work folder, workers)
 DECODERS: dict[str, Callable[..., dict[str, tuple]]] = {
     "array_image": array_image,
     "signal_statistics": signal_statistics,
     "dicom_image": dicom_image,
     "band_composite": band_composite,
+    "slice_stack": slice_stack,  # a slice and its neighbours in its series (uw-madison's scans)
 }
 
 

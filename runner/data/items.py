@@ -11,6 +11,7 @@ for the test rows. What reads each file (a picture, a clip, an array) is the tas
 - `coco`: COCO-style JSON: images and their annotations' categories (runner.data.coco).
 - `table`: a training table whose id and label columns are named apart from the sample's (runner.data.table_items).
 - `bson`: BSON documents holding each item's pictures, tiled into one per item (runner.data.bson_records).
+- `slice_rows`: slices of series whose masks are written a row per slice and class (runner.data.slice_rows).
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from runner.data.pulse_events import pulse_events
 from runner.data.bson_records import bson_items
 from runner.data.coco import coco_items
 from runner.data.reading import image_files, image_folder
+from runner.data.slice_rows import slice_rows
 from runner.data.table_items import table_items
 
 
@@ -43,6 +45,7 @@ class Items:
     # columns they share with `train` become the table view
     test: pd.DataFrame | None = None
     groups: list | None = None  # each training row's group, where rows of one group must share a fold
+    score_groups: list | None = None  # each training row's group in a metric that scores groups apart (a series)
 
 
 def files_named(data_dir: Path, folder: str, work_dir: Path, names: pd.Series, suffix: str = "") -> list[Path | None]:
@@ -93,6 +96,7 @@ READERS: dict[str, Callable[[CompetitionSpec, Path, Path, pd.DataFrame], Items]]
     "table": lambda *args: Items(*table_items(*args)),  # a table named apart from the sample (runner.data.table_items)
     "bson": lambda *args: Items(*bson_items(*args)),  # BSON documents with pictures (runner.data.bson_records)
     "band_records": lambda *args: Items(*band_records(*args)),  # folders of band arrays (runner.data.band_records)
+    "slice_rows": lambda *args: Items(*slice_rows(*args)),  # slices, a mask row per class (runner.data.slice_rows)
 }
 
 

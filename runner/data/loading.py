@@ -170,6 +170,9 @@ def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_s
     if spec.score_groups and spec.score_groups not in train.columns:
         raise InputError(f"{train_path}: no column {spec.score_groups!r}, the groups the metric scores apart")
     score_groups = train[spec.score_groups].astype(str).to_numpy() if spec.score_groups else None
+    if score_groups is None and items is not None and items.score_groups is not None:  # the reader's (a series)
+        by_id = {str(i): g for i, g in zip(items.train[spec.id_column], items.score_groups)}
+        score_groups = np.asarray([by_id.get(str(i)) for i in train[spec.id_column]], dtype=object)
     labels, classes = (classes, None) if spec.submission == "labels" else (None, classes)
     views: dict[str, tuple] = {}
     if groups is None and items is not None and items.groups is not None:  # rows of a group share a fold

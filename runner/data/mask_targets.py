@@ -15,7 +15,10 @@ from runner.competition.spec import CompetitionSpec
 
 
 def mask_columns(spec: CompetitionSpec) -> list[str]:
-    """The train file's run-length columns, one per mask class."""
+    """The train file's run-length columns, one per mask class (a row per item and class: the classes, gathered
+    into columns by the items reader, runner.data.slice_rows)."""
+    if spec.mask.class_column:
+        return list(spec.mask.classes)
     return [spec.mask.train_column] if spec.mask.train_column else list(spec.targets)
 
 

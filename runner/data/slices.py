@@ -48,3 +48,17 @@ def depths(slices: dict[str, SliceFile]) -> dict[str, float]:
         low, high = bounds[s.series]
         out[key] = (s.number - low) / (high - low) if high > low else 0.5
     return out
+
+
+def neighbours(path: Path) -> list[Path]:
+    """The slice before `path` in its folder, the slice itself and the one after (itself where there is none)."""
+    match = SLICE_NAME.match(Path(path).stem)
+    if not match:
+        return [Path(path)] * 3
+    name = match.group(1)
+    digits = name.split("_")[1]
+    found = []
+    for step in (-1, 1):
+        beside = sorted(Path(path).parent.glob(f"slice_{int(digits) + step:0{len(digits)}d}_*.png"))
+        found.append(beside[0] if beside else Path(path))
+    return [found[0], Path(path), found[1]]

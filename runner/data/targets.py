@@ -195,11 +195,13 @@ def read_labels(spec: CompetitionSpec, train: pd.DataFrame, columns: list[str], 
         from runner.data.box_targets import box_targets
 
         return box_targets(spec, train, path, warnings)
+    if spec.submission == "mask":  # each row's masks, learned pixel by pixel (their columns checked there)
+        return train, None, mask_targets(spec, train, path)
     missing = [t for t in spec.targets if t not in train.columns]
     if missing:
         raise InputError(f"{path}: missing target column(s) {missing}")
-    # a set of labels, and a mask, may be empty
-    nan_rows = train[list(spec.targets)].isna().any(axis=1) & (spec.submission not in ("labels", "mask"))
+    # a set of labels may be empty
+    nan_rows = train[list(spec.targets)].isna().any(axis=1) & (spec.submission != "labels")
     if nan_rows.all():
         raise InputError(f"{path}: target column(s) {list(spec.targets)} are empty in every row")
     if nan_rows.any():
@@ -212,8 +214,6 @@ def read_labels(spec: CompetitionSpec, train: pd.DataFrame, columns: list[str], 
             raise InputError(f"{path}: target column {column!r} holds text ({train.loc[text[column], column].iloc[0]!r}"
                              "), not numbers: a regression cannot learn it")
         return train, None, values.to_numpy(dtype=np.float64)
-    if spec.submission == "mask":  # each row's masks, learned pixel by pixel
-        return train, None, mask_targets(spec, train, path)
     if spec.submission == "labels":  # a set of labels per row, learned as one 0/1 column each
         labels, matrix, cut = learned_labels(train[spec.targets[0]], spec.label_separator, str(path))
         if cut is not None:

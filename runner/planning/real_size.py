@@ -15,6 +15,7 @@ from runner.common.errors import RunnerError
 from runner.common.sampling import Sampled
 from runner.competition.spec import CompetitionSpec
 from runner.data.image_draw import DECODE_SHARE, LEAST_TRAIN
+from runner.data.mask_targets import mask_columns
 from runner.data.reading import LARGE_TABLE_BYTES, sampled_rows
 from runner.machine.hardware import GiB, Hardware
 from runner.planning.planner import make_plan
@@ -91,7 +92,7 @@ def pixel_bytes(spec: CompetitionSpec, real: DataShape) -> int:
     if spec.learned_as != "pixels":
         return 0
     height, width = spec.mask.shape if spec.mask and spec.mask.shape else (real.image_side, real.image_side)
-    pixels = height * width * max(1, len(spec.targets))
+    pixels = height * width * max(1, len(mask_columns(spec)))  # a channel per mask class
     return pixels * (real.n_train * PIXEL_BYTES["target"] + (real.n_train + real.n_test) * PIXEL_BYTES["prediction"])
 
 

@@ -13,8 +13,10 @@ import numpy as np
 from runner.common import metrics
 from runner.common.binary_metrics import tune_decision
 from runner.common.mask_metrics import MASK_METRICS, tune_mask_cut
+from runner.common.mask_volumes import tune_volume_cut
 from runner.common.spread_metrics import best_spread
 from runner.competition.spec import CompetitionSpec
+from runner.data.mask_targets import mask_columns
 
 log = logging.getLogger("runner")
 
@@ -22,9 +24,10 @@ DECISION_METRICS = ("mcc", "probabilistic_f1")  # scored on 0/1 decisions, or sc
 
 
 def tuned(spec: CompetitionSpec, y: np.ndarray, pred: np.ndarray, rows: np.ndarray | None = None,
-          what: str = "out-of-fold") -> tuple[float, ...] | None:
+          what: str = "out-of-fold", series: np.ndarray | None = None) -> tuple[float, ...] | None:
     """What the writer needs beyond `pred` for the spec's submission, tuned on `rows` (all by default) of the truth
-    `y`: a value's spread, a yes-or-no row's cut; None when it needs nothing."""
+    `y`: a value's spread, a yes-or-no row's cut; None when it needs nothing. `series`: each row's series, where
+    the metric scores masks as series' volumes."""
     rows = np.ones(len(y), dtype=bool) if rows is None else rows
     if not rows.any():
         return None
@@ -33,6 +36,12 @@ def tuned(spec: CompetitionSpec, y: np.ndarray, pred: np.ndarray, rows: np.ndarr
         spread = best_spread(truth, guess)
         log.info("spread %.1f: the best one for the %s rows' values (%d rows)", spread, what, int(rows.sum()))
         return (spread,)
+    if spec.learned_as == "pixels" and series is not None and spec.mask is not None and spec.mask.series:
+        cut, least, value = tune_volume_cut(MASK_METRICS[spec.metric], truth, guess, series[rows],
+                                            len(mask_columns(spec)))
+        log.info("a pixel in the mask from %.2f on, a class's mask of fewer than %d pixels left empty: %s %.4f on "
+                 "the %s rows' series", cut, least, spec.metric, value, what)
+        return (cut, float(least))
     if spec.learned_as == "pixels":
         cut, least, value = tune_mask_cut(MASK_METRICS[spec.metric], truth, guess)
         log.info("a pixel in the mask from %.2f on, a mask of fewer than %d pixels left empty: %s %.4f on the %s "

@@ -7,7 +7,8 @@ import logging
 
 import numpy as np
 
-from runner.common import mask_metrics, metrics
+from runner.common import mask_metrics, mask_volumes, metrics
+from runner.data.mask_targets import mask_columns
 from runner.common.bias_metrics import best_cut
 from runner.common.label_metrics import LABEL_THRESHOLD, decided, stand_in_truth, tune_new_label, tune_threshold
 from runner.results.member_state import MemberState
@@ -33,6 +34,7 @@ class Ensemble:
         self.predictions: dict[str, MemberPredictions] = {}
         self.blend: Blend | None = None
         self.fold_ids: dict[tuple[int, int], np.ndarray] = {}
+        self.depth_prior: tuple | None = None  # a series' depth prior of the training rows and its cut (as_volumes)
 
     @property
     def weights(self) -> dict[str, float]:
@@ -73,19 +75,25 @@ class Ensemble:
                         or (blend.cv, base))
         # models that do not beat the prior are not submitted: one that ties it learned nothing (a booster cut
         # after its first round predicts the majority class), and its predictions would only stand in for the prior's
-        if not metrics.better(self.metric, ours, theirs):
+        beaten = metrics.better(self.metric, ours, theirs)
+        if not beaten:
             chosen = dataclasses.replace(self.prior, source=f"{self.prior.source}: the blend's CV {ours:.5f} is "
                                                             f"no better than the prior's {theirs:.5f}")
             log.warning(chosen.source)
         try:
-            self.outputs.publish(chosen)
+            if beaten or self.outputs.rule_prior is None:
+                self.outputs.publish(chosen)
+            else:  # the rule's own submission is the prior
+                self.outputs.publish_rule_prior()
         except InvalidSubmissionError as exc:  # keep the last valid submission
             log.error("blend rejected, previous submission kept: %s", exc)
             return {}
         self.blend = blend
+        cv = blend.cv
         if self.outputs.spec.learned_as == "pixels":  # masks are scored as written: the prior's at its own cut
             base = theirs
-        return dict(submission_source=chosen.source, cv_score=blend.cv, baseline_cv_score=base,
+            cv = ours if self._series() is not None else cv  # a blend of flat rows was chosen on their mean Dice
+        return dict(submission_source=chosen.source, cv_score=cv, baseline_cv_score=base,
                     blend={**blend.summary(), **({"grade_thresholds": cuts} if cuts else {})})
 
     def grade_thresholds(self, blend: Blend) -> tuple[float, ...] | None:
@@ -116,7 +124,13 @@ class Ensemble:
         """A yes-or-no row's cut or a value's spread, tuned on the blend's out-of-fold rows that the grader's rule
         would score (runner.results.decisions)."""
         rows = blend.covered if self.dataset.scored is None else blend.covered & self.dataset.scored
-        return tuned(self.outputs.spec, self.dataset.y, blend.oof, rows)
+        return tuned(self.outputs.spec, self.dataset.y, blend.oof, rows, series=self._series())
+
+    def _series(self) -> np.ndarray | None:
+        """Each training row's series, where the metric scores masks as series' volumes (dice_hausdorff)."""
+        mask = self.outputs.spec.mask
+        return self.dataset.score_groups if mask is not None and mask.series else None
+
     def new_label_score(self, blend: Blend) -> tuple[float] | None:
         """For a ranked list with a new label (an item none of the training labels names): the score it is given
         in every row, tuned on the blend's out-of-fold rows where a label no other row holds stands for a new
@@ -166,6 +180,8 @@ class Ensemble:
         pixel cut and least size; None where this is no mask."""
         if cuts is None or self.outputs.spec.learned_as != "pixels":
             return None
+        if self._series() is not None:
+            return self.as_volumes(blend, cuts)
         rows = blend.covered
         truth = self.dataset.y[rows]
         prior = np.tile(self.prior.values[0], (len(truth), 1))
@@ -174,6 +190,28 @@ class Ensemble:
                   for pred, (cut, least) in ((blend.oof[rows], cuts[:2]), (prior, own[:2]))]
         log.info("as the masks written score: blend %.4f, prior %.4f on the out-of-fold rows", *scored)
         return scored[0], scored[1]
+
+    def as_volumes(self, blend: Blend, cuts) -> tuple[float, float]:
+        """(the blend's, the depth prior's) score of the masks each writes on the out-of-fold rows' series, each at
+        its own tuned cut and least size: the prior each class's share by depth and place drawn from every training
+        row (runner.common.mask_volumes.depth_prior), at its best, as the rule that is the prior's submission."""
+        spec, y, series = self.outputs.spec, self.dataset.y, self._series()
+        metric, classes = mask_metrics.MASK_METRICS[self.metric], len(mask_columns(spec))
+        if self.depth_prior is None:
+            shares = mask_volumes.depth_prior(y, series)
+            self.depth_prior = (shares, tuned(spec, y, shares, what="training", series=series))
+        shares, (cut, least) = self.depth_prior
+        groups = [rows for rows in mask_volumes.series_rows(series) if blend.covered[rows].all()]
+        truth = y >= mask_metrics.MASK_CUT
+
+        def written(pred: np.ndarray, cut: float, least: float) -> float:
+            masks = mask_volumes.decided_classes(pred, classes, cut, int(least))
+            return round(mask_volumes.volume_score(metric, truth, masks, groups, classes), 6)
+
+        ours, theirs = written(blend.oof, *cuts[:2]), written(shares, cut, least)
+        log.info("as the masks written score on %d series: blend %.4f, depth prior %.4f on the out-of-fold rows",
+                 len(groups), ours, theirs)
+        return ours, theirs
 
     def decision_cut(self, blend: Blend) -> tuple[float] | None:
         """For a decision the grader cuts: the probability from which a row is a yes, where the blend's out-of-fold

@@ -11,6 +11,7 @@ import numpy as np
 
 from runner.results.baselines import make_baseline
 from runner.common import box_rows
+from runner.data import slice_rows
 from runner.results.decisions import tuned
 from runner.common.budget import Budget
 from runner.common.label_metrics import constant_set_threshold
@@ -36,13 +37,16 @@ class RunOutputs:
     """The report and the submission files of one run."""
 
     def __init__(self, spec: CompetitionSpec, data_dir: Path, out_dir: Path, budget: Budget):
-        self.spec, self.out, self.budget = spec, Path(out_dir), budget
+        self.spec, self.out, self.budget, self.data_dir = spec, Path(out_dir), budget, Path(data_dir)
+        self.rule_prior = None  # the spec's rule's submission, where a learned blend must beat it (write_prior)
         self.submission = self.out / "submission.csv"
         found: list[str] = []
         self.sample = read_sample(spec, Path(data_dir), found)
         if spec.learned_as == "boxes" and spec.task != "unsupported":  # learned boxes: in each test image's pixels
             box_rows.with_sizes(self.sample, Path(data_dir) / (spec.test_image_dir or spec.image_dir or ""),
                                 spec.id_column, spec.test_suffix or "")
+        if spec.mask is not None and spec.mask.class_column and spec.task != "unsupported":  # learned slices
+            slice_rows.with_slice_sizes(spec, self.sample, Path(data_dir))
         self.columns = value_columns(spec, self.sample)
         self.writes = LatestWrites() if self.sample.size > BACKGROUND_CELLS else None
         self.report = RunReport(spec.id, "running", spec.metric, spec.lower_is_better, budget.seconds, 0.0,
@@ -117,9 +121,13 @@ class RunOutputs:
                                 f"{made.note}", timings=self.mark("data_loaded"))
 
     def write_prior(self, dataset: Dataset) -> Predictions:
-        """The class prior (or mean) once labels are read: the submission and the baseline every blend must beat."""
+        """The class prior (or mean) once labels are read: the submission and the baseline every blend must beat;
+        where a learned spec of series of masks names a rule (`baseline`), the rule's submission is both instead
+        (the blend is held against the depth prior, the rule's kind: runner.results.ensemble.as_volumes)."""
         prior = prior_predictions(dataset.y, dataset.classes, dataset.n_test, dataset.choices, dataset.labels,
                                   self.spec.metric)
+        if self.spec.baseline and self.spec.learned_as == "pixels" and self.spec.mask.series:
+            return self.write_learned_rule(prior, dataset)
         if dataset.labels is not None and len(dataset.y):  # the one set for every row: its labels frequent enough
             metric = METRICS[self.spec.metric]
             cut = constant_set_threshold(metric.score, metric.lower_is_better, dataset.y, prior.values[0])
@@ -136,6 +144,26 @@ class RunOutputs:
         self.update(submission_source=prior.source, warnings=(*self.report.warnings, *dataset.warnings),
                     timings=self.mark("data_loaded"))
         return prior
+
+
+    def write_learned_rule(self, prior: Predictions, dataset: Dataset) -> Predictions:
+        """The spec's rule (the `slice_prior`'s depth and place) as the submission and baseline of a learned spec:
+        a stronger prior than each pixel's share, which the blend must beat as written (runner.results.ensemble)."""
+        made = make_baseline(self.spec, self.data_dir, self.sample, self.columns, self.out)
+        self.rule_prior = self.sample.copy()
+        self.rule_prior[self.columns] = made.values[self.columns].to_numpy()
+        self._publish(self.rule_prior, self.submission)
+        self._publish(self.rule_prior, self.out / "baseline.csv")
+        prior = dataclasses.replace(prior, source=f"baseline: {made.note}")
+        for warning in dataset.warnings:
+            log.warning(warning)
+        self.update(submission_source=prior.source, warnings=(*self.report.warnings, *dataset.warnings),
+                    timings=self.mark("data_loaded"))
+        return prior
+
+    def publish_rule_prior(self) -> None:
+        """The rule's submission again (a blend that no longer beats it)."""
+        self._publish(self.rule_prior, self.submission)
 
 
 def pixel_prior_source(shares: np.ndarray, cuts: tuple[float, ...]) -> str:

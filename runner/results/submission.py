@@ -25,6 +25,7 @@ from runner.common.correlation_metrics import CORRELATIONS, varied
 from runner.common.metrics import grades
 from runner.competition.id_parts import items_in_order, melted, melted_rows
 from runner.competition.spec import DECISION_CUT, STRING_FORMATS, CompetitionSpec
+from runner.data import slice_rows
 from runner.data.mask_targets import mask_pixels
 
 SUM_TOLERANCE = 1e-6
@@ -189,6 +190,8 @@ def _masks(values, predictions, sample, columns, spec) -> dict:
     """Each row's masks as run-length strings in the spec's order, one column per mask class: a pixel from the cut
     tuned on out-of-fold rows on, a mask of fewer pixels than the tuned least size left empty (MASK_CUT and no
     least size until tuned)."""
+    if spec.mask.class_column:  # a row per slice and class, each at its slice's own size
+        return {columns[0]: slice_rows.written_rows(values, predictions.thresholds, sample, spec)}
     height, width = mask_pixels(spec, sample)
     cut, least = predictions.thresholds[:2] if predictions.thresholds else (mask_metrics.MASK_CUT, 0)
     values, pixels = np.nan_to_num(np.asarray(values, dtype=np.float32)), height * width
@@ -213,6 +216,8 @@ def build_submission(sample: pd.DataFrame, spec: CompetitionSpec, columns: list[
     values = predictions.values
     if spec.melted:  # a row per (item, target): each takes its item's prediction for its target
         values = _melted(values, sample, spec)
+    elif spec.submission == "mask" and spec.mask.class_column:  # a row per (slice, class): its slice's class mask
+        values = slice_rows.row_masks(values, sample, spec)
     if len(values) != len(sample):
         raise InvalidSubmissionError(f"{len(values)} predictions for {len(sample)} rows of {spec.sample_submission}")
     if spec.submission not in WRITERS:

@@ -1,7 +1,8 @@
 """The images cached once at the masks' own size, shared read-only by all of a member's folds.
 
 Each image is decoded into a uint8 array (n, height, width, 3) on disk, train rows then test rows, resized (never
-cropped) only where its size is not the mask's, so every cached pixel lines up with its mask's. Unreadable training
+cropped) only where its size is not the mask's, so every cached pixel lines up with its mask's; a picture of
+more than 8 bits a pixel is scaled between its own percentiles first. Unreadable training
 images are marked untrainable (predicted, never fitted), as the timm engine's cache does.
 """
 from __future__ import annotations
@@ -16,12 +17,21 @@ from numpy.lib.format import open_memmap
 from PIL import Image
 
 from runner.data.dataset import MAX_PIXELS, Dataset
+from runner.data.decoders import scaled
 
 log = logging.getLogger(__name__)
 
 
 def cache_name(height: int, width: int) -> str:
     return f"masks_{height}x{width}"
+
+
+def _eight_bit(image: Image.Image) -> Image.Image:
+    """A picture of more than 8 bits a pixel (uw-madison's 16-bit MRI slices) scaled between its own percentiles:
+    converted as it is, every value past 255 would be white."""
+    if not image.mode.startswith("I") and image.mode != "F":
+        return image
+    return Image.fromarray(scaled(np.asarray(image)))
 
 
 def decode_at(path: Path | None, height: int, width: int) -> np.ndarray | None:
@@ -34,7 +44,7 @@ def decode_at(path: Path | None, height: int, width: int) -> np.ndarray | None:
             if image.width * image.height > MAX_PIXELS:
                 log.warning("%s: refused: %d x %d pixels, more than %d", path, image.width, image.height, MAX_PIXELS)
                 return None
-            image = image.convert("RGB")
+            image = _eight_bit(image).convert("RGB")
             if image.size != (width, height):
                 image = image.resize((width, height), Image.BILINEAR)
             return np.asarray(image, dtype=np.uint8)

@@ -16,6 +16,7 @@ from typing import Literal
 from runner.engines.base import TARGET_MEMORY_FRACTION
 from runner.machine.card_memory import CUDA_RUNTIME_BYTES
 from runner.machine.hardware import GiB, Gpu
+from runner.data.mask_targets import mask_columns
 from runner.planning.portfolio import Member, PlanContext, Settings
 
 NAME = "masks"
@@ -144,7 +145,7 @@ def masks_member(context: PlanContext, slowdown: float = 1.0) -> Member:
         return _left_out(context, f"2 folds x {MIN_EPOCHS} epochs of ~{sized.step:.0f} s do not fit "
                                   f"{context.window:.0f} s")
     per_gpu = _per_gpu(context) if gpu else 0
-    classes = 1 if context.spec.mask and context.spec.mask.train_column else max(1, len(context.spec.targets))  # one per mask column
+    classes = max(1, len(mask_columns(context.spec))) if context.spec.mask else 1  # one per mask column
     reasons = [f"U-Net of {ENCODER[device]} ({LEVELS[device]} levels, random init unless its weights are cached) "
                f"under a width-{DECODER_WIDTH[device]} decoder, BCE + soft Dice, horizontal flips; "
                f"{sized.folds} folds x {sized.epochs:g} epochs of ~{sized.step:.1f} s over {data.n_train} "
