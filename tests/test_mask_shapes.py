@@ -135,3 +135,23 @@ def test_a_mask_size_comes_from_the_sample_where_the_spec_gives_none():
     assert mask_pixels(spec, pd.DataFrame({"height": [6, 6], "width": [9, 9]})) == (6, 9)
     with pytest.raises(InputError, match="2 sizes"):
         mask_pixels(spec, pd.DataFrame({"height": [6, 7], "width": [9, 9]}))
+
+
+def test_tuning_a_cut_stops_at_its_time_however_slow_the_metric():
+    """The supervisor tunes after every fold inside the budget: a metric slow enough (Hausdorff distances of whole
+    scans) is asked for a few pairs, the default first, never the whole grid."""
+    import time
+
+    from runner.common.mask_metrics import CUTS, LEAST_SHARES
+
+    calls = []
+
+    def slow(truth, masks):
+        calls.append(1)
+        time.sleep(0.1)
+        return float(masks.sum())
+
+    y = np.zeros((4, 16), dtype=np.float32)
+    cut, least, _ = tune_mask_cut(slow, y, np.full((4, 16), 0.45, dtype=np.float32), seconds=0.25)
+    assert len(calls) <= 5 < len(CUTS) * len(LEAST_SHARES)
+    assert (cut, least) != (MASK_CUT, 0)  # the next likeliest pair (0.4) marks every pixel: more, so better here

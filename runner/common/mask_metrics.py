@@ -21,6 +21,7 @@ a cut is tuned (`decided`, `tune_mask_cut`).
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -36,6 +37,9 @@ MASK_CUT = 0.5  # a pixel's probability from which it is in the mask, until a cu
 # a cut of 0 marks every pixel: a constant's best answer where a metric pools sparse objects (global Dice 2p/(1+p))
 CUTS = (0.0, 0.3, 0.4, 0.5, 0.6, 0.7)
 LEAST_SHARES = (0.0, 0.002, 0.005, 0.01, 0.02)  # of the mask's pixels: below this a predicted mask is left empty
+# the supervisor tunes after every fold, inside the run's budget: at most this long each time, the likeliest pairs
+# first, so a slow metric (Hausdorff distances of whole scans) never holds a run past its end
+TUNE_SECONDS = 2.0
 
 
 @dataclass(frozen=True)
@@ -76,20 +80,36 @@ def decided(pred: np.ndarray, cut: float = MASK_CUT, least: int = 0) -> np.ndarr
     return masks
 
 
-def tune_mask_cut(metric: "MaskMetric", y: np.ndarray, pred: np.ndarray) -> tuple[float, int, float]:
+def cut_pairs(pixels: int) -> list[tuple[float, int]]:
+    """The (cut, least pixels) pairs tuning tries beyond (MASK_CUT, 0), each once (small masks round several
+    shares to one size), the likeliest first: cuts nearest MASK_CUT, small least sizes."""
+    pairs = {(cut, int(round(share * pixels))) for cut in CUTS for share in LEAST_SHARES} - {(MASK_CUT, 0)}
+    return sorted(pairs, key=lambda pair: (abs(pair[0] - MASK_CUT), pair[1], pair[0]))
+
+
+def best_pair(score: Callable[[float, int], float], pixels: int, seconds: float = TUNE_SECONDS
+              ) -> tuple[float, int, float]:
+    """(cut, least, score) of the best pair `score` gives within `seconds` (the likeliest pairs first); MASK_CUT
+    and no least size, scored first, win ties, so a cut moves only for a gain."""
+    stop = time.monotonic() + seconds
+    best = (MASK_CUT, 0, score(MASK_CUT, 0))
+    for cut, least in cut_pairs(pixels):
+        if time.monotonic() > stop:
+            break
+        value = score(cut, least)
+        if value > best[2] + 1e-12:
+            best = (cut, least, value)
+    return best
+
+
+def tune_mask_cut(metric: "MaskMetric", y: np.ndarray, pred: np.ndarray,
+                  seconds: float = TUNE_SECONDS) -> tuple[float, int, float]:
     """(cut, least pixels, score): the pixel cut and the least mask size among CUTS x LEAST_SHARES whose masks
     score best for `metric` (higher is better for every mask metric) on rows of truth `y` and probabilities
-    `pred` (each row a mask flattened); MASK_CUT and no least size win ties, so a cut moves only for a gain."""
+    `pred` (each row a mask flattened), within `seconds`."""
     truth = np.asarray(y) >= MASK_CUT
     pixels = pred.shape[1] if pred.ndim == 2 else 1
-    best = (MASK_CUT, 0, metric(truth, decided(pred)))
-    for cut in CUTS:
-        for share in LEAST_SHARES:
-            least = int(round(share * pixels))
-            value = metric(truth, decided(pred, cut, least))
-            if value > best[2] + 1e-12:
-                best = (cut, least, value)
-    return best
+    return best_pair(lambda cut, least: metric(truth, decided(pred, cut, least)), pixels, seconds)
 
 
 def _checked(truth: np.ndarray, prediction: np.ndarray) -> None:

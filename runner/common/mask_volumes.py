@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from runner.common.mask_metrics import CUTS, LEAST_SHARES, MASK_CUT, MaskMetric
+from runner.common.mask_metrics import MASK_CUT, TUNE_SECONDS, MaskMetric, best_pair
 
 # series the cut is tuned on: each adds a Hausdorff distance per cut tried (a real scan's a second or so), and a
 # few dozen series already settle a cut shared by every pixel
@@ -58,23 +58,17 @@ def tuning_groups(series: np.ndarray, most: int = TUNING_SERIES) -> list[np.ndar
 
 
 def tune_volume_cut(metric: MaskMetric, y: np.ndarray, pred: np.ndarray, series: np.ndarray,
-                    classes: int) -> tuple[float, int, float]:
+                    classes: int, seconds: float = TUNE_SECONDS) -> tuple[float, int, float]:
     """(cut, least pixels of a class's mask, score): the pair of CUTS x LEAST_SHARES whose masks score best for
-    the metric of volumes on up to TUNING_SERIES series of the rows; MASK_CUT and no least size win ties."""
+    the metric of volumes on up to TUNING_SERIES series of the rows, within `seconds` (runner.common.mask_metrics
+    .best_pair); MASK_CUT and no least size win ties."""
     groups = tuning_groups(series)
     rows = np.concatenate(groups)
     truth, guess = np.asarray(y)[rows] >= MASK_CUT, np.asarray(pred)[rows]
     starts = np.cumsum([0, *[len(g) for g in groups]])
     local = [np.arange(a, b) for a, b in zip(starts[:-1], starts[1:])]
-    pixels = truth.shape[1] // classes
-    best = (MASK_CUT, 0, volume_score(metric, truth, decided_classes(guess, classes), local, classes))
-    for cut in CUTS:
-        for share in LEAST_SHARES:
-            least = int(round(share * pixels))
-            value = volume_score(metric, truth, decided_classes(guess, classes, cut, least), local, classes)
-            if value > best[2] + 1e-12:
-                best = (cut, least, value)
-    return best
+    return best_pair(lambda cut, least: volume_score(metric, truth, decided_classes(guess, classes, cut, least),
+                                                      local, classes), truth.shape[1] // classes, seconds)
 
 
 def depth_prior(y: np.ndarray, series: np.ndarray, bins: int = DEPTH_BINS) -> np.ndarray:
