@@ -8,7 +8,6 @@ flattened (classes, height, width) in C order, as its predictions are.
 """
 from __future__ import annotations
 
-import contextlib
 import gc
 import time
 from dataclasses import dataclass, field
@@ -16,17 +15,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 import torch.nn.functional as F
-from timm.scheduler import CosineLRScheduler
 
 from runner.common.atomic import replacing
 from runner.common.budget import past
 from runner.engines.base import EPOCH_LOG, DeadlineReached, EngineResult, FoldData, say_ready
 from runner.engines.masks.network import MaskNet, as_input, create_encoder, predict_masks
 from runner.engines.masks.planning import MaskSettings
+from runner.engines.optimising import Optimised
 from runner.engines.networks import EpochStats, epoch_seconds, log_epoch, refitted_epochs, smaller_batch
 
-DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
-MIN_LR_SHARE = 0.01  # where the cosine ends, as a share of the peak rate
 SMOOTH = 1.0  # soft Dice's smoothing: an empty batch's Dice is 1, not 0/0
 PREDICT_BATCH = 64  # images a prediction pass holds at once: bounds memory, whatever the test set's size
 MIN_RAGGED = 4  # a last batch of fewer images is left out of its epoch: one image's batch norm is noise
@@ -80,39 +77,18 @@ class Images:
         return max(1, whole + (ragged >= MIN_RAGGED))
 
 
-class Segmenter:
+class Segmenter(Optimised):
     """One fold's network, optimiser and precision."""
 
     def __init__(self, settings: MaskSettings):
-        self.settings, self.device = settings, torch.device(settings.device)
         encoder, self.init = create_encoder(settings.encoder, settings.levels)
-        self.model = MaskNet(encoder, settings.classes, settings.decoder_width).to(self.device)
-        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=settings.lr, weight_decay=1e-4)
-        dtype = DTYPES.get(settings.precision)
-        self.autocast = torch.autocast(self.device.type, dtype=dtype) if dtype else contextlib.nullcontext()
-        self.scaler = torch.amp.GradScaler(self.device.type, enabled=settings.precision == "fp16")
-        self.scheduler, self.updates = None, 0
-
-    def schedule(self, steps: int, warmup: int = 0) -> None:
-        """Cosine decay over `steps` updates from now, after `warmup` rising from MIN_LR_SHARE of the rate."""
-        low = self.settings.lr * MIN_LR_SHARE
-        self.scheduler = CosineLRScheduler(self.optimizer, t_initial=max(1, steps), t_in_epochs=False, lr_min=low,
-                                           warmup_t=warmup, warmup_lr_init=low, warmup_prefix=True)
-        self.updates = 0
+        super().__init__(MaskNet(encoder, settings.classes, settings.decoder_width), settings)
 
     def step(self, images: torch.Tensor, masks: torch.Tensor) -> float:
         self.model.train()
         with self.autocast:
             logits = self.model(images)
-        loss = mask_loss(logits.float(), masks, self.settings.dice_weight)
-        self.optimizer.zero_grad(set_to_none=True)
-        self.scaler.scale(loss).backward()
-        self.scaler.step(self.optimizer)
-        self.scaler.update()
-        if self.scheduler is not None:
-            self.updates += 1
-            self.scheduler.step_update(self.updates)
-        return float(loss.detach())
+        return self.update(mask_loss(logits.float(), masks, self.settings.dice_weight))
 
     def predict(self, images) -> torch.Tensor:
         return predict_masks(self.model, images, PREDICT_BATCH, self.device, self.autocast)

@@ -6,7 +6,6 @@ every pixel of its training pages, and answers for the pixels its rows name.
 """
 from __future__ import annotations
 
-import contextlib
 import gc
 import logging
 import time
@@ -17,7 +16,6 @@ import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F
-from timm.scheduler import CosineLRScheduler
 
 from runner.common import metrics
 from runner.common.atomic import replacing
@@ -26,12 +24,11 @@ from runner.data.pages import gray_image
 from runner.engines.base import EPOCH_LOG, DeadlineReached, EngineResult, FoldData, say_ready
 from runner.engines.networks import (EpochStats, epoch_seconds, fold_share_of_card, log_epoch, probe_batch,
                                      smaller_batch, warm_peak_bytes)
+from runner.engines.optimising import Optimised
 from runner.engines.unet.network import UNet, restore_page
 from runner.engines.unet.planning import MIN_STEPS, RestoreSettings
 from runner.engines.unet.shape import MULTIPLE
 
-DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
-MIN_LR_SHARE = 0.01  # where the cosine ends, as a share of the peak rate
 log = logging.getLogger("runner.restore")
 
 
@@ -65,37 +62,17 @@ class Patches:
         return max(MIN_STEPS, -(-self.pixels // (self.side * self.side * batch)))
 
 
-class Restorer:
+class Restorer(Optimised):
     """One fold's network, optimiser and precision."""
 
     def __init__(self, settings: RestoreSettings):
-        self.settings, self.device = settings, torch.device(settings.device)
-        self.model = UNet(settings.width).to(self.device)
-        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=settings.lr, weight_decay=1e-4)
-        dtype = DTYPES.get(settings.precision)
-        self.autocast = torch.autocast(self.device.type, dtype=dtype) if dtype else contextlib.nullcontext()
-        self.scaler = torch.amp.GradScaler(self.device.type, enabled=settings.precision == "fp16")
-        self.scheduler, self.updates = None, 0
-
-    def schedule(self, steps: int, warmup: int = 0) -> None:
-        """Cosine decay over `steps` updates from now, after `warmup` rising from MIN_LR_SHARE of the rate."""
-        low = self.settings.lr * MIN_LR_SHARE
-        self.scheduler = CosineLRScheduler(self.optimizer, t_initial=max(1, steps), t_in_epochs=False, lr_min=low,
-                                           warmup_t=warmup, warmup_lr_init=low, warmup_prefix=True)
-        self.updates = 0
+        super().__init__(UNet(settings.width), settings)
 
     def step(self, noisy: torch.Tensor, clean: torch.Tensor) -> float:
         self.model.train()
         with self.autocast:
             loss = F.mse_loss(self.model(noisy).float(), clean)
-        self.optimizer.zero_grad(set_to_none=True)
-        self.scaler.scale(loss).backward()
-        self.scaler.step(self.optimizer)
-        self.scaler.update()
-        if self.scheduler is not None:
-            self.updates += 1
-            self.scheduler.step_update(self.updates)
-        return float(loss.detach())
+        return self.update(loss)
 
     def answer(self, rows: pd.DataFrame, fallback: float) -> np.ndarray:
         """The restored intensity of each row's pixel (`fallback` where its page is missing or unreadable)."""
