@@ -121,3 +121,26 @@ def test_it_takes_mask_competitions_only():
     assert engine.applies(TGS, frozenset({"image"}))
     assert not engine.applies(TGS, frozenset({"table"}))
     assert not engine.applies(load_spec("denoising-dirty-documents"), frozenset({"image", "table", "page"}))
+
+
+def test_a_fold_that_runs_out_of_memory_starts_again_at_a_smaller_batch_and_other_faults_pass_through():
+    """The U-Nets' back-off (runner.engines.optimising.from_start_on_oom), driven by an injected out-of-memory
+    error: the second attempt runs at a smaller batch and says why; any other fault is not retried."""
+    import torch
+
+    from runner.engines.masks.planning import MaskSettings
+    from runner.engines.optimising import from_start_on_oom
+
+    batches = []
+
+    def attempt(settings):
+        batches.append(settings.batch_size)
+        if len(batches) == 1:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return "trained"
+
+    result, settings, notes = from_start_on_oom(MaskSettings(batch_size=32), attempt)
+    assert result == "trained" and batches[0] == 32 and settings.batch_size == batches[1] < 32
+    assert notes == [f"out of memory at batch 32: started again at batch {settings.batch_size}"]
+    with pytest.raises(ValueError):
+        from_start_on_oom(MaskSettings(batch_size=32), lambda s: (_ for _ in ()).throw(ValueError("a bug")))

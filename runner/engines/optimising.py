@@ -5,9 +5,15 @@ only: it imports torch."""
 from __future__ import annotations
 
 import contextlib
+import gc
+from typing import Callable, TypeVar
 
 import torch
 from timm.scheduler import CosineLRScheduler
+
+from runner.engines.networks import smaller_batch
+
+T = TypeVar("T")
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 MIN_LR_SHARE = 0.01  # where the cosine ends, and where its warm-up starts, as a share of the peak rate
@@ -43,3 +49,21 @@ class Optimised:
             self.updates += 1
             self.scheduler.step_update(self.updates)
         return float(loss.detach())
+
+
+def from_start_on_oom(settings, attempt: Callable[[object], T]) -> tuple[T, object, list[str]]:
+    """`attempt(settings)` (a fold's whole training), started again from the start at a smaller batch each time it
+    runs out of memory (runner.engines.networks.smaller_batch re-raises anything else): its result, the settings
+    it finished with, and what was said. For small nets whose epochs are cheap to redo: the planned batch is an
+    estimate, not probed."""
+    notes = []
+    while True:
+        try:
+            return attempt(settings), settings, notes
+        except Exception as exc:
+            batch = smaller_batch(exc, settings.batch_size)
+            notes.append(f"out of memory at batch {settings.batch_size}: started again at batch {batch}")
+            settings = settings.model_copy(update=dict(batch_size=batch))
+            gc.collect()
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()

@@ -8,7 +8,6 @@ flattened (classes, height, width) in C order, as its predictions are.
 """
 from __future__ import annotations
 
-import gc
 import time
 from dataclasses import dataclass, field
 
@@ -21,8 +20,8 @@ from runner.common.budget import past
 from runner.engines.base import EPOCH_LOG, DeadlineReached, EngineResult, FoldData, say_ready
 from runner.engines.masks.network import MaskNet, as_input, create_encoder, predict_masks
 from runner.engines.masks.planning import MaskSettings
-from runner.engines.optimising import Optimised
-from runner.engines.networks import EpochStats, epoch_seconds, log_epoch, refitted_epochs, smaller_batch
+from runner.engines.optimising import Optimised, from_start_on_oom
+from runner.engines.networks import EpochStats, epoch_seconds, log_epoch, refitted_epochs
 
 SMOOTH = 1.0  # soft Dice's smoothing: an empty batch's Dice is 1, not 0/0
 PREDICT_BATCH = 64  # images a prediction pass holds at once: bounds memory, whatever the test set's size
@@ -159,20 +158,15 @@ def train(settings: MaskSettings, data: FoldData, out_dir, deadline: float) -> E
     started = time.monotonic()
     images = Images(settings, data)
     (out_dir / EPOCH_LOG).unlink(missing_ok=True)
-    progress, notes, planned_batch = Progress(settings.max_epochs), [], settings.batch_size
-    while True:
-        try:  # out of memory: a smaller batch, from the start (the planned batch is an estimate, not probed)
-            net = Segmenter(settings.model_copy(update=dict(classes=images.shape[0])))
-            say_ready(out_dir)  # images in memory, net built: training follows
-            stopped = _epochs(settings, images, net, deadline, out_dir, progress)
-            break
-        except Exception as exc:
-            batch = smaller_batch(exc, settings.batch_size)
-            notes.append(f"out of memory at batch {settings.batch_size}: started again at batch {batch}")
-            settings, progress = settings.model_copy(update=dict(batch_size=batch)), Progress(settings.max_epochs)
-            gc.collect()
-            if torch.cuda.is_available():
-                torch.cuda.empty_cache()
+    planned_batch = settings.batch_size
+
+    def attempt(tried: MaskSettings):
+        progress = Progress(tried.max_epochs)
+        net = Segmenter(tried.model_copy(update=dict(classes=images.shape[0])))
+        say_ready(out_dir)  # images in memory, net built: training follows
+        return net, progress, _epochs(tried, images, net, deadline, out_dir, progress)
+
+    (net, progress, stopped), settings, notes = from_start_on_oom(settings, attempt)
     if progress.best is None:
         raise DeadlineReached("no epoch finished before the fold's deadline")
     train_seconds, t0 = time.monotonic() - started, time.monotonic()

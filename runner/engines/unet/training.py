@@ -23,8 +23,8 @@ from runner.common.budget import past
 from runner.data.pages import gray_image
 from runner.engines.base import EPOCH_LOG, DeadlineReached, EngineResult, FoldData, say_ready
 from runner.engines.networks import (EpochStats, epoch_seconds, fold_share_of_card, log_epoch, probe_batch,
-                                     smaller_batch, warm_peak_bytes)
-from runner.engines.optimising import Optimised
+                                     warm_peak_bytes)
+from runner.engines.optimising import Optimised, from_start_on_oom
 from runner.engines.unet.network import UNet, restore_page
 from runner.engines.unet.planning import MIN_STEPS, RestoreSettings
 from runner.engines.unet.shape import MULTIPLE
@@ -171,20 +171,16 @@ def train(settings: RestoreSettings, data: FoldData, out_dir, deadline: float) -
     settings, probed = confirm_batch(settings, patches)
     probe_seconds = time.monotonic() - probe_started
     (out_dir / EPOCH_LOG).unlink(missing_ok=True)
-    progress, notes, planned_batch = Progress(settings.max_epochs), [probed], settings.batch_size
-    while True:
-        try:  # out of memory: a smaller batch, from the start (an epoch of a small net is cheap to redo)
-            net = Restorer(settings)
-            say_ready(out_dir, probe_seconds)  # pages on the device, batch confirmed, net built: training follows
-            stopped = _epochs(settings, data, patches, net, deadline, out_dir, progress)
-            break
-        except Exception as exc:
-            batch = smaller_batch(exc, settings.batch_size)
-            notes.append(f"out of memory at batch {settings.batch_size}: started again at batch {batch}")
-            settings, progress = settings.model_copy(update=dict(batch_size=batch)), Progress(settings.max_epochs)
-            gc.collect()
-            if torch.cuda.is_available():
-                torch.cuda.empty_cache()
+    planned_batch = settings.batch_size
+
+    def attempt(tried: RestoreSettings):
+        progress = Progress(tried.max_epochs)
+        net = Restorer(tried)
+        say_ready(out_dir, probe_seconds)  # pages on the device, batch confirmed, net built: training follows
+        return net, progress, _epochs(tried, data, patches, net, deadline, out_dir, progress)
+
+    (net, progress, stopped), settings, backed_off = from_start_on_oom(settings, attempt)
+    notes = [probed, *backed_off]
     if progress.best is None:
         raise DeadlineReached("no epoch finished before the fold's deadline")
     train_seconds, t0 = time.monotonic() - started, time.monotonic()
