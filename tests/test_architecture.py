@@ -29,7 +29,7 @@ LAYERS = (
     ("supervisor", {"runner.supervisor", "runner.watchdog"}),
     ("front", {"runner.cli", "runner.console", "runner.plot", "runner.deploy.*", "runner.demo.*"}),
 )
-ENGINE_HELPERS = {"base", "boosting", "oneshot", "tables", "networks", "image_cache", "optimising"}  # what engines share: not an engine of their own
+ENGINE_HELPERS = {"base", "boosting", "oneshot", "tables", "networks", "image_cache", "optimising", "backbones"}  # what engines share: not an engine of their own
 SUPERVISOR = {"runner.supervisor", "runner.results.run_folder", "runner.results.ensemble", "runner.control.controller",
               "runner.control.extra_members"}
 MAX_TOP_MODULES = 12  # runner/'s own modules beside its packages: the front door, not a second flat folder

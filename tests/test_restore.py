@@ -84,6 +84,7 @@ def test_a_fold_learns_to_clean_pages_it_never_saw(replica, tmp_path):
     assert not val_pages & set(data.x_train["noisy"].astype(str))  # a page is in one fold
     assert result.val_pred.shape == (len(data.x_val), 1) and result.test_pred.shape == (len(data.x_test), 1)
     assert result.epochs >= 2 and (tmp_path / "epochs.jsonl").is_file()
+    assert "score_name" not in epochs[0]  # its epochs are scored on the competition's metric (rmse), named so
     noisy = replica.views["table"][0]["w22"].to_numpy()[folds == 0][:, None]
     copied = metrics.score("rmse", data.y_val, noisy)  # the rule the per-pixel members also start from
     learned = metrics.score("rmse", data.y_val, result.val_pred)

@@ -84,9 +84,10 @@ def typical_side(paths: list[Path | None]) -> int:
     return int(np.median(sides)) if sides else 0
 
 
-def decode_square(path: Path | None, side: int) -> np.ndarray | None:
-    """An RGB square of `side` pixels (shorter side resized, centre cropped), or None when unreadable or larger
-    than MAX_PIXELS (checked from the header, before anything is decoded)."""
+def decode_square(path: Path | None, side: int, whole: bool = False) -> np.ndarray | None:
+    """An RGB square of `side` pixels (shorter side resized, centre cropped; `whole`: the whole picture stretched
+    to it, where boxes are shares of it), or None when unreadable or larger than MAX_PIXELS (checked from the
+    header, before anything is decoded)."""
     if path is None:
         return None
     try:
@@ -96,6 +97,8 @@ def decode_square(path: Path | None, side: int) -> np.ndarray | None:
                 return None
             image.draft("RGB", (side, side))  # JPEG: decode at a reduced scale, much faster for large photos
             image = image.convert("RGB")
+            if whole:
+                return np.asarray(image.resize((side, side), Image.BILINEAR, reducing_gap=2.0), dtype=np.uint8)
             scale = side / min(image.size)
             size = (max(side, round(image.width * scale)), max(side, round(image.height * scale)))
             image = image.resize(size, Image.BILINEAR, reducing_gap=2.0)

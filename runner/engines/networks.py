@@ -1,5 +1,6 @@
-"""What the engines that train a network in epochs share (the timm CNN, the text fine-tuner): the batch probe
-and the back-off after running out of memory, each fold's cap when folds share a card, the epoch count fitted to
+"""What the engines that train a network in epochs share (the timm CNN, the text fine-tuner, the U-Nets of pages
+and masks, the centre-point detector): their settings and sizing, the batch probe and the back-off after running
+out of memory, each fold's cap when folds share a card, the epoch count fitted to
 the time left, and the line each epoch writes for the supervisor. torch is imported where it is used: planning
 imports this module too.
 """
@@ -8,17 +9,64 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Literal
 
 import numpy as np
 
-from runner.engines.base import TARGET_MEMORY_FRACTION
+from runner.engines.base import TARGET_MEMORY_FRACTION, Member, PlanContext, Settings
 from runner.machine.card_memory import CUDA_RUNTIME_BYTES, is_oom  # light: a measuring process reads them
 
 PROBE_TOLERANCE = 0.1  # a probed batch whose warm peak is within this of the target share is taken
 USABLE_SHARE = 0.95  # of a GPU's memory, for the folds sharing it (contexts included)
 WARMUP_SLOWER = 1.3  # a first epoch this much slower than the second paid for warm-up (loader start, cuDNN
 # tuning, compiling): the fold's plan is fitted again to the second
+
+
+class EpochSettings(Settings):
+    """What a member training a network from scratch in epochs plans beside its own choices: its batch, rate and
+    precision, the epochs it fits and how long it waits for a better one, how its folds share a card, and the pace
+    its estimates were slowed to by a real epoch."""
+
+    batch_size: int = 16
+    # AdamW, warmed up over the first epoch, cosine to 1% of the peak: from random init a high rate learns fastest
+    lr: float = 3e-3
+    precision: Literal["fp32", "bf16", "fp16"] = "fp32"
+    epochs: float = 10.0  # estimated epochs a fold fits; each fold refits this after its first
+    max_epochs: int = 200
+    patience: int = 8
+    per_gpu: int = 0
+    fold_memory_bytes: int = 0
+    memory_target: float = TARGET_MEMORY_FRACTION
+    epoch_seconds: float = 0.0  # estimated
+    slowdown: float = 1.0  # real epochs against the estimate, once one was timed (re-plans carry it)
+
+
+@dataclass(frozen=True)
+class Sizing:
+    """A network member as sized for one run: its folds, each fold's epochs and batch, and what they cost."""
+
+    folds: int
+    epochs: float
+    step: float  # seconds an epoch
+    batch: int
+    memory: int  # a fold's estimated GPU peak (0 on a CPU)
+    predict: float  # seconds predicting the test rows
+
+
+def network_member(name: str, settings: EpochSettings, sized: Sizing, context: PlanContext, startup: float,
+                   decodes_per_core_second: float, gain: float) -> Member:
+    """A member training a network from scratch in epochs (one thread a fold), from its sizing: a fold's start-up,
+    epochs and test prediction, its prepare step decoding every image on the lane's cores."""
+    data = context.data
+    least = startup + sized.predict
+    prepare_threads = max(1, context.cores)
+    prepare = (data.n_train + data.n_test) * data.decode_each(decodes_per_core_second) / prepare_threads
+    return Member(name=name, engine=name, slot="gpu" if settings.device == "cuda" else "cpu", settings=settings,
+                  folds=sized.folds, threads=1, per_gpu=settings.per_gpu,
+                  fold_seconds=round(least + sized.epochs * sized.step, 1),
+                  min_fold_seconds=round(least + sized.step, 1), step_seconds=round(sized.step, 3),
+                  startup_seconds=startup, prepare_threads=prepare_threads, prepare_seconds=round(prepare, 2),
+                  expected_gain=gain, reasons=settings.reasons)
 
 
 @dataclass
@@ -175,11 +223,12 @@ def device_memory(device) -> tuple[float, float]:
 
 
 def log_epoch(path: Path, epoch: int, stats: EpochStats, score: float, device, epoch_seconds: float,
-              unit: str = "images") -> None:
-    """One line per epoch: training loss, validation score, speed (`unit` a second), time waiting on the loader,
-    device memory."""
+              unit: str = "images", score_name: str = "") -> None:
+    """One line per epoch: training loss, validation score (`score_name` where it is not the competition's metric),
+    speed (`unit` a second), time waiting on the loader, device memory."""
     memory, share = device_memory(device)
     line = dict(epoch=epoch, loss=round(stats.loss, 5), score=round(score, 5), seconds=round(stats.seconds, 2),
+                **({"score_name": score_name} if score_name else {}),
                 epoch_seconds=round(epoch_seconds, 3),
                 **{f"{unit}_per_second": round(stats.samples / max(stats.seconds, 1e-9), 1)},
                 data_wait=round(stats.data_wait, 3), device_memory_gb=round(memory, 2),

@@ -29,6 +29,7 @@ REGISTRY = {
     "unet": "runner.engines.unet.engine:Restore",
     "masks": "runner.engines.masks.engine:Masks",
     "boxes": "runner.engines.boxes:Boxes",
+    "centres": "runner.engines.centres.engine:Centres",
 }
 EXTRA_ENGINES_VARIABLE = "RUNNER_ENGINES"  # "name=module:Class,..." adds engines; fold processes inherit it
 

@@ -65,7 +65,8 @@ def _speed(line: dict) -> str:
 
 def describe(member: str, fold: int, line: dict, metric: str) -> str:
     """One log line per epoch."""
-    text = (f"{member} fold {fold} epoch {line['epoch']}: loss {line['loss']:.4f}, {metric} {line['score']:.5f}, "
+    score_name = line.get("score_name") or metric  # a validation loss is named as such, not as the metric
+    text = (f"{member} fold {fold} epoch {line['epoch']}: loss {line['loss']:.4f}, {score_name} {line['score']:.5f}, "
             f"{_speed(line)}, data-wait {line['data_wait']:.0%}")
     if line.get("device_memory_gb"):
         text += f", GPU {line['device_memory_gb']:.1f} GiB ({line['device_memory_share']:.0%})"

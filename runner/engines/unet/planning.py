@@ -10,14 +10,12 @@ with the reason (the per-pixel boosters then have the lane).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Literal
 
 from runner.engines.base import TARGET_MEMORY_FRACTION
-from runner.engines.networks import CUDA_RUNTIME_BYTES
+from runner.engines.networks import CUDA_RUNTIME_BYTES, EpochSettings, Sizing
 from runner.engines.unet.shape import MULTIPLE, activation_floats, flops_per_pixel, parameters
 from runner.machine.hardware import GiB, Gpu
-from runner.planning.portfolio import Member, PlanContext, Settings
+from runner.planning.portfolio import Member, PlanContext
 
 NAME = "unet"
 WIDTH = {"cpu": 16, "cuda": 32}  # channels at full resolution: a GPU affords the wider net
@@ -40,22 +38,15 @@ STARTUP_SECONDS = {"cpu": 3.0, "cuda": 15.0}  # process start, imports, reading 
 PRIOR_GAIN = {"cuda": 0.3, "cpu": 0.03}  # the field's strongest model on a GPU; on a CPU behind the boosters
 
 
-class RestoreSettings(Settings):
+class RestoreSettings(EpochSettings):
     width: int = 16
     patch: int = 64
     batch_size: int = BATCH
     # AdamW from random init, warmed up over the first epoch, cosine to 1% of it. On 24 of the replica's pages
     # (1,500 steps of 16 40-px patches) the held-out RMSE was 0.027 at 1e-3, 0.022 at 2e-3 and 0.018 at 5e-3
     lr: float = 5e-3
-    precision: Literal["fp32", "bf16", "fp16"] = "fp32"
-    epochs: float = 10.0  # estimated epochs a fold fits; each fold refits this after its first
     max_epochs: int = MOST_EPOCHS
     patience: int = 10
-    per_gpu: int = 0
-    fold_memory_bytes: int = 0
-    memory_target: float = TARGET_MEMORY_FRACTION
-    epoch_seconds: float = 0.0  # estimated
-    slowdown: float = 1.0  # real epochs against the estimate, once one was timed (re-plans carry it)
 
 
 def patch_side(device: str, page_side: int) -> int:
@@ -82,18 +73,6 @@ def epoch_seconds(pixels: float, folds: int, per_pixel: float, sharing: int, bat
     other pages once to validate."""
     train = max((1 - 1 / folds) * pixels, MIN_STEPS * batch_pixels)
     return (train + pixels * INFER_SHARE / folds) * per_pixel * max(1, sharing)
-
-
-@dataclass(frozen=True)
-class Sizing:
-    """The net as sized for one run: its folds, each fold's epochs and batch, and what they cost."""
-
-    folds: int
-    epochs: float
-    step: float  # seconds an epoch
-    batch: int
-    memory: int  # a fold's estimated GPU peak (0 on a CPU)
-    predict: float  # seconds restoring the test pages
 
 
 def _sizing(context: PlanContext, device: str, gpu: Gpu | None, per_pixel: float, patch: int) -> Sizing:

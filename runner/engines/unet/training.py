@@ -9,7 +9,6 @@ from __future__ import annotations
 import gc
 import logging
 import time
-from dataclasses import dataclass, field
 from functools import partial
 
 import numpy as np
@@ -18,13 +17,10 @@ import torch
 import torch.nn.functional as F
 
 from runner.common import metrics
-from runner.common.atomic import replacing
-from runner.common.budget import past
 from runner.data.pages import gray_image
-from runner.engines.base import EPOCH_LOG, DeadlineReached, EngineResult, FoldData, say_ready
-from runner.engines.networks import (EpochStats, epoch_seconds, fold_share_of_card, log_epoch, probe_batch,
-                                     warm_peak_bytes)
-from runner.engines.optimising import Optimised, from_start_on_oom
+from runner.engines.base import EPOCH_LOG, EngineResult, FoldData, say_ready
+from runner.engines.networks import fold_share_of_card, probe_batch, warm_peak_bytes
+from runner.engines.optimising import Epochs, Optimised, Progress, fit_epochs, fold_result, from_start_on_oom
 from runner.engines.unet.network import UNet, restore_page
 from runner.engines.unet.planning import MIN_STEPS, RestoreSettings
 from runner.engines.unet.shape import MULTIPLE
@@ -114,54 +110,6 @@ def confirm_batch(settings: RestoreSettings, patches: Patches) -> tuple[RestoreS
         f"batch {result.batch} probed: warm peak {result.fraction:.0%} of its share (tried {list(result.tried)})"
 
 
-@dataclass
-class Progress:
-    epochs_planned: int
-    epoch: int = 0
-    best: float | None = None
-    best_epoch: int = 0
-    best_val: np.ndarray | None = None
-    times: list[float] = field(default_factory=list)
-    reserve: float = 1.0  # seconds kept for the test pages, from the validation pages' pace
-
-
-def _epochs(settings: RestoreSettings, data: FoldData, patches: Patches, net: Restorer, deadline: float,
-            out_dir, progress: Progress) -> bool:
-    """Train until the planned epochs, the patience or the deadline; True when the deadline ended it."""
-    p, metric, fallback = progress, data.spec.metric, float(np.mean(data.y_train))
-    steps, val_pixels = patches.steps(settings.batch_size), max(1, len(data.x_val))
-    if not p.epoch:  # the first epoch warms the rate up (from random init, at a high rate), then the planned decay
-        net.schedule(max(0, round(settings.epochs) - 1) * steps, warmup=steps)
-    while p.epoch < p.epochs_planned:
-        t0, stats = time.monotonic(), EpochStats()
-        for _ in range(steps):
-            if past(deadline - p.reserve):
-                return True
-            stats.loss += net.step(*patches.batch(settings.batch_size))
-            stats.samples += settings.batch_size
-        stats.seconds, stats.loss = time.monotonic() - t0, stats.loss / steps
-        v0 = time.monotonic()
-        val = net.answer(data.x_val, fallback)
-        p.reserve = 1.25 * (time.monotonic() - v0) * len(data.x_test) / val_pixels + 1.0
-        score = metrics.score(metric, data.y_val, val)
-        p.epoch += 1
-        p.times.append(time.monotonic() - t0)
-        log_epoch(out_dir / EPOCH_LOG, p.epoch, stats, score, net.device, p.times[-1], unit="patches")
-        if p.best is None or metrics.better(metric, score, p.best):
-            p.best, p.best_epoch, p.best_val = score, p.epoch, val
-            with replacing(out_dir / "model.pt") as tmp:
-                torch.save(net.model.state_dict(), tmp)
-        left = deadline - time.monotonic() - p.reserve
-        if p.epoch == 1:  # fit the cosine to the epochs the time left holds
-            p.epochs_planned = max(1, min(settings.max_epochs, 1 + int(left // p.times[0])))
-            net.schedule((p.epochs_planned - 1) * steps)
-        if past(deadline - epoch_seconds(p.times) - p.reserve):
-            return p.epoch < p.epochs_planned
-        if p.epoch - p.best_epoch >= settings.patience:
-            return False
-    return False
-
-
 def train(settings: RestoreSettings, data: FoldData, out_dir, deadline: float) -> EngineResult:
     torch.set_num_threads(settings.threads)
     torch.manual_seed(settings.seed)
@@ -171,26 +119,25 @@ def train(settings: RestoreSettings, data: FoldData, out_dir, deadline: float) -
     settings, probed = confirm_batch(settings, patches)
     probe_seconds = time.monotonic() - probe_started
     (out_dir / EPOCH_LOG).unlink(missing_ok=True)
-    planned_batch = settings.batch_size
 
     def attempt(tried: RestoreSettings):
-        progress = Progress(tried.max_epochs)
-        net = Restorer(tried)
-        say_ready(out_dir, probe_seconds)  # pages on the device, batch confirmed, net built: training follows
-        return net, progress, _epochs(tried, data, patches, net, deadline, out_dir, progress)
+        progress, net = Progress(tried.max_epochs), Restorer(tried)
+        fallback, metric = float(np.mean(data.y_train)), data.spec.metric
+        steps = patches.steps(tried.batch_size)
 
-    (net, progress, stopped), settings, backed_off = from_start_on_oom(settings, attempt)
-    notes = [probed, *backed_off]
-    if progress.best is None:
-        raise DeadlineReached("no epoch finished before the fold's deadline")
-    train_seconds, t0 = time.monotonic() - started, time.monotonic()
-    net.model.load_state_dict(torch.load(out_dir / "model.pt", map_location=net.device, weights_only=True))
-    test = net.answer(data.x_test, float(np.mean(data.y_train)))
-    mean_epoch = epoch_seconds(progress.times)
-    return EngineResult(progress.best_val, test, out_dir / "model.pt", epochs=progress.epoch,
-                        best_epoch=progress.best_epoch, epoch_seconds=mean_epoch, min_train_seconds=mean_epoch,
-                        train_seconds=train_seconds, predict_seconds=time.monotonic() - t0,
-                        stopped_by_deadline=stopped,
-                        message="; ".join(n for n in (f"{patches.side} px patches of {len(patches.pages)} pages",
-                                                      *notes) if n),
-                        changes={"batch_size": settings.batch_size} if settings.batch_size < planned_batch else {})
+        def validated() -> tuple[float, np.ndarray]:
+            val = net.answer(data.x_val, fallback)
+            return metrics.score(metric, data.y_val, val), val
+
+        run = Epochs(lambda: (patches.batch(tried.batch_size) for _ in range(steps)),
+                     steps, validated,
+                     len(data.x_test) / max(1, len(data.x_val)), partial(metrics.better, metric), score_name="",
+                     unit="patches")
+        say_ready(out_dir, probe_seconds)  # pages on the device, batch confirmed, net built: training follows
+        return net, progress, fit_epochs(net, run, deadline, out_dir, progress)
+
+    (net, progress, stopped), tried, backed_off = from_start_on_oom(settings, attempt)
+    message = "; ".join(n for n in (f"{patches.side} px patches of {len(patches.pages)} pages", probed, *backed_off)
+                        if n)
+    return fold_result(net, progress, stopped, lambda: net.answer(data.x_test, float(np.mean(data.y_train))),
+                       out_dir, started, message, settings.batch_size)
