@@ -45,13 +45,17 @@ Sections, each recorded on its own (one failing keeps its error and leaves the o
   images a second, each in a fresh process forked from a server that imported torch and timm (as folds are), and
   the table they make: per rung the policy that trains a fold's images soonest, and the images each slower start
   needs to pay back.
+- masks_run, boxes_run (groups `masks` and `boxes`): whole `runner run`s of tgs-salt's and contrails' replicas
+  (the mask engine alone) and of vinbigdata's (the centre-point detector alone), 120 s each on the card: each must
+  exit 0 within its budget, train every fold it planned on the card and beat its prior; they report the folds'
+  images a second, batch, precision and the card's busy share of the training window.
 The whole runs print each unit the runner killed (report.json's `killed`): member, fold, why, when, its threads'
 stacks.
 
 Groups (GROUPS; `--group NAME`, `make gpu-check GROUP=NAME`) split the sections so that each group fits one
 command on a loaned card; each group's sections live beside this script in a module of their own (gpu_memory.py,
-gpu_speed.py, gpu_runs.py, gpu_dog_breed.py, gpu_cold_start.py; what they share in gpu_common.py), and this one
-chooses, runs and writes them. Each section prints one PASS, FAIL or SKIP line (SKIP with its reason), and the
+gpu_speed.py, gpu_runs.py, gpu_dog_breed.py, gpu_cold_start.py, gpu_shapes.py; what they share in
+gpu_common.py), and this one chooses, runs and writes them. Each section prints one PASS, FAIL or SKIP line (SKIP with its reason), and the
 last line counts the PASS lines. The JSON is rewritten after each section; a run of some sections (`--group`,
 `--only`) keeps the others' figures. The exit status is 1 when any section failed. Without a GPU every section is a
 SKIP line saying so, nothing is written and it exits 0 (1 when NVML sees a GPU that torch cannot use: a driver too
@@ -83,7 +87,7 @@ from _common import save
 from gpu_cold_start import cold_start
 from gpu_common import FULL, NEEDS_CUDA, SMOKE, Check, absolute_paths, failed, mib, paced, release
 from gpu_dog_breed import dog_breed_run
-from gpu_masks import masks_run
+from gpu_shapes import boxes_run, masks_run
 from gpu_memory import confirm, hardware, memory, oom_backoff
 from gpu_runs import audio, fork_safety, image_to_image, leased_gpus
 from gpu_speed import monitor, planned_vs_failure, precision_layout_compile, shared_fold, shared_gpu, text_finetune
@@ -114,6 +118,8 @@ GROUPS = {
     "cold_start": ("cold_start",),
     # two mask replicas' whole runs at 120 s each, the mask engine alone on the card: about 5 min
     "masks": ("masks_run",),
+    # vinbigdata's replica, one whole run at 120 s, the centre-point detector alone on the card: about 2.5 min
+    "boxes": ("boxes_run",),
 }
 
 
@@ -131,7 +137,7 @@ FUNCTIONS = {"hardware": (hardware, True), "memory": (memory, True), "confirm_ba
              "text_finetune": (text_finetune, True), "fork_safety": (fork_safety, True),
              "leased_gpus": (leased_gpus, True), "audio": (audio, True), "image_to_image": (image_to_image, True),
              "dog_breed_run": (dog_breed_run, False), "cold_start": (cold_start, False),
-             "masks_run": (masks_run, False)}
+             "masks_run": (masks_run, False), "boxes_run": (boxes_run, False)}
 # (key, function, on a CPU), group after group: the order of a run of them all
 SECTIONS = tuple((key, *FUNCTIONS[key]) for group in GROUPS.values() for key in group)
 

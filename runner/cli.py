@@ -105,7 +105,9 @@ def _plan(args) -> int:
         print(f"{spec.id}: no member: {spec.note or 'no engine trains it'}; the {spec.baseline or 'sample'} rule "
               "writes its submission")
         return 0
-    dataset = load_dataset(spec, Path(args.data), out / "work")
+    # read as a run on that machine reads it: masks a card learns larger are planned at its side
+    dataset = load_dataset(spec, Path(args.data), out / "work", memory=hardware.ram_bytes,
+                           accelerated=bool(hardware.gpus))
     pulled = args.hardware is not None and args.weights == "pulled"
     pretrained = pretrained_models() | frozenset(weight_models()) if pulled else None
     if args.size == "real":  # the data given is a replica: plan the real competition from its shape

@@ -90,7 +90,10 @@ class Supervisor:
     def load_data(self, hardware: Hardware | None = None) -> None:
         """The dataset, read within the run's memory and drawn to what its budget affords on its cores."""
         memory, cores = (hardware.ram_bytes, hardware.cpus) if hardware else (None, 1)
-        self.dataset = load_dataset(self.spec, self.data_dir, self.work, self.budget.seconds, memory, cores)
+        self.dataset = load_dataset(self.spec, self.data_dir, self.work, self.budget.seconds, memory, cores,
+                                    accelerated=bool(hardware and hardware.gpus))
+        # the spec as the data was read: masks' sizes measured on them (a re-plan learns at the targets' size)
+        self.spec = self.outputs.spec = self.dataset.spec
         self.ensemble = Ensemble(self.outputs, self.dataset, self.outputs.write_prior(self.dataset))
         if self.dataset.sampled:
             self.update(sampled=self.dataset.sampled)

@@ -17,6 +17,7 @@ from runner.engines.masks.planning import MIN_EPOCHS, MaskSettings, masks_member
 from runner.machine.profiles import profile
 from runner.planning.portfolio import DataShape, Member, PlanContext
 from runner.planning.registry import get_engine
+from runner.units.epoch_lines import describe
 from runner.units.worker import fold_data
 
 SIDE = 48
@@ -95,6 +96,9 @@ def test_a_fold_learns_masks_well_past_the_empty_and_the_full_mask(prepared, tmp
     assert json.loads((tmp_path / READY_FILE).read_text())["at"] <= time.monotonic()
     lines = (tmp_path / EPOCH_LOG).read_text().splitlines()
     assert len(lines) == result.epochs >= result.best_epoch >= 1 and (tmp_path / "model.pt").exists()
+    # its epochs keep the lowest validation loss, and the log says so rather than naming the competition's metric
+    said = describe("masks", 0, json.loads(lines[0]), "iou")
+    assert "validation loss" in said and " iou " not in said
 
 
 def test_on_a_cpu_it_plans_one_core_a_fold_to_fill_the_window_and_says_its_size():

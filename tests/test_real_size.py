@@ -67,3 +67,18 @@ def test_masks_learned_pixel_by_pixel_count_their_targets_and_predictions_in_mem
     assert pixel_bytes(tgs, dataclasses.replace(shape, n_train=3_000, n_test=1_000)) == \
         101 * 101 * (3_000 * 4 + 4_000 * 24)
     assert pixel_bytes(TABLE, shape) == 0
+
+
+def test_a_card_plans_uw_madison_s_real_slices_larger_than_a_cpu_within_the_memory_for_their_pixels():
+    from runner.competition.catalog import load_spec
+    from runner.planning.real_size import on_real_side, pixel_bytes
+
+    uw = load_spec("uw-madison")
+    real = DataShape(n_train=31_696, n_test=6_800, inputs=frozenset({"image"}), image_side=266)
+    card = on_real_side(uw, real, profile("h100-80gb"))
+    side = card.mask.shape[0]
+    assert card.mask.shape == (side, side) and 48 < side <= 256 and side % 32 == 0
+    assert pixel_bytes(card, real) <= 0.5 * profile("h100-80gb").ram_bytes
+    assert on_real_side(uw, real, profile("cpu")).mask.shape == (48, 48)  # no card: the spec's side
+    tgs = load_spec("tgs-salt")
+    assert on_real_side(tgs, real, profile("h100-80gb")) == tgs  # learned at its own size everywhere

@@ -12,6 +12,7 @@ from runner.common import rle
 from runner.common.csvfiles import find_sample, read_csv_file
 from runner.competition.catalog import load_spec
 from runner.competition.grade import grade
+from runner.data import canvas
 from runner.data.loading import load_dataset
 from runner.data.targets import value_columns
 from runner.demo import write_demo
@@ -34,9 +35,11 @@ def replicas(tmp_path_factory):
     return get
 
 
-def prior(competition, public, tmp_path):
-    """The spec's rule on the replica: the sample with its value column replaced, and the rule's note."""
+def prior(competition, public, tmp_path, rule=None):
+    """The spec's rule (or `rule`) on the replica: the sample with its value column replaced, and the rule's
+    note."""
     spec = load_spec(competition)
+    spec = dataclasses.replace(spec, baseline=rule) if rule else spec
     sample = read_csv_file(find_sample(public, spec.sample_submission), literal=True)
     columns = value_columns(spec, sample)
     made = make_baseline(spec, public, sample, columns, tmp_path)
@@ -58,18 +61,20 @@ def learned_prior(competition, public, tmp_path):
     prior = prior_predictions(dataset.y, None, dataset.n_test, metric=spec.metric)
     cuts = tuned(dataset.spec, dataset.y, np.tile(prior.values[0], (len(dataset.y), 1)), None, "training")
     sample = read_csv_file(find_sample(public, spec.sample_submission), literal=True)
+    if spec.mask.own_size:  # as the run's outputs find them: each test item's own size (runner.data.canvas)
+        canvas.with_item_sizes(spec, sample, canvas.test_paths(spec, sample, public))
     return build_submission(sample, spec, value_columns(spec, sample), dataclasses.replace(prior, thresholds=cuts))
 
 
 def test_whole_masks_take_each_items_size_from_the_sample_or_its_image(replicas, tmp_path):
-    """hubmap's rule; contrails, learned, gets the same whole masks as its prior (where contrails are sparse,
-    marking every pixel is the global Dice's best constant)."""
+    """contrails, learned, gets whole masks as its prior (where contrails are sparse, marking every pixel is the
+    global Dice's best constant); hubmap's whole-mask rule takes each slide's size from its image."""
     for competition, (height, width) in (("google-research-identify-contrails-reduce-global-warming",
                                           ("height", "width")),
                                          ("hubmap-kidney-segmentation", ("height_pixels", "width_pixels"))):
         public, private = replicas(competition)
-        frame = learned_prior(competition, public, tmp_path) if load_spec(competition).task == "image" \
-            else prior(competition, public, tmp_path)[0]
+        frame = learned_prior(competition, public, tmp_path) if competition.startswith("google") \
+            else prior(competition, public, tmp_path, rule="whole_mask")[0]
         spec = load_spec(competition)
         answers = pd.read_csv(private / spec.answers_file).set_index(spec.id_column)
         column = spec.targets[0]
@@ -80,10 +85,25 @@ def test_whole_masks_take_each_items_size_from_the_sample_or_its_image(replicas,
         assert score(competition, frame, private, tmp_path) > score(competition, empty, private, tmp_path, "e.csv")
 
 
+def test_hubmaps_learned_prior_is_each_pixels_share_on_the_canvas_written_at_each_slides_size(replicas, tmp_path):
+    """hubmap, learned on a canvas (runner.data.canvas): its prior's masks decode at each test slide's own size
+    and score above empty masks."""
+    competition = "hubmap-kidney-segmentation"
+    public, private = replicas(competition)
+    frame = learned_prior(competition, public, tmp_path)
+    answers = pd.read_csv(private / "test.csv").set_index("id")
+    for item, text in zip(frame["id"], frame["predicted"]):
+        mask = rle.decode(text, answers.loc[item, "height_pixels"], answers.loc[item, "width_pixels"], "column")
+        assert 0.02 < mask.mean() <= 1.0
+    empty = frame.assign(predicted="")
+    assert score(competition, frame, private, tmp_path) > score(competition, empty, private, tmp_path, "e.csv")
+
+
 def test_the_region_prior_is_the_test_fragments_own_papyrus(replicas, tmp_path):
+    """The rule for a fragment no model reads (vesuvius is learned; its rule stays for a spec that names it)."""
     competition = "vesuvius-challenge-ink-detection"
     public, private = replicas(competition)
-    frame, note = prior(competition, public, tmp_path)
+    frame, note = prior(competition, public, tmp_path, rule="region_mask")
     region = np.asarray(Image.open(public / "test" / "a" / "mask.png")) > 0
     assert np.array_equal(rle.decode(frame["Predicted"].iloc[0], *region.shape, "row"), region)
     whole = frame.assign(Predicted=rle.whole(*region.shape))

@@ -1,6 +1,8 @@
 """Masks of series of slices written a row per slice and class (uw-madison's organs), learned: the rows gathered into
 a slice with a mask per class at the learned size, written back at each slice's own size in the sample's order,
 the cut tuned on series' volumes, and the rule's prior kept wherever a blend does not beat it as written."""
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -13,7 +15,8 @@ from runner.common.mask_volumes import decided_classes, depth_prior, series_rows
 from runner.competition.catalog import load_spec
 from runner.competition.grade import grade
 from runner.data.loading import load_dataset
-from runner.data.slice_rows import resized
+from runner.data.canvas import CARD_MEMORY_SHARE, card_side, resized
+from runner.data.mask_targets import held_bytes
 from runner.demo import write_demo
 from runner.results.blend import MemberPredictions
 from runner.results.ensemble import Ensemble
@@ -62,6 +65,25 @@ def test_a_slice_s_three_rows_are_one_item_with_a_mask_per_class_at_the_learned_
     series = dataset.score_groups
     assert len(series_rows(series)) == len({i.split("_slice_")[0] for i in ids})
     assert set(dataset.groups) == set(series)  # a series' slices share a fold
+
+
+def test_on_a_card_slices_are_learned_at_their_own_side_as_far_as_memory_holds_their_pixels(replica, tmp_path):
+    public, _, cpu = replica
+    spec = dataclasses.replace(load_spec(COMPETITION), mask=dataclasses.replace(load_spec(COMPETITION).mask,
+                                                                                shape=(16, 16), card_side=256))
+    # the replica's slices are 39-60 px: a card learns them at their median shorter side, in whole strides of 32
+    card = load_dataset(spec, public, tmp_path / "card", memory=2**40, accelerated=True)
+    assert card.spec.mask.shape == (32, 32) and card.y.shape == (len(cpu.y), len(CLASSES) * 32 * 32)
+    # without a card, or with too little memory for the larger pixels, the spec's side stays
+    assert load_dataset(spec, public, tmp_path / "cpu", memory=2**40).spec.mask.shape == (16, 16)
+    tight = int(1.5 * held_bytes(32 * 32 * len(CLASSES), len(cpu.y), 0))  # half of it holds no 32 px pixels
+    assert load_dataset(spec, public, tmp_path / "tight", memory=tight, accelerated=True).spec.mask.shape == (16, 16)
+    # the real slices (266 px, 31,696 and 6,800 of them) on a 200 GiB machine: the largest side whose pixels fit half
+    real = load_spec(COMPETITION)
+    side = card_side(real, 266, 31_696, 6_800, 200 * 2**30)
+    assert side % 32 == 0 and 48 < side < 256
+    assert held_bytes(side * side * 3, 31_696, 6_800) <= CARD_MEMORY_SHARE * 200 * 2**30 \
+        < held_bytes((side + 32) ** 2 * 3, 31_696, 6_800)
 
 
 def test_each_row_is_written_at_its_slice_s_own_size_in_the_sample_s_order(replica, tmp_path):

@@ -117,6 +117,9 @@ class RealSize:
     test: int  # test rows or items
     gigabytes: float = 0.0  # the prepared public folder on disk
     side: int = 0  # the images' (or pages', clips' pictures') typical shorter side in pixels, where there are some
+    # the masks' median run in the real items' pixels, where they are learned on a measured canvas (hubmap's
+    # glomeruli, some 300 pixels across): the canvas a real run would measure (runner.data.canvas)
+    mask_run: int = 0
     note: str = ""  # what the counts count, where not rows
 
 
@@ -140,6 +143,13 @@ class MaskFormat:
     # in the order a learned row holds them (runner.data.slice_rows)
     class_column: str | None = None
     classes: tuple[str, ...] = ()
+    # each item's mask is as large as its image (hubmap's slides, vesuvius' fragments): learned on one square canvas
+    # whose side the training masks decide and written at each test item's own size (runner.data.canvas)
+    own_size: bool = False
+    item_labels: str | None = None  # a training item's own run-length file in its folder (vesuvius' inklabels_rle.csv)
+    # on a machine with a card, the largest side items resized to `shape` (a CPU's) are learned at instead: their own
+    # median side at most, within the memory the supervisor holds their pixels in (runner.data.canvas.card_side)
+    card_side: int = 0
 
     @property
     def decoded_order(self) -> str:

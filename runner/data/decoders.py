@@ -15,6 +15,8 @@ training row is skipped, a test row gets the prior.
   frame, a channel per band or difference of two (runner.data.band_records).
 - `slice_stack`: a slice of a series (uw-madison's MRI scans) with the slices before and after it as one colour
   picture, the three scaled together from their 1st to their 99th percentile (runner.data.slices).
+- `volume_bands`: a fragment's folder of depth slices (vesuvius' papyrus) as one colour picture, three bands of its
+  middle slices averaged and scaled together, at the canvas its masks are learned on (runner.data.fragments).
 - `signal_statistics`: a table per item (CSV or parquet: a recording's channels as columns, such as volcanic
   sensors or EEG leads) as one row of per-channel statistics (runner.data.signal_statistics).
 
@@ -40,6 +42,7 @@ from runner.common.errors import InputError
 from runner.common.sampling import SAMPLING_SEED, Sampled
 from runner.competition.spec import BandRecords, CompetitionSpec
 from runner.data.band_records import layout
+from runner.data.fragments import band_means
 from runner.data.slices import neighbours
 from runner.data.dicom import dicom_picture
 from runner.data.image_draw import DECODE_SHARE, LEAST_TRAIN, PROBES
@@ -211,6 +214,19 @@ def band_composite(spec: CompetitionSpec, train: list, test: list, work_dir: Pat
                       _pictures(test, root / "test", picture, workers))}
 
 
+def volume_bands(spec: CompetitionSpec, train: list, test: list, work_dir: Path, workers: int = 1) -> dict[str, tuple]:
+    """The image view: each fragment's folder of depth slices as one colour picture of three bands of its middle
+    slices, scaled together, at the canvas its masks are learned on (runner.data.fragments)."""
+    size = tuple(spec.mask.shape) if spec.mask is not None and spec.mask.shape else None
+
+    def picture(folder: Path) -> Image.Image:
+        return Image.fromarray(scaled(band_means(folder, size)), "RGB")
+
+    root = Path(work_dir) / DECODED / (f"{size[0]}x{size[1]}" if size else "own")
+    return {"image": (_pictures(train, root / "train", picture, workers),
+                      _pictures(test, root / "test", picture, workers))}
+
+
 def slice_picture(path: Path) -> Image.Image:
     """A slice and its neighbours in its series as one colour picture (before, itself, after), scaled together
     between their SCALE_PERCENTILES: an organ's shape changes with depth, which one slice does not show; a
@@ -234,6 +250,7 @@ DECODERS: dict[str, Callable[..., dict[str, tuple]]] = {
     "dicom_image": dicom_image,
     "band_composite": band_composite,
     "slice_stack": slice_stack,  # a slice and its neighbours in its series (uw-madison's scans)
+    "volume_bands": volume_bands,  # a fragment's depth slices in three bands (vesuvius' papyrus)
 }
 
 

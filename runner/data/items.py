@@ -12,6 +12,7 @@ for the test rows. What reads each file (a picture, a clip, an array) is the tas
 - `table`: a training table whose id and label columns are named apart from the sample's (runner.data.table_items).
 - `bson`: BSON documents holding each item's pictures, tiled into one per item (runner.data.bson_records).
 - `slice_rows`: slices of series whose masks are written a row per slice and class (runner.data.slice_rows).
+- `fragments`: folders of depth slices, each training one with its own run-length labels (runner.data.fragments).
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from runner.data.band_records import band_records
 from runner.data.pulse_events import pulse_events
 from runner.data.bson_records import bson_items
 from runner.data.coco import coco_items
+from runner.data.fragments import fragments
 from runner.data.reading import image_files, image_folder
 from runner.data.slice_rows import slice_rows
 from runner.data.table_items import table_items
@@ -97,6 +99,7 @@ READERS: dict[str, Callable[[CompetitionSpec, Path, Path, pd.DataFrame], Items]]
     "bson": lambda *args: Items(*bson_items(*args)),  # BSON documents with pictures (runner.data.bson_records)
     "band_records": lambda *args: Items(*band_records(*args)),  # folders of band arrays (runner.data.band_records)
     "slice_rows": lambda *args: Items(*slice_rows(*args)),  # slices, a mask row per class (runner.data.slice_rows)
+    "fragments": lambda *args: Items(*fragments(*args)),  # folders of depth slices (runner.data.fragments)
 }
 
 

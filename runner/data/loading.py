@@ -16,17 +16,19 @@ import pandas as pd
 from runner.common.errors import InputError
 from runner.competition.spec import CompetitionSpec
 from runner.competition.grade_rows import last_rows
+from runner.data.canvas import on_canvas
 from runner.data.dataset import SPECTROGRAM_SIDE, Dataset, decode_square, typical_side
 from runner.data.decoders import decodable_train, decode
 from runner.data.group_features import counted_values, group_codes, with_group_features
 from runner.data.image_draw import affordable_train, decode_seconds
 from runner.data.items import Items, read_items
 from runner.data.listed import listed_dataset
-from runner.data.mask_targets import with_mask_shape
+from runner.data.mask_targets import mask_columns, with_mask_shape
 from runner.data.pages import pixel_dataset
 from runner.data.part_rows import part_rows
 from runner.data.reading import read_table
 from runner.data.records import read_position_table
+from runner.data.slice_rows import on_card_side
 from runner.data.sounds import clip_seconds
 from runner.data.spans import span_dataset
 from runner.data.table_features import tabular_features
@@ -87,6 +89,20 @@ def _file_views(spec: CompetitionSpec, data_dir: Path, work_dir: Path, sample: p
     return found
 
 
+def _on_canvas(spec: CompetitionSpec, data_dir: Path, work_dir: Path, sample: pd.DataFrame, train: pd.DataFrame,
+               items: Items | None, where: Path) -> tuple[CompetitionSpec, pd.DataFrame]:
+    """Items whose masks are as large as their images: the spec with the canvas they are learned on, and the
+    training rows with their masks on it (runner.data.canvas)."""
+    if items is not None:
+        files = {str(i): f for i, f in zip(items.train[spec.id_column].astype(str), items.train_files)}
+        paths = [files.get(str(i)) for i in train[spec.id_column].astype(str)]
+    else:  # the warnings of missing files are said once, where the views read them
+        paths = file_inputs(spec, train[spec.id_column], sample[spec.id_column], data_dir, work_dir, [])[1]
+    spec, train, said = on_canvas(spec, train, paths, mask_columns(spec), str(where))
+    log.info(said)
+    return spec, train
+
+
 def _read_rows(spec: CompetitionSpec, path: Path, what: str, data_dir: Path, warnings: list[str],
                budget_seconds: float | None = None, memory: int | None = None) -> pd.DataFrame:
     """A train or test file's rows: a row per position of records with a value per position (the spec's
@@ -127,14 +143,18 @@ def fold_groups(spec: CompetitionSpec, train: pd.DataFrame, path: Path) -> np.nd
 
 
 def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_seconds: float | None = None,
-                 memory: int | None = None, cores: int = 1) -> Dataset:
+                 memory: int | None = None, cores: int = 1, accelerated: bool = False) -> Dataset:
     """Read everything the engines need, checking each file and column as it goes. Besides the competition's own
     input (images, texts or a table), the other columns that train and test files share become a table view. With a
     budget, a training table too large for it is sampled, as one too large for `memory` bytes (the run's) is cut,
-    and training images are drawn to what decoding them on `cores` affords (each said in `sampled`)."""
+    and training images are drawn to what decoding them on `cores` affords (each said in `sampled`). `accelerated`:
+    a card learns the images (masks resized to one square are learned larger there: `mask.card_side`)."""
     data_dir = Path(data_dir)
     sample = read_sample(spec, data_dir)
     spec = with_mask_shape(spec, sample)  # masks learned at the one size the sample gives them, where the spec does not
+    if accelerated and memory and spec.mask is not None and spec.mask.card_side and spec.items == "slice_rows":
+        spec, said = on_card_side(spec, data_dir, sample, memory)
+        log.info(said)
     columns = value_columns(spec, sample)
     if spec.labels_file:
         return listed_dataset(spec, data_dir, work_dir, sample, columns)
@@ -159,6 +179,8 @@ def load_dataset(spec: CompetitionSpec, data_dir: Path, work_dir: Path, budget_s
         train = _read_rows(spec, train_path, "train file", data_dir, warnings, budget_seconds, memory)
         train = train.rename(columns=dict(zip(spec.train_targets, spec.targets)))  # as the submission names them
     sampled = tuple(s for s in (train.attrs.get("sampled"),) if s)  # a large table cut to the budget or memory
+    if spec.mask is not None and spec.mask.own_size and spec.task != "unsupported":  # whole slides, fragments
+        spec, train = _on_canvas(spec, data_dir, work_dir, sample, train, items, train_path)
     counted = counted_values(spec.groups, train) if spec.groups else {}
     if spec.groups:  # before any row is dropped: a labelled row's neighbours may have no label
         train = with_group_features(spec.groups, train, counted, str(train_path))

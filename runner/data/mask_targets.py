@@ -13,6 +13,16 @@ from runner.common import rle
 from runner.common.errors import InputError
 from runner.competition.spec import CompetitionSpec
 
+# bytes the supervisor holds a learned mask pixel in: its float32 target, and a member's float64 out-of-fold or test
+# probability and the blend's beside it (two members' worth, the least a blend has)
+HELD_BYTES = {"target": 4, "prediction": 3 * 8}
+
+
+def held_bytes(pixels: int, n_train: int, n_test: int) -> int:
+    """What the supervisor holds of masks of `pixels` a row (every class): each training row's target, every row's
+    predictions for two members and the blend."""
+    return pixels * (n_train * HELD_BYTES["target"] + (n_train + n_test) * HELD_BYTES["prediction"])
+
 
 def mask_columns(spec: CompetitionSpec) -> list[str]:
     """The train file's run-length columns, one per mask class (a row per item and class: the classes, gathered
@@ -40,8 +50,8 @@ def mask_pixels(spec: CompetitionSpec, sample: pd.DataFrame | None = None) -> tu
 
 def with_mask_shape(spec: CompetitionSpec, sample: pd.DataFrame) -> CompetitionSpec:
     """The spec with its masks' size, from the sample's size columns where the spec gives none."""
-    if spec.submission != "mask" or spec.mask is None or spec.mask.shape is not None:
-        return spec
+    if spec.submission != "mask" or spec.mask is None or spec.mask.shape is not None or spec.mask.own_size:
+        return spec  # (masks as large as their items: their canvas is measured on the masks, runner.data.canvas)
     return dataclasses.replace(spec, mask=dataclasses.replace(spec.mask, shape=mask_pixels(spec, sample)))
 
 

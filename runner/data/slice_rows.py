@@ -11,24 +11,16 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from PIL import Image
 
 from runner.common import rle
 from runner.common.errors import InputError, InvalidSubmissionError
 from runner.common.mask_metrics import MASK_CUT
 from runner.competition.spec import CompetitionSpec, MaskFormat
+from runner.data.canvas import at_side, card_side, resized
 from runner.data.reading import read_csv
 from runner.data.slices import SliceFile, slice_files
 
 SIZES = "slice_sizes"  # the sample's attrs key: each row's slice (height, width), None where no file was found
-
-
-def resized(values: np.ndarray, height: int, width: int) -> np.ndarray:
-    """A mask or a map of probabilities resized (bilinear) to `height` x `width`, as float32."""
-    values = np.asarray(values, dtype=np.float32)
-    if values.shape == (height, width):
-        return values
-    return np.asarray(Image.fromarray(values).resize((width, height), Image.BILINEAR))
 
 
 def _layout(spec: CompetitionSpec) -> MaskFormat:
@@ -90,6 +82,18 @@ def with_slice_sizes(spec: CompetitionSpec, sample: pd.DataFrame, data_dir: Path
     found = slice_files(Path(data_dir) / (spec.test_image_dir or spec.image_dir or ""))
     sample.attrs[SIZES] = [(found[i].height, found[i].width) if i in found else None
                            for i in sample[spec.id_column].astype(str)]
+
+
+def on_card_side(spec: CompetitionSpec, data_dir: Path, sample: pd.DataFrame,
+                 memory: int) -> tuple[CompetitionSpec, str]:
+    """The spec with the side a card learns the slices at (runner.data.canvas.card_side: their median shorter side
+    at most, within memory), and what was chosen."""
+    found = slice_files(Path(data_dir) / (spec.image_dir or "train"))
+    own = int(np.median([min(s.height, s.width) for s in found.values()])) if found else 0
+    side = card_side(spec, own, len(found), len(test_items(spec, sample)), memory)
+    return at_side(spec, side), (f"masks learned at {side} x {side} on the card (the slices' median shorter side "
+                                 f"{own}, at most {spec.mask.card_side}, the pixels held within memory; "
+                                 f"{max(spec.mask.shape)} without a card)")
 
 
 def slice_rows(spec: CompetitionSpec, data_dir: Path, work_dir: Path, sample: pd.DataFrame):

@@ -84,7 +84,7 @@ def replanned_at_pace(plan_member: Callable[[PlanContext, float], Member], conte
     expected = member.step_seconds
     if expected <= 0 or member.left_out:
         return None
-    again = plan_member(replace(context, folds=context.spec.folds), step_seconds / expected * member.settings.slowdown)
+    again = plan_member(replace(context, folds=context.spec_folds), step_seconds / expected * member.settings.slowdown)
     return None if again.left_out else replanned(again, step_seconds, expected, context.window)
 
 

@@ -150,8 +150,10 @@ def make_plan(spec: CompetitionSpec, hardware: Hardware, window_seconds: float, 
                     window_seconds=window_seconds,
                     seed=seed, reasons=(f"task {spec.task}: {why}; the sample submission is used",))
     folds = spec.folds if window_seconds >= FEW_FOLDS_WINDOW else min(spec.folds, 3)
-    reasons = [f"folds {folds}" + ("" if folds == spec.folds else
-                                   f" (not {spec.folds}): {window_seconds:.0f} s leave too little for more")]
+    why = f"{window_seconds:.0f} s leave too little for more"
+    if 2 <= data.n_train < folds:  # a fold validates on one item at least (vesuvius' two fragments)
+        folds, why = data.n_train, f"{data.n_train} training items"
+    reasons = [f"folds {folds}" + ("" if folds == spec.folds else f" (not {spec.folds}): {why}")]
     accelerated = [n for n in names if lane_of(n, hardware) == "gpu"]
     others = [n for n in names if n not in accelerated]
     context = PlanContext(spec, hardware, window_seconds, data, None, folds, hardware.cpus, bool(accelerated),
@@ -279,6 +281,7 @@ def plan_for(spec: CompetitionSpec, dataset: Dataset, hardware: Hardware, budget
     """Measure what needs measuring, then plan the training window that is left (with `engines` only, if given;
     `pretrained`: the models with weights where the run will be, by default this machine's cache; at most
     `max_members` members); the plan and the costs it was made from."""
+    spec = dataset.spec or spec  # as the data was read: masks' sizes measured on them (runner.data.canvas)
     costs = measure_costs(spec, dataset, hardware, budget.seconds, Path(out), here, engines)
     write_json(Path(out) / "costs.json", {n: to_jsonable_python(c, fallback=lambda o: o.to_json())
                                          for n, c in costs.items()})

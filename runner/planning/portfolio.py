@@ -148,6 +148,11 @@ class PlanContext:
     gpu_members: bool = False  # whether GPU members hold the GPU slots (cpu members then run beside them)
     pretrained: frozenset[str] = frozenset()  # image models with local weights
 
+    @property
+    def spec_folds(self) -> int:
+        """The spec's folds, at most one a training item (vesuvius' two fragments make two)."""
+        return min(self.spec.folds, self.data.n_train) if self.data.n_train >= 2 else self.spec.folds
+
     def waves(self, threads: int) -> int:
         """Rounds of folds needed when each fold holds `threads` of the lane's cores."""
         return math.ceil(self.folds / max(1, self.cores // max(1, threads)))

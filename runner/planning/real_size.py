@@ -14,8 +14,9 @@ from runner.common.budget import Budget
 from runner.common.errors import RunnerError
 from runner.common.sampling import Sampled
 from runner.competition.spec import CompetitionSpec
+from runner.data.canvas import at_side, card_side, side_for
 from runner.data.image_draw import DECODE_SHARE, LEAST_TRAIN
-from runner.data.mask_targets import mask_columns
+from runner.data.mask_targets import held_bytes, mask_columns
 from runner.data.reading import LARGE_TABLE_BYTES, sampled_rows
 from runner.machine.hardware import GiB, Hardware
 from runner.planning.planner import make_plan
@@ -28,9 +29,6 @@ DRAFT_SCALE = 8
 CACHE_SIDE = 384  # the largest side a plan's image cache holds a picture at (the ladder's big rungs)
 CACHE_BYTES_PER_PIXEL = 3  # RGB, 8 bits
 DISK_SHARE = 0.8  # of the machine's free disk the data, as shipped, and the run's caches may fill
-# bytes the supervisor holds a learned mask pixel in: its float32 target, and a member's float64 out-of-fold or test
-# probability and the blend's beside it (two members' worth, the least a blend has)
-PIXEL_BYTES = {"target": 4, "prediction": 3 * 8}
 
 
 @dataclass(frozen=True)
@@ -93,7 +91,24 @@ def pixel_bytes(spec: CompetitionSpec, real: DataShape) -> int:
         return 0
     height, width = spec.mask.shape if spec.mask and spec.mask.shape else (real.image_side, real.image_side)
     pixels = height * width * max(1, len(mask_columns(spec)))  # a channel per mask class
-    return pixels * (real.n_train * PIXEL_BYTES["target"] + (real.n_train + real.n_test) * PIXEL_BYTES["prediction"])
+    return held_bytes(pixels, real.n_train, real.n_test)
+
+
+def on_real_canvas(spec: CompetitionSpec) -> CompetitionSpec:
+    """A spec whose masks are learned on a measured canvas, with the canvas a real run would measure: the real
+    items' side shrunk by their masks' real run (`real.mask_run`); as it is where the spec gives neither."""
+    if spec.mask is None or not spec.mask.own_size or not (spec.real.side and spec.real.mask_run):
+        return spec
+    side, _ = side_for(spec.real.side, spec.real.mask_run)
+    return dataclasses.replace(spec, mask=dataclasses.replace(spec.mask, shape=(side, side)))
+
+
+def on_real_side(spec: CompetitionSpec, real: DataShape, hardware: Hardware) -> CompetitionSpec:
+    """A spec whose masks a card learns larger (`mask.card_side`), at the side a real run on `hardware` reads them
+    at: the real slices' side (`real.side`) within the memory the supervisor holds the real count's pixels in."""
+    if not (hardware.gpus and spec.mask is not None and spec.mask.card_side and spec.mask.shape and spec.real.side):
+        return spec
+    return at_side(spec, card_side(spec, spec.real.side, real.n_train, real.n_test, hardware.ram_bytes))
 
 
 def plan_at_real_size(spec: CompetitionSpec, replica: DataShape, hardware: Hardware, budget: Budget,
@@ -101,6 +116,7 @@ def plan_at_real_size(spec: CompetitionSpec, replica: DataShape, hardware: Hardw
     """The plan a run of the real competition would make on `hardware` within `budget`, and how it fits there;
     `estimates`: the accelerated engines' costs estimated for that machine (the others plan by their rules)."""
     real = grown(replica, spec)
+    spec = on_real_side(on_real_canvas(spec), real, hardware)
     data, sampled = read_at_size(real, budget.seconds, hardware, spec.id)
     plan = make_plan(spec, hardware, budget.training_left(), data, estimates, pretrained)
     said = tuple(s.say() for s in sampled)

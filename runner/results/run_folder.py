@@ -11,7 +11,7 @@ import numpy as np
 
 from runner.results.baselines import make_baseline
 from runner.common import box_rows
-from runner.data import slice_rows
+from runner.data import canvas, slice_rows
 from runner.results.decisions import tuned
 from runner.common.budget import Budget
 from runner.common.label_metrics import constant_set_threshold
@@ -47,6 +47,8 @@ class RunOutputs:
                                 spec.id_column, spec.test_suffix or "")
         if spec.mask is not None and spec.mask.class_column and spec.task != "unsupported":  # learned slices
             slice_rows.with_slice_sizes(spec, self.sample, Path(data_dir))
+        if spec.mask is not None and spec.mask.own_size and spec.task != "unsupported":  # items on a canvas
+            canvas.with_item_sizes(spec, self.sample, canvas.test_paths(spec, self.sample, Path(data_dir)))
         self.columns = value_columns(spec, self.sample)
         self.writes = LatestWrites() if self.sample.size > BACKGROUND_CELLS else None
         self.report = RunReport(spec.id, "running", spec.metric, spec.lower_is_better, budget.seconds, 0.0,

@@ -23,24 +23,7 @@ from PIL import Image
 from runner.common import rle
 from runner.common.errors import InputError
 from runner.competition.spec import CompetitionSpec
-
-TIFF_SUFFIXES = (".tif", ".tiff")
-
-
-def image_size(path: Path) -> tuple[int, int]:
-    """(height, width) of an image file from its header alone (a slide of billions of pixels is not read)."""
-    try:
-        if path.suffix.lower() in TIFF_SUFFIXES:
-            import tifffile
-
-            with tifffile.TiffFile(path) as tiff:
-                page = tiff.pages[0]
-                return int(page.imagelength), int(page.imagewidth)
-        with Image.open(path) as image:
-            return image.height, image.width
-    except Exception as exc:  # any unreadable header: named
-        raise InputError(f"{path}: cannot read the image's size: {exc}") from exc
-
+from runner.data.canvas import image_size
 
 def _item_path(spec: CompetitionSpec, data_dir: Path, item: str) -> Path:
     return data_dir / (spec.test_image_dir or "test") / f"{item}{spec.test_suffix}"

@@ -2,6 +2,7 @@
 rules, and replaced atomically: a reader, or a hard kill, only ever sees the last valid file."""
 from __future__ import annotations
 
+import math
 import os
 import re
 import shutil
@@ -25,7 +26,7 @@ from runner.common.correlation_metrics import CORRELATIONS, varied
 from runner.common.metrics import grades
 from runner.competition.id_parts import items_in_order, melted, melted_rows
 from runner.competition.spec import DECISION_CUT, STRING_FORMATS, CompetitionSpec
-from runner.data import slice_rows
+from runner.data import canvas, slice_rows
 from runner.data.mask_targets import mask_pixels
 
 SUM_TOLERANCE = 1e-6
@@ -192,6 +193,8 @@ def _masks(values, predictions, sample, columns, spec) -> dict:
     least size until tuned)."""
     if spec.mask.class_column:  # a row per slice and class, each at its slice's own size
         return {columns[0]: slice_rows.written_rows(values, predictions.thresholds, sample, spec)}
+    if spec.mask.own_size:  # an item per row, learned on a canvas, written at the item's own size
+        return {columns[0]: written_own_size(values, predictions.thresholds, sample, spec)}
     height, width = mask_pixels(spec, sample)
     cut, least = predictions.thresholds[:2] if predictions.thresholds else (mask_metrics.MASK_CUT, 0)
     values, pixels = np.nan_to_num(np.asarray(values, dtype=np.float32)), height * width
@@ -199,6 +202,18 @@ def _masks(values, predictions, sample, columns, spec) -> dict:
     return {column: [rle.written(mask.reshape(height, width), spec.mask.order, empty)
                      for mask in mask_metrics.decided(values[:, k * pixels:(k + 1) * pixels], cut, int(least))]
             for k, column in enumerate(columns)}
+
+
+def written_own_size(values, thresholds, sample, spec) -> list[str]:
+    """Each row's mask at its item's own size (runner.data.canvas): the canvas' side is the square the rows'
+    pixels make, whatever spec the writer was given (the canvas is measured when the data is read)."""
+    values = np.asarray(values, dtype=np.float32)
+    side = math.isqrt(values.shape[1]) if values.ndim == 2 else 0
+    if side * side != (values.shape[1] if values.ndim == 2 else -1):
+        raise InvalidSubmissionError(f"{values.shape} predictions: a row is no square canvas of pixels")
+    cut, least = thresholds[:2] if thresholds else (mask_metrics.MASK_CUT, 0)
+    return canvas.written_at_own_size(values, (side, side), sample.attrs.get(canvas.ITEM_SIZES), cut, int(least),
+                                      spec.mask.order, spec.mask.empty)
 
 
 # how each submission format's value columns are written from the predictions (the sample's other columns stay)

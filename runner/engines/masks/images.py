@@ -13,6 +13,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from runner.common.errors import InputError
+from runner.data.canvas import TIFF_SUFFIXES, image_size
 from runner.data.dataset import MAX_PIXELS, Dataset
 from runner.data.decoders import scaled
 from runner.engines.image_cache import cached_dataset, write_cache
@@ -32,12 +34,38 @@ def _eight_bit(image: Image.Image) -> Image.Image:
     return Image.fromarray(scaled(np.asarray(image)))
 
 
+def _colour(array: np.ndarray) -> np.ndarray:
+    """A TIFF page's pixels as (height, width, 3) uint8: channels moved last, gray repeated, beyond three dropped,
+    more than 8 bits scaled between their percentiles."""
+    array = np.squeeze(array)
+    if array.ndim == 3 and array.shape[0] in (3, 4) and array.shape[-1] not in (3, 4):
+        array = np.moveaxis(array, 0, -1)
+    if array.ndim == 2:
+        array = np.repeat(array[..., None], 3, axis=-1)
+    array = array[..., :3]
+    return array if array.dtype == np.uint8 else scaled(array)
+
+
+def large_tiff(path: Path, height: int, width: int) -> np.ndarray:
+    """A slide too large for Pillow (hubmap's 20,000-50,000 pixels a side) at `height` x `width`: its smallest
+    pyramid level at least that large where the file has levels, else the whole page, shrunk by area."""
+    import tifffile
+
+    with tifffile.TiffFile(path) as tiff:
+        levels = list(tiff.series[0].levels)
+        large = [lv for lv in levels if min(sorted(lv.shape)[-2:]) >= min(height, width)]  # its shorter side
+        array = _colour((large[-1] if large else levels[0]).asarray())
+    return np.asarray(Image.fromarray(array).resize((width, height), Image.BOX), dtype=np.uint8)
+
+
 def decode_at(path: Path | None, height: int, width: int) -> np.ndarray | None:
     """An RGB array of `height` x `width` (the image resized to it where it differs), or None when unreadable or
-    larger than MAX_PIXELS."""
+    larger than MAX_PIXELS (a TIFF read by tifffile instead: a whole slide, shrunk to a canvas)."""
     if path is None:
         return None
     try:
+        if Path(path).suffix.lower() in TIFF_SUFFIXES and _pixels(path) > MAX_PIXELS:
+            return large_tiff(Path(path), height, width)
         with Image.open(path) as image:
             if image.width * image.height > MAX_PIXELS:
                 log.warning("%s: refused: %d x %d pixels, more than %d", path, image.width, image.height, MAX_PIXELS)
@@ -46,9 +74,14 @@ def decode_at(path: Path | None, height: int, width: int) -> np.ndarray | None:
             if image.size != (width, height):
                 image = image.resize((width, height), Image.BILINEAR)
             return np.asarray(image, dtype=np.uint8)
-    except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
+    except (OSError, SyntaxError, ValueError, InputError, Image.DecompressionBombError) as exc:
         log.debug("cannot decode %s: %s", path, exc)
         return None
+
+
+def _pixels(path: Path) -> int:
+    height, width = image_size(Path(path))
+    return height * width
 
 
 def prepare_masks(dataset: Dataset, height: int, width: int, work_dir: Path, workers: int) -> Dataset:

@@ -4,13 +4,9 @@ edges the encoder's stride-2 stem never saw) and a 1x1 head with one logit per m
 processes: planning reads its costs from `planning`, never from here."""
 from __future__ import annotations
 
-import logging
-
 import torch
 from torch import nn
 from torch.nn import functional as F
-
-log = logging.getLogger("runner.masks")
 
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)  # ImageNet's, what a pretrained encoder expects
 
@@ -19,24 +15,6 @@ def _block(inputs: int, outputs: int) -> nn.Sequential:
     return nn.Sequential(nn.Conv2d(inputs, outputs, 3, padding=1, bias=False), nn.BatchNorm2d(outputs),
                          nn.ReLU(inplace=True), nn.Conv2d(outputs, outputs, 3, padding=1, bias=False),
                          nn.BatchNorm2d(outputs), nn.ReLU(inplace=True))
-
-
-def create_encoder(name: str, levels: int):
-    """The encoder's first `levels` feature maps, from local pretrained weights where the cache has them (nothing
-    is downloaded here), else random init; and which of the two it is."""
-    import timm
-
-    from runner.common.weights import find_weights, timm_source
-
-    indices = tuple(range(levels))
-    weights = find_weights(name)
-    if weights is not None:
-        try:
-            return timm.create_model(name, pretrained=True, features_only=True, out_indices=indices,
-                                     **timm_source(weights)), f"pretrained: {weights.label}"
-        except Exception as exc:  # noqa: BLE001 - a corrupt or partial checkpoint fails in many ways; all mean the same
-            log.warning("%s: weights in %s could not be loaded (%s): random init", name, weights.label, exc)
-    return timm.create_model(name, pretrained=False, features_only=True, out_indices=indices), "random init"
 
 
 class MaskNet(nn.Module):

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
 
 from runner.engines.base import TARGET_MEMORY_FRACTION
 from runner.machine.card_memory import CUDA_RUNTIME_BYTES
 from runner.machine.hardware import GiB, Gpu
 from runner.data.mask_targets import mask_columns
-from runner.planning.portfolio import Member, PlanContext, Settings
+from runner.engines.masks import tiles
+from runner.engines.networks import EpochSettings, Sizing, network_member
+from runner.planning.portfolio import Member, PlanContext
 
 NAME = "masks"
 # a CPU's encoder: resnet10t's first 4 levels (stride 16) trained at 830k px/s a core here against resnet18's 550k
@@ -43,13 +44,23 @@ MOST_EPOCHS = 200  # however small the set (the patience usually ends it sooner)
 MOST_PER_GPU = 4  # folds sharing one card: small images leave a big card's compute idle with one fold
 MIN_STEPS = 20  # an epoch makes at least this many optimiser steps (bounds a card's batch)
 BATCH = 16  # a CPU's batch
-MOST_BATCH = 128
+MOST_BATCH = 256  # a bound on the estimate: the rate (3e-3, from small batches) is not tuned for larger ones
+# the largest tile a batch holds: a CPU's 256-pixel images train at its pace, a card's batch holds 512-pixel tiles;
+# larger images (hubmap's slides, vesuvius' fragments on their canvas) are learned in random crops of it
+MOST_TILE = {"cpu": 256, "cuda": 512}
+LEAST_TILE = 64  # a smaller crop holds too little of an object and its surroundings
+FEW_STEPS = 4  # whole images giving fewer steps an epoch than this (a dozen slides) are learned in crops instead
+TILE_MULTIPLE = 32  # a tile's side: a multiple of a 5-level encoder's stride
+ON_OBJECTS = 0.5  # crops centred on a mask's pixel: glomeruli are a few percent of a slide
+# epochs a window holds at most where crops are drawn (their epoch is a number of crops, not the images once): more
+# crops an epoch instead, so that validation, checkpoints and the cap of MOST_EPOCHS leave the window filled
+TILED_EPOCHS = 50
 STARTUP_SECONDS = {"cpu": 3.0, "cuda": 15.0}  # process start, imports, reading the cache (and a CUDA context)
 DECODE_PER_CORE_SECOND = 500.0  # images decoded into the cache a core-second, where the data measured none
 PRIOR_GAIN = 0.5  # the only engine that learns masks: anything it learns beats the empty-mask prior
 
 
-class MaskSettings(Settings):
+class MaskSettings(EpochSettings):
     encoder: str = ENCODER["cpu"]
     levels: int = LEVELS["cpu"]
     decoder_width: int = DECODER_WIDTH["cpu"]
@@ -57,18 +68,11 @@ class MaskSettings(Settings):
     mask_width: int = 101
     classes: int = 1  # mask classes, each an output channel
     batch_size: int = BATCH
-    # AdamW, warmed up over the first epoch, cosine to 1% of the peak: from random init a high rate learns fastest
-    lr: float = 3e-3
-    dice_weight: float = 1.0  # soft Dice beside BCE: small salt bodies count as much as the background's pixels
-    precision: Literal["fp32", "bf16", "fp16"] = "fp32"
-    epochs: float = 10.0  # estimated epochs a fold fits; each fold refits this after its first
     max_epochs: int = MOST_EPOCHS
-    patience: int = 8
-    per_gpu: int = 0
-    fold_memory_bytes: int = 0
-    memory_target: float = TARGET_MEMORY_FRACTION
-    epoch_seconds: float = 0.0  # estimated
-    slowdown: float = 1.0  # real epochs against the estimate, once one was timed (re-plans carry it)
+    dice_weight: float = 1.0  # soft Dice beside BCE: small salt bodies count as much as the background's pixels
+    tile: int = 0  # pixels a side of the crops trained on and the tiles predicted; 0: whole images
+    crops: int = 0  # crops an epoch draws (tiled): planned to fill the window at about TILED_EPOCHS epochs
+    on_objects: float = ON_OBJECTS  # the share of crops centred on an object
 
 
 def mask_shape(context: PlanContext) -> tuple[int, int] | None:
@@ -80,19 +84,49 @@ def mask_shape(context: PlanContext) -> tuple[int, int] | None:
     return (side, side) if side else None
 
 
+def tile_side(shape: tuple[int, int], train_rows: int, device: str) -> int:
+    """0 (whole images) where they fit MOST_TILE and give FEW_STEPS batches an epoch; else the largest tile (a
+    multiple of TILE_MULTIPLE, at least LEAST_TILE, below the images' side), on a CPU the largest whose crops of
+    the training images give MIN_STEPS batches."""
+    side = max(shape)
+    if side <= MOST_TILE[device] and train_rows >= FEW_STEPS * BATCH:
+        return 0
+    tile = min(MOST_TILE[device], (side - 1) // TILE_MULTIPLE * TILE_MULTIPLE)
+    # a CPU's steps are slow: smaller crops give it more of them (a card keeps its large tiles, drawing more)
+    while device == "cpu" and tile > LEAST_TILE and train_rows * crops_over(shape, tile) < MIN_STEPS * BATCH:
+        tile -= TILE_MULTIPLE
+    return tile if LEAST_TILE <= tile < side else 0
+
+
+def crops_over(shape: tuple[int, int], tile: int) -> int:
+    """Tiles of `tile` pixels that cover an image of `shape` side by side (1: whole images)."""
+    return math.ceil(shape[0] / tile) * math.ceil(shape[1] / tile) if tile else 1
+
+
+def epoch_samples(train_rows: int, shape: tuple[int, int], tile: int, batch: int) -> int:
+    """Images (or crops) an epoch trains on: every training image once; tiled, as many crops as cover them once,
+    and at least MIN_STEPS batches of them (two slides' crops would make an epoch of one step)."""
+    if not tile:
+        return train_rows
+    return max(train_rows * crops_over(shape, tile), MIN_STEPS * batch)
+
+
+def predicted_pixels(shape: tuple[int, int], tile: int) -> int:
+    """Pixels a prediction of one image runs the network on: the image, or its overlapping tiles."""
+    return len(tiles.grid(*shape, tile)) * tile * tile if tile else shape[0] * shape[1]
+
+
 def fold_bytes(batch: int, pixels: int) -> int:
     """A fold's estimated GPU peak: weights with gradients and moments, a batch's activations, the CUDA runtime."""
     return int(PARAMETER_BYTES + batch * pixels * ACTIVATION_BYTES_PER_PIXEL + CUDA_RUNTIME_BYTES)
 
 
 @dataclass(frozen=True)
-class Sizing:
-    folds: int
-    epochs: float
-    step: float  # seconds an epoch
-    batch: int
-    memory: int  # a fold's estimated GPU peak (0 on a CPU)
-    predict: float  # seconds predicting the test images
+class TiledSizing(Sizing):
+    """A mask member's sizing with its tiles: their side (0: whole images) and the images or crops an epoch."""
+
+    tile: int = 0
+    samples: int = 0
 
 
 def _per_gpu(context: PlanContext) -> int:
@@ -111,24 +145,33 @@ def _gpu_batch(gpu: Gpu, per_gpu: int, pixels: int, train_rows: int) -> tuple[in
     return batch, fold_bytes(batch, pixels)
 
 
-def _sizing(context: PlanContext, gpu: Gpu | None, pixels: int, per_pixel: float) -> Sizing:
+def _sizing(context: PlanContext, gpu: Gpu | None, shape: tuple[int, int], per_pixel: float) -> TiledSizing:
     """The most folds (down to 2) whose waves each hold MIN_EPOCHS in the window; with 2 that do not, the 2-fold
-    sizing (which the caller leaves out)."""
-    data = context.data
+    sizing (which the caller leaves out). Images too large or too few for whole batches are learned in crops."""
+    data, device = context.data, "cuda" if gpu else "cpu"
     per_gpu = _per_gpu(context) if gpu else 0
-    predict = data.n_test * pixels * per_pixel * INFER_SHARE * max(1, per_gpu)
     for folds in range(max(2, context.folds), 1, -1):
         train_rows = int(data.n_train * (1 - 1 / folds))
-        batch, memory = _gpu_batch(gpu, per_gpu, pixels, train_rows) if gpu else (BATCH, 0)
-        rows = max(train_rows, MIN_STEPS * batch if gpu else train_rows)
-        step = (rows + data.n_train / folds * INFER_SHARE) * pixels * per_pixel * max(1, per_gpu)
+        tile = tile_side(shape, train_rows, device)
+        pixels = tile * tile if tile else shape[0] * shape[1]  # a sample's: a crop's or an image's
+        # drawn crops bound no batch: an epoch draws as many as its steps need
+        crops = train_rows * crops_over(shape, tile) if not tile else MIN_STEPS * MOST_BATCH
+        batch, memory = _gpu_batch(gpu, per_gpu, pixels, crops) if gpu else (BATCH, 0)
+        samples = max(epoch_samples(train_rows, shape, tile, batch), MIN_STEPS * batch if gpu else 0)
+        predict = data.n_test * predicted_pixels(shape, tile) * per_pixel * INFER_SHARE * max(1, per_gpu)
+        step = (samples * pixels + data.n_train / folds * predicted_pixels(shape, tile) * INFER_SHARE) \
+            * per_pixel * max(1, per_gpu)
         waves = math.ceil(folds / (per_gpu * len(context.hardware.gpus))) if gpu \
             else math.ceil(folds / max(1, context.cores))
-        epochs = min(MOST_EPOCHS, (context.window / waves - STARTUP_SECONDS["cuda" if gpu else "cpu"] - predict)
-                     / step)
+        left = context.window / waves - STARTUP_SECONDS[device] - predict
+        if tile and left / step > TILED_EPOCHS:  # crops are drawn: more an epoch, where the epochs would pass it
+            per_crop = pixels * per_pixel * max(1, per_gpu)
+            samples += int((left / TILED_EPOCHS - step) / per_crop)  # the epoch's validation unchanged
+            step = left / TILED_EPOCHS
+        epochs = min(MOST_EPOCHS, left / step)
         if epochs >= MIN_EPOCHS:
             break
-    return Sizing(folds, round(epochs, 2), step, batch, memory, predict)
+    return TiledSizing(folds, round(epochs, 2), step, batch, memory, predict, tile, samples)
 
 
 def masks_member(context: PlanContext, slowdown: float = 1.0) -> Member:
@@ -138,9 +181,9 @@ def masks_member(context: PlanContext, slowdown: float = 1.0) -> Member:
     shape = mask_shape(context)
     if not data.n_train or shape is None:
         return _left_out(context, "no training images" if not data.n_train else "the masks' size is unknown")
-    pixels = shape[0] * shape[1]
     per_pixel = slowdown * (1 / GPU_PIXELS_PER_SECOND if gpu else 1 / TRAIN_PIXELS_PER_CORE_SECOND)
-    sized = _sizing(context, gpu, pixels, per_pixel)
+    sized = _sizing(context, gpu, shape, per_pixel)
+    pixels = sized.tile ** 2 if sized.tile else shape[0] * shape[1]  # a sample's
     if sized.epochs < MIN_EPOCHS:
         return _left_out(context, f"2 folds x {MIN_EPOCHS} epochs of ~{sized.step:.0f} s do not fit "
                                   f"{context.window:.0f} s")
@@ -151,6 +194,8 @@ def masks_member(context: PlanContext, slowdown: float = 1.0) -> Member:
                f"{sized.folds} folds x {sized.epochs:g} epochs of ~{sized.step:.1f} s over {data.n_train} "
                f"{shape[0]}x{shape[1]} training images, {classes} mask class(es); predictions average each image "
                f"and its mirror image"]
+    if sized.tile:
+        reasons.append(tiled_reason(shape, sized, int(data.n_train * (1 - 1 / sized.folds))))
     if gpu:
         reasons.append(f"bf16; batch {sized.batch}, estimated peak {sized.memory / GiB:.1f} GiB a fold, {per_gpu} "
                        f"fold(s) a card: {per_gpu * sized.memory / gpu.memory_bytes:.0%} of "
@@ -158,8 +203,8 @@ def masks_member(context: PlanContext, slowdown: float = 1.0) -> Member:
                        f"pixels/s, the first epoch re-times it")
         if (fits := memory_batch(gpu, per_gpu, pixels)) > sized.batch:
             bound = f"capped at {MOST_BATCH}" if sized.batch == MOST_BATCH else \
-                f"{int(data.n_train * (1 - 1 / sized.folds)):,} training images a fold keep at least {MIN_STEPS} " \
-                f"steps an epoch at {sized.batch}"
+                f"{sized.samples:,} {'crops' if sized.tile else 'training images'} an epoch keep at least " \
+                f"{MIN_STEPS} steps at {sized.batch}"
             reasons.append(f"the batch is limited by the data, not the card ({bound}); the memory share would "
                            f"hold {fits:,}")
     else:
@@ -172,15 +217,23 @@ def masks_member(context: PlanContext, slowdown: float = 1.0) -> Member:
                             epochs=sized.epochs, per_gpu=per_gpu, fold_memory_bytes=sized.memory,
                             memory_target=round(gpu.memory_target(TARGET_MEMORY_FRACTION), 3) if gpu
                             else TARGET_MEMORY_FRACTION, epoch_seconds=round(sized.step, 3),
-                            slowdown=round(slowdown, 3), reasons=tuple(reasons))
-    least = STARTUP_SECONDS[device] + sized.predict
-    prepare_threads = max(1, context.cores)
-    prepare = (data.n_train + data.n_test) * data.decode_each(DECODE_PER_CORE_SECOND) / prepare_threads
-    return Member(name=NAME, engine=NAME, slot="gpu" if gpu else "cpu", settings=settings, folds=sized.folds,
-                  threads=1, per_gpu=per_gpu, fold_seconds=round(least + sized.epochs * sized.step, 1),
-                  min_fold_seconds=round(least + sized.step, 1), step_seconds=round(sized.step, 3),
-                  startup_seconds=STARTUP_SECONDS[device], prepare_threads=prepare_threads,
-                  prepare_seconds=round(prepare, 2), expected_gain=PRIOR_GAIN, reasons=tuple(reasons))
+                            slowdown=round(slowdown, 3), tile=sized.tile, crops=sized.samples if sized.tile else 0,
+                            reasons=tuple(reasons))
+    return network_member(NAME, settings, sized, context, STARTUP_SECONDS[device], DECODE_PER_CORE_SECOND,
+                          PRIOR_GAIN)
+
+
+def tiled_reason(shape: tuple[int, int], sized: TiledSizing, train_rows: int) -> str:
+    """What the plan says of tiles: their side, the crops an epoch draws and how, how images are predicted."""
+    why = f"larger than a {MOST_TILE['cuda' if sized.memory else 'cpu']}-pixel tile" \
+        if max(shape) > MOST_TILE["cuda" if sized.memory else "cpu"] else \
+        f"{train_rows} training images a fold make fewer than {FEW_STEPS} batches an epoch"
+    return (f"tiles: {shape[0]}x{shape[1]} images ({why}) learned in random {sized.tile}x{sized.tile} crops, "
+            f"{sized.samples:,} an epoch (as many as cover the fold's images once, at least {MIN_STEPS} batches, more "
+            f"where {TILED_EPOCHS} epochs would not fill the window), "
+            f"{ON_OBJECTS:.0%} of them centred on a mask's pixel; predicted in "
+            f"{len(tiles.grid(*shape, sized.tile))} tiles an image overlapping by {tiles.OVERLAP_SHARE:.0%}, "
+            f"each pixel from the tile it lies deepest inside")
 
 
 def _left_out(context: PlanContext, why: str) -> Member:

@@ -97,7 +97,7 @@ class Timm(Engine):
         costs = context.costs if isinstance(context.costs, ImageCosts) else ImageCosts()
         slowdown = step_seconds / member.step_seconds if member.step_seconds > 0 else 1.0
         costs = dataclasses.replace(costs, slowdown=costs.slowdown * slowdown)
-        again = fitting_member(dataclasses.replace(context, costs=costs, folds=context.spec.folds)) or \
+        again = fitting_member(dataclasses.replace(context, costs=costs, folds=context.spec_folds)) or \
             kept_member(member, step_seconds, context.window)
         return replanned(again, step_seconds, member.step_seconds, context.window)
 
