@@ -166,3 +166,23 @@ def test_a_run_holds_the_canvas_its_data_was_read_on_so_replans_and_the_writer_u
     for item, text in zip(written["id"], written["predicted"]):  # the prior, at each slide's own size
         height, width = info.loc[f"{item}.tiff", ["height_pixels", "width_pixels"]]
         assert rle.decode(text, int(height), int(width), "column").any()
+
+
+def test_nothing_is_written_outside_a_fragment_s_papyrus_and_the_prior_gains_by_it(replicas, tmp_path):
+    """vesuvius' ink is labelled only inside each fragment's mask.png: a written mask keeps to it, so a constant
+    mask (the prior) marks exactly the papyrus, and a prediction already inside it is written unchanged."""
+    from runner.results.submission import Predictions, build_submission
+
+    public, _ = replicas("vesuvius-challenge-ink-detection")
+    sample = pd.read_csv(public / "sample_submission.csv")
+    canvas.with_item_sizes(VESUVIUS, sample, canvas.test_paths(VESUVIUS, sample, public))
+    region = np.asarray(Image.open(public / "test" / "a" / "mask.png").convert("L")) > 0
+    assert sample.attrs[canvas.ITEM_REGIONS] == [public / "test" / "a" / "mask.png"] and not region.all()
+    side = 64
+    spec = dataclasses.replace(VESUVIUS, mask=dataclasses.replace(VESUVIUS.mask, shape=(side, side)))
+    everywhere = Predictions(np.full((1, side * side), 0.9, np.float32), None, "test", thresholds=(0.5, 0))
+    written = build_submission(sample, spec, ["Predicted"], everywhere)["Predicted"].iloc[0]
+    assert np.array_equal(rle.decode(written, *region.shape, "row"), region)
+    del sample.attrs[canvas.ITEM_REGIONS]  # without the region the whole fragment is marked
+    whole = build_submission(sample, spec, ["Predicted"], everywhere)["Predicted"].iloc[0]
+    assert rle.decode(whole, *region.shape, "row").all()

@@ -31,6 +31,7 @@ MOST_SIDE = 8192  # the largest canvas: 64 M pixels an item, some 200 MB of imag
 FLOAT_RESIZE_PIXELS = 4_000_000  # an item larger than this is resized as 8-bit levels: a slide's floats take GBs
 TIFF_SUFFIXES = (".tif", ".tiff")
 ITEM_SIZES = "item_sizes"  # the sample's attrs key: each test item's (height, width), None where no file was found
+ITEM_REGIONS = "item_regions"  # the sample's attrs key: each test item's region file (`mask.region`), or None
 # of the machine's memory the supervisor's mask pixels may take where a card learns them at a larger side: the rest
 # holds the data's other copies and the units training beside it
 CARD_MEMORY_SHARE = 0.5
@@ -140,7 +141,8 @@ def on_canvas(spec: CompetitionSpec, train: pd.DataFrame, paths: list, columns: 
 
 def with_item_sizes(spec: CompetitionSpec, sample: pd.DataFrame, paths: list) -> None:
     """Each test item's size in the sample's attrs (`paths`: the sample's rows' items), read from its file's
-    header: the writer gives each row its mask at its own size."""
+    header: the writer gives each row its mask at its own size; and where the spec names a region file, each
+    item's (the writer marks nothing outside it)."""
     sizes = []
     for path in paths:
         try:
@@ -148,6 +150,9 @@ def with_item_sizes(spec: CompetitionSpec, sample: pd.DataFrame, paths: list) ->
         except InputError:
             sizes.append(None)
     sample.attrs[ITEM_SIZES] = sizes
+    region = spec.mask.region
+    sample.attrs[ITEM_REGIONS] = [Path(p) / region if region and p is not None and (Path(p) / region).is_file()
+                                  else None for p in paths]
 
 
 def test_paths(spec: CompetitionSpec, sample: pd.DataFrame, data_dir: Path) -> list[Path | None]:
@@ -159,23 +164,38 @@ def test_paths(spec: CompetitionSpec, sample: pd.DataFrame, data_dir: Path) -> l
 
 
 def written_at_own_size(values: np.ndarray, shape: tuple[int, int], sizes: list, cut: float, least: int,
-                        order: str, empty: str | None) -> list[str]:
+                        order: str, empty: str | None, regions: list | None = None) -> list[str]:
     """Each row's probabilities (on the learned `shape`) as a run-length string at its own size: resized to it,
-    a pixel from `cut` on; a mask of fewer than `least` pixels (counted at the learned size, where it was tuned)
-    left empty, as is a row of unknown size. Where an empty mask cannot be written (`empty` None) a row's first
-    pixel stands for it."""
+    a pixel from `cut` on, and none outside the item's region file where it has one (`regions`: vesuvius' papyrus,
+    outside which no ink is labelled); a mask of fewer than `least` pixels (counted at the learned size, where it
+    was tuned) left empty, as is a row of unknown size. Where an empty mask cannot be written (`empty` None) a row's
+    first pixel stands for it."""
     if sizes is None or len(sizes) != len(values):
         raise InvalidSubmissionError("the test items' sizes are unknown: each mask is written at its own size")
+    regions = regions if regions is not None and len(regions) == len(values) else [None] * len(values)
     out = []
-    for row, size in zip(np.nan_to_num(np.asarray(values, dtype=np.float32)), sizes):
+    for row, size, region in zip(np.nan_to_num(np.asarray(values, dtype=np.float32)), sizes, regions):
         square = row.reshape(shape)
         marked = size is not None and int((square >= cut).sum()) >= max(1, int(least))
         mask = _cut_at(square, size, cut) if marked else None
+        if mask is not None and region is not None:
+            mask &= _region(region, mask.shape)
         if mask is not None and mask.any():
             out.append(rle.encode(mask, order))
         else:
             out.append(empty if empty is not None else "1 1")
     return out
+
+
+def _region(path: Path, shape: tuple[int, int]) -> np.ndarray:
+    """A region file as a boolean mask of `shape` (nonzero inside); everywhere where it is unreadable, empty or of
+    another size (nothing is taken away that the file does not clearly rule out)."""
+    try:
+        with Image.open(path) as image:
+            region = np.asarray(image.convert("L")) > 0
+    except Exception:  # an unreadable region rules nothing out
+        return np.ones(shape, bool)
+    return region if region.shape == tuple(shape) and region.any() else np.ones(shape, bool)
 
 
 def _cut_at(square: np.ndarray, size: tuple[int, int], cut: float) -> np.ndarray:

@@ -213,7 +213,7 @@ def written_own_size(values, thresholds, sample, spec) -> list[str]:
         raise InvalidSubmissionError(f"{values.shape} predictions: a row is no square canvas of pixels")
     cut, least = thresholds[:2] if thresholds else (mask_metrics.MASK_CUT, 0)
     return canvas.written_at_own_size(values, (side, side), sample.attrs.get(canvas.ITEM_SIZES), cut, int(least),
-                                      spec.mask.order, spec.mask.empty)
+                                      spec.mask.order, spec.mask.empty, sample.attrs.get(canvas.ITEM_REGIONS))
 
 
 # how each submission format's value columns are written from the predictions (the sample's other columns stay)
