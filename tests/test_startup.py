@@ -2,8 +2,10 @@
 the deadlines that count it per wave and per card (runner.units.deadlines), a lane that re-opens when a fold fits
 after all (runner.units.scheduler), what a prepare step on a card books, and a whole run whose first fold's
 start-up outlasts the stall threshold."""
+import json
 import logging
 import pickle
+import re
 import time
 
 import pytest
@@ -13,7 +15,7 @@ from runner.competition.catalog import load_spec
 from runner.control.rules import (REPLAN_TOLERANCE, STALL_EPOCHS, STALL_GRACE_SECONDS, stalled, startup_measured,
                                   startup_overran, with_startup)
 from runner.data.loading import load_dataset
-from runner.engines.base import READY_FILE
+from runner.engines.base import EPOCH_LOG, READY_FILE
 from runner.machine.hardware import GiB, Hardware
 from runner.planning.planner import EARLY_SERVER_CORES
 from runner.planning.portfolio import Member, Plan
@@ -233,11 +235,18 @@ def test_folds_whose_start_up_outlasts_the_stall_threshold_leave_the_pace_as_pla
     assert all(r["startup_seconds"] >= startup and r["probe_seconds"] == 0.0 and r["predict_seconds"] >= 0.0
                for r in folds)
     actions = [a["action"] for a in report.actions]
-    assert not any("a real epoch took" in a for a in actions), actions
-    assert any("not ready after" in a and "later folds expect" in a and f"its epochs stay {step:.3g} s" in a
+    # the pace is read from epochs alone: a busy machine may slow a toy epoch itself (a 0.1 s sleep once took
+    # 0.83 s in a fresh clone's suite beside the test image's build), which a re-plan rightly follows, but no
+    # re-plan reads the 12 s start-up as an epoch
+    lines = [json.loads(line) for fold in (0, 1)
+             for line in (out / "members" / "toyepochs" / str(fold) / EPOCH_LOG).read_text().splitlines()]
+    slowest = max(step, *(line["epoch_seconds"] for line in lines))
+    paces = [float(m) for a in actions for m in re.findall(r"a real epoch took ([0-9.]+) s", a)]
+    assert all(pace <= slowest * (1 + REPLAN_TOLERANCE) and pace < startup / 4 for pace in paces), (paces, lines)
+    assert any("not ready after" in a and "later folds expect" in a and "its epochs stay" in a
                for a in actions), actions
     [row] = [m for m in report.members if m["name"] == "toyepochs"]
-    assert step <= row["planned_step_seconds"] <= step * (1 + REPLAN_TOLERANCE) and row["status"] == "done"
+    assert step <= row["planned_step_seconds"] <= slowest * (1 + REPLAN_TOLERANCE) and row["status"] == "done"
     assert (out / "members" / "toyepochs" / "0" / READY_FILE).is_file()
 
 
