@@ -15,8 +15,8 @@ from runner.data import canvas
 from runner.data.fragments import band_slices, fragments
 from runner.data.loading import load_dataset
 from runner.engines.masks import tiles
-from runner.engines.masks.planning import (LEAST_TILE, MIN_EPOCHS, MOST_TILE, TILED_EPOCHS, masks_member,
-                                          tile_side)
+from runner.engines.masks.planning import (LEAST_TILE, MIN_EPOCHS, MOST_EPOCHS, MOST_TILE, TILED_EPOCHS,
+                                          masks_member, tile_side)
 from runner.machine.profiles import profile
 from runner.planning.portfolio import DataShape, PlanContext
 from test_shape_priors import replicas  # noqa: F401 - the fixture: each replica once for the module
@@ -149,6 +149,8 @@ def test_plans_tile_a_dozen_slides_on_a_cpu_and_a_real_slides_canvas_on_an_h100_
     assert waves * real.fold_seconds > 0.8 * 7200 * 0.85
     tgs = masks_member(_context(load_spec("tgs-salt-identification-challenge"), h100, 4000, 101))
     assert tgs.settings.tile == 0
+    # its small slices reach the epochs' cap long before the window's end: the plan says so, and who has the rest
+    assert tgs.settings.epochs == MOST_EPOCHS and any("capped at" in r and "repeats" in r for r in tgs.reasons)
 
 
 def test_a_run_holds_the_canvas_its_data_was_read_on_so_replans_and_the_writer_use_it(replicas, tmp_path):

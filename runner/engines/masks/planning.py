@@ -196,6 +196,8 @@ def masks_member(context: PlanContext, slowdown: float = 1.0) -> Member:
                f"and its mirror image"]
     if sized.tile:
         reasons.append(tiled_reason(shape, sized, int(data.n_train * (1 - 1 / sized.folds))))
+    if sized.epochs >= MOST_EPOCHS:
+        reasons.append(capped_reason(context, sized, per_gpu))
     if gpu:
         reasons.append(f"bf16; batch {sized.batch}, estimated peak {sized.memory / GiB:.1f} GiB a fold, {per_gpu} "
                        f"fold(s) a card: {per_gpu * sized.memory / gpu.memory_bytes:.0%} of "
@@ -221,6 +223,17 @@ def masks_member(context: PlanContext, slowdown: float = 1.0) -> Member:
                             reasons=tuple(reasons))
     return network_member(NAME, settings, sized, context, STARTUP_SECONDS[device], DECODE_PER_CORE_SECOND,
                           PRIOR_GAIN)
+
+
+def capped_reason(context: PlanContext, sized: TiledSizing, per_gpu: int) -> str:
+    """What the plan says where the epochs' cap, not the window, ends the folds: the share of the window they take,
+    and who has the rest."""
+    lanes = per_gpu * len(context.hardware.gpus) if per_gpu else max(1, context.cores)
+    seconds = math.ceil(sized.folds / lanes) * (STARTUP_SECONDS["cuda" if per_gpu else "cpu"] + sized.predict
+                                                + sized.epochs * sized.step)
+    return (f"capped at {MOST_EPOCHS} epochs a fold (the patience usually ends one sooner): the folds take "
+            f"~{seconds:,.0f} s of the {context.window:,.0f} s window; more seeds of the member (repeats, bags) "
+            f"follow in the rest while they improve the out-of-fold score")
 
 
 def tiled_reason(shape: tuple[int, int], sized: TiledSizing, train_rows: int) -> str:
