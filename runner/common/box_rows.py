@@ -62,35 +62,74 @@ def boxes_of(row: np.ndarray, truth: bool, scale: tuple[float, float] = (1.0, 1.
     return out
 
 
+def _listed(rows, truth: bool):
+    """Rows of boxes (an array, as the engines predict them) as lists of boxes; lists (as graded) as they are."""
+    if isinstance(rows, np.ndarray) and rows.ndim == 2:
+        return [boxes_of(row, truth) for row in rows]
+    return rows
+
+
 def coco_map_rows(truths, predictions) -> float:
-    """`coco_map_iou40` of rows of boxes (arrays, as the engines predict them) or of lists of boxes (as graded)."""
-    if isinstance(truths, np.ndarray) and truths.ndim == 2:
-        truths = [boxes_of(row, True) for row in truths]
-    if isinstance(predictions, np.ndarray) and predictions.ndim == 2:
-        predictions = [boxes_of(row, False) for row in predictions]
-    return box_metrics.coco_map_iou40(truths, predictions)
+    """`coco_map_iou40` of rows of boxes or of lists of boxes."""
+    return box_metrics.coco_map_iou40(_listed(truths, True), _listed(predictions, False))
+
+
+def class_ap_rows(truths, predictions) -> float:
+    """`class_ap_iou50` of rows of boxes or of lists of boxes."""
+    return box_metrics.class_ap_iou50(_listed(truths, True), _listed(predictions, False))
 
 
 def _number(value: float) -> str:
     return f"{value:.1f}" if value != int(value) else str(int(value))
 
 
-def written(values: np.ndarray, sizes: Sequence[tuple[float, float]]) -> list[str]:
+def row_classes(layout, row_id: str, classes: int) -> tuple[str, ...]:
+    """The class names a row is written with: those its id's ending names (`layout.rows`), else every class (its
+    number where the layout names none), the no-finding class last."""
+    names = tuple(layout.labels) if layout is not None and layout.labels else tuple(map(str, range(classes + 1)))
+    for suffix, chosen in (layout.rows if layout is not None else ()):
+        if row_id.endswith(suffix):
+            return tuple(chosen)
+    return names
+
+
+def _named(boxes: list[box_metrics.Box], layout, allowed: tuple[str, ...]) -> list[box_metrics.Box]:
+    """A row's boxes under their classes' names, only those of `allowed`; a whole-image class once, at its best
+    confidence over the sides, with the dummy box `0 0 1 1` (a study's label is no place)."""
+    names = layout.labels if layout is not None and layout.labels else None
+    out, whole = [], {}
+    for label, confidence, *box in boxes:
+        name = names[int(label)] if names else label
+        if name not in allowed:
+            continue
+        if layout is not None and name in layout.whole:
+            whole[name] = max(whole.get(name, 0.0), confidence)
+        else:
+            out.append((name, confidence, *box))
+    return out + [(name, confidence, *NO_FINDING_BOX) for name, confidence in whole.items()]
+
+
+def written(values: np.ndarray, sizes: Sequence[tuple[float, float]], layout=None,
+            ids: Sequence[str] | None = None) -> list[str]:
     """Each row's `class confidence x_min y_min x_max y_max` groups, single spaces, in pixels of its image's
-    (width, height); confidences rounded to 5 places, coordinates to 0.1 pixel. A row with no box above
-    MIN_CONFIDENCE says no finding (`K 0.001 0 0 1 1`): every row needs a string."""
+    (width, height); confidences rounded to 5 places, coordinates to 0.1 pixel. With a layout
+    (runner.competition.spec.BoxFormat) classes are written by name, each row only with those its id's ending
+    names (`ids`). A row with no box above MIN_CONFIDENCE says no finding (`K 0.001 0 0 1 1`, or its first class
+    where no finding is not among its own): every row needs a string."""
     values = np.nan_to_num(np.asarray(values, dtype=np.float64))
-    if len(values) != len(sizes):
+    if len(values) != len(sizes) or (ids is not None and len(ids) != len(values)):
         raise ValueError(f"{len(values)} rows of boxes for {len(sizes)} image sizes")
     classes = finding_classes(values.shape[1])
     out = []
-    for row, size in zip(values, sizes):
+    for k, (row, size) in enumerate(zip(values, sizes)):
         row = row.copy()
         row[:-1].reshape(classes, SIDES, FIELDS)[:, :, 0] = np.round(slots(row[None])[0, :, :, 0], 5)
         row[-1] = round(float(row[-1]), 5)
+        allowed = row_classes(layout, str(ids[k]) if ids is not None else "", classes)
         groups = [f"{label} {confidence:.5f} " + " ".join(_number(round(v, 1)) for v in box)
-                  for label, confidence, *box in boxes_of(row, False, size)]
-        out.append(" ".join(groups) or f"{classes} {MIN_CONFIDENCE:.5f} 0 0 1 1")
+                  for label, confidence, *box in _named(boxes_of(row, False, size), layout, allowed)]
+        fallback = allowed[-1] if allowed[-1] == row_classes(layout, "", classes)[-1] else allowed[0]
+        out.append(" ".join(groups) or f"{fallback} {MIN_CONFIDENCE:.5f} 0 0 1 1")
     return out
 
 
@@ -134,6 +173,12 @@ def with_sizes(sample, folder: Path, id_column: str, suffix: str):
     return sample
 
 
+def with_file_sizes(sample, paths: Sequence[Path | None]):
+    """The sample with each row's image size from its DICOM file (`paths`, in the sample's order; None: 1 x 1)."""
+    sample.attrs[SIZES] = [dicom_size(path) for path in paths]
+    return sample
+
+
 def boxes_column(values, predictions, sample, columns, spec) -> dict:
     """The submission writer of rows of boxes: each test row's boxes in its image's pixels (the sizes `with_sizes`
     put in the sample)."""
@@ -143,6 +188,6 @@ def boxes_column(values, predictions, sample, columns, spec) -> dict:
     if sizes is None or len(sizes) != len(values):
         raise InvalidSubmissionError("the test images' sizes are unknown: boxes cannot be written in their pixels")
     try:
-        return {columns[0]: written(values, sizes)}
+        return {columns[0]: written(values, sizes, spec.boxes, sample[spec.id_column].astype(str).tolist())}
     except ValueError as exc:
         raise InvalidSubmissionError(str(exc)) from None

@@ -226,7 +226,7 @@ METRICS: dict[str, Metric] = {
     "dice_hausdorff": Metric(False, MASK_METRICS["dice_hausdorff"]),
     # boxes and points: each row's list of labelled boxes (points) on both sides
     "coco_map_iou40": Metric(False, box_rows.coco_map_rows),  # rows of boxes (engines') or lists of boxes
-    "class_ap_iou50": Metric(False, box_metrics.class_ap_iou50),
+    "class_ap_iou50": Metric(False, box_rows.class_ap_rows),  # rows of boxes (engines') or lists of boxes
     "point_in_box_f1": Metric(False, box_metrics.point_in_box_f1),
     "mean_column_spearman": Metric(False, correlation_metrics.mean_column_spearman),  # each target's ranks
     "pearson": Metric(False, correlation_metrics.pearson),  # one target's values

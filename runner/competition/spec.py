@@ -170,6 +170,27 @@ class BandRecords:
 
 
 @dataclass(frozen=True)
+class BoxFormat:
+    """How a `boxes` submission names its classes and which rows hold which (siim-covid's studies and images):
+    rows of boxes (runner.common.box_rows) whose classes have names, some of them a whole image's label."""
+
+    labels: tuple[str, ...] = ()  # each finding class's name as written (its number where empty), the no-finding last
+    # classes that label a whole image (siim-covid's study appearances): always written with the dummy box `0 0 1 1`
+    whole: tuple[str, ...] = ()
+    # (how a row's id ends, the classes it is written with): a study row its appearances, an image row its opacities
+    # and `none`; a row whose id ends otherwise gets every class
+    rows: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # images nested `<image_dir>/<study>/<series>/<image><suffix>` (`items: study_images`): the file of each study's
+    # labels (a one-hot column per whole class, `id` as `<study><study_suffix>`) and its columns' classes
+    study_file: str | None = None
+    study_columns: tuple[tuple[str, str], ...] = ()  # (column, class)
+    study_suffix: str = "_study"
+    image_suffix: str = "_image"
+    study_column: str = "StudyInstanceUID"  # the image file's column naming its study
+    label_column: str = "label"  # the image file's boxes, as the answers write them (`opacity 1 x y x y ...`)
+
+
+@dataclass(frozen=True)
 class Medals:
     """The score thresholds of MLE-bench's medals, from the competition's final leaderboard by MLE-bench's own
     rules (runner.competition.grade.medal_positions): a score at least as good as one earns it."""
@@ -267,6 +288,7 @@ class CompetitionSpec(Saved):
     positions: PositionRows | None = None  # records with a value per position: a row per position
     mask: MaskFormat | None = None  # a `mask` submission: how its run-length strings are written and graded
     bands: BandRecords | None = None  # items that are folders of band arrays (`items: band_records`)
+    boxes: BoxFormat | None = None  # a `boxes` submission's class names and rows (siim-covid's), where not numbers
     # the `constant_by_suffix` rule: (id ending, string) pairs, the string a row gets by how its id ends (siim-covid19's
     # `_study`, `_image`)
     baseline_values: tuple[tuple[str, str], ...] = ()

@@ -54,12 +54,19 @@ def box_targets(spec: CompetitionSpec, train: pd.DataFrame, path: Path,
     empty = frame[list(COLUMNS[1:])].isna().any(axis=1)
     none_class = sorted(frame.loc[empty, "class_id"].astype(int).unique().tolist())
     classes = int(frame["class_id"].max()) if none_class else int(frame["class_id"].max()) + 1
+    if spec.boxes is not None and spec.boxes.labels:  # named classes: the no-finding one is the last name
+        classes = len(spec.boxes.labels) - 1
     if none_class and none_class != [classes]:
         raise InputError(f"{path}: rows without a box hold class(es) {none_class}; only the highest class "
                          f"({classes}, no finding) may")
     images = pd.unique(frame[spec.id_column].astype(str))
     index = {image: i for i, image in enumerate(images)}
-    sizes = np.array(box_rows.image_sizes(data_dir / (spec.image_dir or ""), images, spec.image_suffix or ""))
+    if {"width", "height"} <= set(train.columns):  # the items reader read each image's size (nested files)
+        sized = train.drop_duplicates(spec.id_column)
+        sizes = sized.set_index(sized[spec.id_column].astype(str)).loc[list(images), ["width", "height"]]
+        sizes = sizes.to_numpy(dtype=np.float64)
+    else:
+        sizes = np.array(box_rows.image_sizes(data_dir / (spec.image_dir or ""), images, spec.image_suffix or ""))
     if (sizes == 1.0).all(axis=1).any():
         warnings.append(f"{path}: {int((sizes == 1.0).all(axis=1).sum())} image(s) of unknown size: their boxes "
                         "are taken as drawn on a 1 x 1 picture")

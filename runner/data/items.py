@@ -13,6 +13,7 @@ for the test rows. What reads each file (a picture, a clip, an array) is the tas
 - `bson`: BSON documents holding each item's pictures, tiled into one per item (runner.data.bson_records).
 - `slice_rows`: slices of series whose masks are written a row per slice and class (runner.data.slice_rows).
 - `fragments`: folders of depth slices, each training one with its own run-length labels (runner.data.fragments).
+- `study_images`: radiographs nested by study, each with its boxes and its study's label (runner.data.study_images).
 """
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ from runner.data.coco import coco_items
 from runner.data.fragments import fragments
 from runner.data.reading import image_files, image_folder
 from runner.data.slice_rows import slice_rows
+from runner.data.study_images import study_images
 from runner.data.table_items import table_items
 
 
@@ -100,6 +102,7 @@ READERS: dict[str, Callable[[CompetitionSpec, Path, Path, pd.DataFrame], Items]]
     "band_records": lambda *args: Items(*band_records(*args)),  # folders of band arrays (runner.data.band_records)
     "slice_rows": lambda *args: Items(*slice_rows(*args)),  # slices, a mask row per class (runner.data.slice_rows)
     "fragments": lambda *args: Items(*fragments(*args)),  # folders of depth slices (runner.data.fragments)
+    "study_images": lambda *args: Items(*study_images(*args)),  # images nested by study (runner.data.study_images)
 }
 
 

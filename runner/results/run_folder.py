@@ -11,7 +11,7 @@ import numpy as np
 
 from runner.results.baselines import make_baseline
 from runner.common import box_rows
-from runner.data import canvas, slice_rows
+from runner.data import canvas, slice_rows, study_images
 from runner.results.decisions import tuned
 from runner.common.budget import Budget
 from runner.common.label_metrics import constant_set_threshold
@@ -42,7 +42,9 @@ class RunOutputs:
         self.submission = self.out / "submission.csv"
         found: list[str] = []
         self.sample = read_sample(spec, Path(data_dir), found)
-        if spec.learned_as == "boxes" and spec.task != "unsupported":  # learned boxes: in each test image's pixels
+        if spec.learned_as == "boxes" and spec.task != "unsupported" and spec.items == "study_images":
+            box_rows.with_file_sizes(self.sample, study_images.row_files(spec, Path(data_dir), self.sample))
+        elif spec.learned_as == "boxes" and spec.task != "unsupported":  # learned boxes: in each test image's pixels
             box_rows.with_sizes(self.sample, Path(data_dir) / (spec.test_image_dir or spec.image_dir or ""),
                                 spec.id_column, spec.test_suffix or "")
         if spec.mask is not None and spec.mask.class_column and spec.task != "unsupported":  # learned slices

@@ -1,0 +1,104 @@
+"""siim-covid's radiographs nested by study, learned as boxes (runner.data.study_images): each image an item with its
+opacities, `none` and its study's appearance as a whole-image class; written by name, a study row with its
+appearances' confidences and the dummy box, an image row with its opacities in pixels and `none`, parsed and scored
+as MLE-bench's grader does."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from runner.common import box_rows, metrics
+from runner.competition.catalog import load_spec
+from runner.competition.grade import grade
+from runner.data.loading import load_dataset
+from runner.data.study_images import nested_files, parsed_boxes, row_files
+from runner.demo import write_demo
+from runner.results.submission import Predictions, build_submission, validate_submission
+
+SIIM = load_spec("siim-covid19-detection")
+APPEARANCES = ("negative", "typical", "indeterminate", "atypical")
+
+
+@pytest.fixture(scope="module")
+def replica(tmp_path_factory):
+    root = write_demo(SIIM.id, tmp_path_factory.mktemp("siim")) / "prepared"
+    return root / "public", root / "private"
+
+
+def test_each_image_is_an_item_with_its_opacities_none_and_its_study_s_appearance(replica, tmp_path):
+    public, _ = replica
+    dataset = load_dataset(SIIM, public, tmp_path / "work")
+    images = pd.read_csv(public / "train_image_level.csv")
+    studies = pd.read_csv(public / "train_study_level.csv").set_index("id")
+    assert dataset.y.shape == (len(images), box_rows.row_width(len(SIIM.boxes.labels) - 1))
+    slots = box_rows.slots(dataset.y)
+    ids = images["id"].tolist()  # the items in the image file's order
+    by_id = images.set_index("id")
+    assert len(set(dataset.groups)) == images["StudyInstanceUID"].nunique()  # a study's images share a fold
+    for k, image in enumerate(ids[:40]):
+        row = by_id.loc[image]
+        opacities = [b for b in parsed_boxes(row["label"], "") if b[0] == "opacity"]
+        assert slots[k, 0, :, 0].sum() == min(len(opacities), 2) and dataset.y[k, -1] == (not opacities)
+        appearance = studies.loc[f"{row['StudyInstanceUID']}_study"].to_numpy().argmax()
+        # the study's appearance, a whole-image box (its centre at the middle: the right side's slot)
+        assert slots[k, 1 + appearance, 1, 0] == 1 and slots[k, 1:, :, 0].sum() == 1
+        assert np.allclose(slots[k, 1 + appearance, 1, 1:], (0, 0, 1, 1))
+
+
+def test_written_rows_parse_and_grade_as_the_grader_reads_them_and_as_cross_validation_scores_them(replica,
+                                                                                               tmp_path):
+    """The test rows' truths, made rows of boxes and written, score 1 under the grader; a blurred copy scores as the
+    out-of-fold metric scores the same rows, each image row standing for its study too."""
+    public, private = replica
+    sample = pd.read_csv(public / "sample_submission.csv")
+    answers = pd.read_csv(private / "test.csv")
+    files = row_files(SIIM, public, sample)
+    assert all(f is not None for f in files)
+    box_rows.with_file_sizes(sample, files)
+    truths = answers.set_index("id").loc[sample["id"], "PredictionString"].tolist()
+    width = box_rows.row_width(len(SIIM.boxes.labels) - 1)
+    rows = np.zeros((len(sample), width))
+    slots = box_rows.slots(rows).copy()
+    for k, (text, (w, h)) in enumerate(zip(truths, sample.attrs[box_rows.SIZES])):
+        for label, x0, y0, x1, y1 in parsed_boxes(text, ""):
+            if label == "none":
+                rows[k, -1] = 1.0
+            elif label in APPEARANCES:
+                slots[k, 1 + APPEARANCES.index(label), 1] = (1.0, 0, 0, 1, 1)
+            else:
+                side = int((x0 + x1) / 2 / w >= 0.5)
+                slots[k, 0, side] = (1.0, x0 / w, y0 / h, x1 / w, y1 / h)
+    rows[:, :-1] = slots.reshape(len(rows), -1)
+    written = build_submission(sample, SIIM, ["PredictionString"], Predictions(rows, None, "test"))
+    validate_submission(written, sample, SIIM, ["PredictionString"])
+    study = written["id"].str.endswith("_study")
+    assert written.loc[study, "PredictionString"].str.split().str[0].isin(APPEARANCES).all()
+    assert not written.loc[~study, "PredictionString"].str.contains("typical|negative").any()
+    written.to_csv(tmp_path / "perfect.csv", index=False)
+    assert grade(tmp_path / "perfect.csv", SIIM, private).score == pytest.approx(1.0)
+    rng = np.random.default_rng(0)
+    blurred = rows.copy()
+    b = box_rows.slots(blurred).copy()
+    b[..., 0] = np.clip(b[..., 0] * 0.3 + rng.uniform(0, 0.7, b.shape[:3]), 0, 1)  # ranks overlap
+    blurred[:, :-1] = b.reshape(len(rows), -1)
+    blurred[:, -1] = np.clip(rows[:, -1] * 0.3 + rng.uniform(0, 0.7, len(rows)), 0, 1)
+    noisy = build_submission(sample, SIIM, ["PredictionString"], Predictions(blurred, None, "test"))
+    noisy.to_csv(tmp_path / "noisy.csv", index=False)
+    graded = grade(tmp_path / "noisy.csv", SIIM, private).score
+    assert 0.3 < graded < 0.99
+    # cross-validation scores the rows themselves: every class in every row, where the writer keeps a study row's
+    # appearances and an image row's opacities and `none`; the blurred confidences score alike either way
+    cv = metrics.score(SIIM.metric, rows, blurred)
+    assert 0.3 < cv < 0.99 and abs(cv - graded) < 0.15, (cv, graded)
+
+
+def test_a_study_row_reads_its_study_s_first_image_and_an_image_row_its_own(replica):
+    public, _ = replica
+    sample = pd.read_csv(public / "sample_submission.csv")
+    found = nested_files(public / "test", ".dcm")
+    files = row_files(SIIM, public, sample)
+    for row_id, file in zip(sample["id"], files):
+        name = row_id.rsplit("_", 1)[0]
+        if row_id.endswith("_image"):
+            assert file == found[name][1]
+        else:
+            assert file.parts[-3] == name and file == min(p for s, p in found.values() if s == name)
