@@ -102,3 +102,25 @@ def test_a_study_row_reads_its_study_s_first_image_and_an_image_row_its_own(repl
             assert file == found[name][1]
         else:
             assert file.parts[-3] == name and file == min(p for s, p in found.values() if s == name)
+
+
+def test_the_prior_leaves_out_typical_boxes_that_cost_more_than_they_find(replica, tmp_path):
+    """siim's opacities rarely sit where their mean box does: the prior written keeps each appearance at its share
+    and `none` at its own, with no opacity box, and scores above the plain mean row on the training rows and the
+    test rows alike."""
+    from runner.common.budget import Budget
+    from runner.results.run_folder import RunOutputs
+    from runner.results.submission import prior_predictions
+
+    public, private = replica
+    out = RunOutputs(SIIM, public, tmp_path / "run", Budget.start(60))
+    dataset = load_dataset(SIIM, public, tmp_path / "work")
+    prior = out.write_prior(dataset)
+    assert "no typical box of opacity" in prior.source
+    assert (box_rows.slots(prior.values)[:, 0, :, 0] == 0).all() and (prior.values[:, -1] > 0).all()
+    mean = prior_predictions(dataset.y, None, len(prior.values), None, None, SIIM.metric)
+    train = [metrics.score(SIIM.metric, dataset.y, np.tile(p.values[0], (len(dataset.y), 1))) for p in (prior, mean)]
+    assert train[0] > train[1]
+    build_submission(out.sample, SIIM, out.columns, mean).to_csv(tmp_path / "mean.csv", index=False)
+    test = [grade(path, SIIM, private).score for path in (tmp_path / "run" / "baseline.csv", tmp_path / "mean.csv")]
+    assert test[0] > test[1], test

@@ -24,6 +24,7 @@ SIDES = 2  # a class's box left or right of the image's middle
 FIELDS = 5  # confidence, x_min, y_min, x_max, y_max
 MIN_CONFIDENCE = 1e-3  # a slot below this is not written (nor scored): it adds nothing but length
 TRUE_FROM = 0.5  # a truth row's slot holds a box from this confidence on (truths are 0/1)
+PRIOR_ROWS = 2_000  # training rows a prior's classes are judged on (evenly spaced): bounds its seconds at any size
 NO_FINDING_BOX = (0.0, 0.0, 1.0, 1.0)
 
 
@@ -77,6 +78,24 @@ def coco_map_rows(truths, predictions) -> float:
 def class_ap_rows(truths, predictions) -> float:
     """`class_ap_iou50` of rows of boxes or of lists of boxes."""
     return box_metrics.class_ap_iou50(_listed(truths, True), _listed(predictions, False))
+
+
+def pruned_prior(row: np.ndarray, y: np.ndarray, score, lower_is_better: bool) -> tuple[np.ndarray, list[int]]:
+    """The mean row of boxes without the finding classes whose typical boxes cost the training rows more than they
+    find (siim-covid's opacities, which rarely sit where their mean does): each class judged once, in order, by
+    `score(truth, predictions)` on at most PRIOR_ROWS of the rows. The row, and the classes left out."""
+    rows = np.asarray(y)[np.unique(np.linspace(0, len(y) - 1, min(len(y), PRIOR_ROWS)).astype(int))]
+    best_row = np.asarray(row, dtype=np.float64).copy()
+    best = score(rows, np.tile(best_row, (len(rows), 1)))
+    dropped = []
+    for c in range(finding_classes(len(best_row))):
+        trial = best_row.copy()
+        trial[:-1].reshape(-1, SIDES, FIELDS)[c, :, 0] = 0.0
+        value = score(rows, np.tile(trial, (len(rows), 1)))
+        if (value < best) if lower_is_better else (value > best):
+            best, best_row = value, trial
+            dropped.append(c)
+    return best_row, dropped
 
 
 def _number(value: float) -> str:

@@ -132,6 +132,8 @@ class RunOutputs:
                                   self.spec.metric)
         if self.spec.baseline and self.spec.learned_as == "pixels" and self.spec.mask.series:
             return self.write_learned_rule(prior, dataset)
+        if self.spec.learned_as == "boxes" and len(dataset.y):
+            prior = self.pruned_box_prior(prior, dataset.y)
         if dataset.labels is not None and len(dataset.y):  # the one set for every row: its labels frequent enough
             metric = METRICS[self.spec.metric]
             cut = constant_set_threshold(metric.score, metric.lower_is_better, dataset.y, prior.values[0])
@@ -149,6 +151,18 @@ class RunOutputs:
                     timings=self.mark("data_loaded"))
         return prior
 
+
+    def pruned_box_prior(self, prior: Predictions, y: np.ndarray) -> Predictions:
+        """The mean row of boxes without the classes whose typical boxes lower the training rows' score."""
+        metric = METRICS[self.spec.metric]
+        row, dropped = box_rows.pruned_prior(prior.values[0], y, metric.score, metric.lower_is_better)
+        if not dropped:
+            return prior
+        names = self.spec.boxes.labels if self.spec.boxes is not None and self.spec.boxes.labels else None
+        said = ", ".join(names[c] if names else str(c) for c in dropped)
+        return dataclasses.replace(prior, values=np.tile(row, (len(prior.values), 1)),
+                                   source=f"{prior.source}; no typical box of {said} (they cost the training rows "
+                                          "more than they find)")
 
     def write_learned_rule(self, prior: Predictions, dataset: Dataset) -> Predictions:
         """The spec's rule (the `slice_prior`'s depth and place) as the submission and baseline of a learned spec:
