@@ -81,13 +81,18 @@ def orphaned(spaceship, tmp_path_factory) -> dict:
     out = tmp_path_factory.mktemp("orphaned") / "out"
     env = {**os.environ, **TOY_ENGINE, **OVERRUN}
     started = time.monotonic()
-    run = subprocess.Popen([sys.executable, "-m", "runner.cli", "run", "spaceship", "--data",
-                            str(spaceship / "prepared" / "public"), "--budget", f"{BUDGET}s", "--out", str(out),
-                            "--engines", "toy"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # output to a file, not a pipe: the run is timed by its own exit, not by the last process holding its output
+    # (a fold the test's nemesis orphaned inherits it; whether that one outlived the run is asserted below)
+    log = out.parent / "run.err"
+    with open(log, "w") as handle:
+        run = subprocess.Popen([sys.executable, "-m", "runner.cli", "run", "spaceship", "--data",
+                                str(spaceship / "prepared" / "public"), "--budget", f"{BUDGET}s", "--out", str(out),
+                                "--engines", "toy"], env=env, stdout=subprocess.DEVNULL, stderr=handle)
     nemesis = KillTheForkServer(run)
     nemesis.start()
     try:
-        _, stderr = run.communicate(timeout=BUDGET + 30)
+        run.wait(timeout=BUDGET + 30)
+        stderr = log.read_text()
     finally:
         for child in psutil.Process(run.pid).children(recursive=True) if run.poll() is None else ():
             child.kill()  # what a runner that overran left behind
