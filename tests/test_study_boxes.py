@@ -124,3 +124,31 @@ def test_the_prior_leaves_out_typical_boxes_that_cost_more_than_they_find(replic
     build_submission(out.sample, SIIM, out.columns, mean).to_csv(tmp_path / "mean.csv", index=False)
     test = [grade(path, SIIM, private).score for path in (tmp_path / "run" / "baseline.csv", tmp_path / "mean.csv")]
     assert test[0] > test[1], test
+
+
+def test_a_study_of_several_radiographs_is_written_with_the_mean_of_its_images_appearances(replica):
+    from runner.data.study_images import study_rows
+
+    public, _ = replica
+    sample = pd.read_csv(public / "sample_submission.csv")
+    files = row_files(SIIM, public, sample)
+    box_rows.with_file_sizes(sample, files)
+    groups = study_rows(SIIM, sample, files)
+    sample.attrs[box_rows.ROW_GROUPS] = groups
+    several = [k for k, g in enumerate(groups) if len(g) > 1]
+    assert several, "the replica holds no study of several radiographs"
+    assert all(sample["id"][k].endswith("_study") and all(sample["id"][i].endswith("_image") for i in groups[k])
+               for k in several)
+    rows = np.random.default_rng(2).uniform(0, 1, (len(sample), box_rows.row_width(len(SIIM.boxes.labels) - 1)))
+    written = build_submission(sample, SIIM, ["PredictionString"], Predictions(rows, None, "test"))
+    typical = SIIM.boxes.labels.index("typical")
+    for k in several:
+        groups_written = written["PredictionString"][k].split()
+        said = float(groups_written[groups_written.index("typical") + 1])
+        mean = box_rows.slots(rows)[groups[k], typical, :, 0].max(axis=1).mean()
+        assert said == pytest.approx(mean, abs=1e-5)
+    single = next(k for k, g in enumerate(groups) if sample["id"][k].endswith("_study") and len(g) == 1)
+    text = written["PredictionString"][single].split()  # a study of one radiograph: its image row's
+    image = groups[single][0]
+    assert float(text[text.index("typical") + 1]) == pytest.approx(box_rows.slots(rows)[image, typical, :, 0].max(),
+                                                                   abs=1e-5)

@@ -184,6 +184,7 @@ def image_sizes(folder: Path, ids: Sequence, suffix: str) -> list[tuple[float, f
 
 
 SIZES = "image_sizes"  # the sample's attribute holding each test image's (width, height): what the writer scales by
+ROW_GROUPS = "row_groups"  # the sample's attribute: each row's rows whose whole-image classes it is written with
 
 
 def with_sizes(sample, folder: Path, id_column: str, suffix: str):
@@ -198,6 +199,22 @@ def with_file_sizes(sample, paths: Sequence[Path | None]):
     return sample
 
 
+def pooled(values: np.ndarray, groups: Sequence[Sequence[int]], whole: Sequence[int]) -> np.ndarray:
+    """Rows of boxes whose whole-image classes (`whole`, class numbers) are each the mean over its group's rows of
+    their best side's confidence (a study's appearance from all of its radiographs), held in the right side's slot;
+    the other slots as they were."""
+    values = np.asarray(values, dtype=np.float64)
+    out = values.copy()
+    best = slots(values)[..., 0][:, list(whole)].max(axis=2)  # (rows, whole classes): each one's best side
+    grid = slots(out).copy()
+    for k, group in enumerate(groups):
+        if list(group) != [k]:
+            grid[k, list(whole), :, 0] = 0.0
+            grid[k, list(whole), 1, 0] = best[list(group)].mean(axis=0)
+    out[:, :-1] = grid.reshape(len(out), -1)
+    return out
+
+
 def boxes_column(values, predictions, sample, columns, spec) -> dict:
     """The submission writer of rows of boxes: each test row's boxes in its image's pixels (the sizes `with_sizes`
     put in the sample)."""
@@ -206,6 +223,9 @@ def boxes_column(values, predictions, sample, columns, spec) -> dict:
     sizes = sample.attrs.get(SIZES)
     if sizes is None or len(sizes) != len(values):
         raise InvalidSubmissionError("the test images' sizes are unknown: boxes cannot be written in their pixels")
+    groups, layout = sample.attrs.get(ROW_GROUPS), spec.boxes
+    if groups is not None and len(groups) == len(values) and layout is not None and layout.whole:
+        values = pooled(values, groups, [layout.labels.index(name) for name in layout.whole])
     try:
         return {columns[0]: written(values, sizes, spec.boxes, sample[spec.id_column].astype(str).tolist())}
     except ValueError as exc:

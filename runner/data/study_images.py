@@ -4,7 +4,8 @@ y_min x_max y_max ...`, or `none 1 0 0 1 1`) and its study's label (the study fi
 whole-image class covering the image. They are handed on as a row per drawn box with each image's size
 (runner.data.box_targets' layout), so that boxes are gathered into rows one way; an image without a box draws the
 no-finding class. A test row is a sample row: an image row its image, a study row its study's first image (most
-studies hold one radiograph).
+studies hold one radiograph), whose whole-image classes the writer averages over the study's image rows
+(`study_rows`).
 """
 from __future__ import annotations
 
@@ -111,3 +112,16 @@ def row_files(spec: CompetitionSpec, data_dir: Path, sample: pd.DataFrame) -> li
         else:
             out.append(found.get(row_id.removesuffix(layout.image_suffix), (None, None))[1])
     return out
+
+
+def study_rows(spec: CompetitionSpec, sample: pd.DataFrame, files: list[Path | None]) -> list[list[int]]:
+    """For each sample row, the rows whose whole-image classes it is written with: a study row its study's image
+    rows (their files below its folder), where it has any; every other row itself."""
+    layout = _layout(spec)
+    ids = sample[spec.id_column].astype(str).tolist()
+    images: dict[str, list[int]] = {}
+    for k, (row_id, file) in enumerate(zip(ids, files)):
+        if row_id.endswith(layout.image_suffix) and file is not None:
+            images.setdefault(Path(file).parents[1].name, []).append(k)  # <study>/<series>/<image>
+    return [images.get(row_id.removesuffix(layout.study_suffix), [k]) if row_id.endswith(layout.study_suffix)
+            else [k] for k, row_id in enumerate(ids)]

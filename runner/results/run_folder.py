@@ -43,7 +43,9 @@ class RunOutputs:
         found: list[str] = []
         self.sample = read_sample(spec, Path(data_dir), found)
         if spec.learned_as == "boxes" and spec.task != "unsupported" and spec.items == "study_images":
-            box_rows.with_file_sizes(self.sample, study_images.row_files(spec, Path(data_dir), self.sample))
+            files = study_images.row_files(spec, Path(data_dir), self.sample)
+            box_rows.with_file_sizes(self.sample, files)
+            self.sample.attrs[box_rows.ROW_GROUPS] = study_images.study_rows(spec, self.sample, files)
         elif spec.learned_as == "boxes" and spec.task != "unsupported":  # learned boxes: in each test image's pixels
             box_rows.with_sizes(self.sample, Path(data_dir) / (spec.test_image_dir or spec.image_dir or ""),
                                 spec.id_column, spec.test_suffix or "")
