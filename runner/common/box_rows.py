@@ -139,6 +139,7 @@ def written(values: np.ndarray, sizes: Sequence[tuple[float, float]], layout=Non
     if len(values) != len(sizes) or (ids is not None and len(ids) != len(values)):
         raise ValueError(f"{len(values)} rows of boxes for {len(sizes)} image sizes")
     classes = finding_classes(values.shape[1])
+    no_finding = row_classes(layout, "", classes)[-1]  # its name (the last class), where a row may say it
     out = []
     for k, (row, size) in enumerate(zip(values, sizes)):
         row = row.copy()
@@ -147,7 +148,7 @@ def written(values: np.ndarray, sizes: Sequence[tuple[float, float]], layout=Non
         allowed = row_classes(layout, str(ids[k]) if ids is not None else "", classes)
         groups = [f"{label} {confidence:.5f} " + " ".join(_number(round(v, 1)) for v in box)
                   for label, confidence, *box in _named(boxes_of(row, False, size), layout, allowed)]
-        fallback = allowed[-1] if allowed[-1] == row_classes(layout, "", classes)[-1] else allowed[0]
+        fallback = no_finding if no_finding in allowed else allowed[0]
         out.append(" ".join(groups) or f"{fallback} {MIN_CONFIDENCE:.5f} 0 0 1 1")
     return out
 
