@@ -18,12 +18,12 @@ from typing import Callable
 
 import numpy as np
 
-from runner.common import (answer_metrics, bias_metrics, binary_metrics, box3d_metrics, box_metrics,
+from runner.common import (answer_metrics, bias_metrics, binary_metrics, box3d_metrics,
                            class_metrics, correlation_metrics, direction_metrics, distribution_metrics,
                            grouped_metrics, label_metrics, multilabel_metrics, order_metrics, ranking_metrics,
                            roc_metrics, sequence_metrics, spread_metrics, string_metrics)
 from runner.common.mask_metrics import MASK_METRICS
-from runner.common import box_rows
+from runner.common import box_rows, point_rows
 
 THRESHOLD_ROUNDS = 3  # passes over the kappa cuts; a third rarely moves one
 
@@ -227,7 +227,7 @@ METRICS: dict[str, Metric] = {
     # boxes and points: each row's list of labelled boxes (points) on both sides
     "coco_map_iou40": Metric(False, box_rows.coco_map_rows),  # rows of boxes (engines') or lists of boxes
     "class_ap_iou50": Metric(False, box_rows.class_ap_rows),  # rows of boxes (engines') or lists of boxes
-    "point_in_box_f1": Metric(False, box_metrics.point_in_box_f1),
+    "point_in_box_f1": Metric(False, point_rows.point_f1_rows),  # rows of points (the engine's) or lists
     "mean_column_spearman": Metric(False, correlation_metrics.mean_column_spearman),  # each target's ranks
     "pearson": Metric(False, correlation_metrics.pearson),  # one target's values
     "bias_auc": Metric(False, bias_metrics.decided_auc),  # toxicity decisions, weighed by identity subgroups

@@ -35,7 +35,8 @@ LEARNED_AS = {"probabilities": "classes", "probability": "classes", "label": "cl
               "span": "values",  # a span: each candidate span's score (runner.data.spans)
               "distribution": "values", "direction": "values", "value_and_spread": "values",
               "mask": "pixels",  # each row's masks, every pixel's probability (an image competition's)
-              "boxes": "boxes"}  # each row's boxes in fixed slots, a confidence each (runner.common.box_rows)
+              "boxes": "boxes",  # each row's boxes in fixed slots, a confidence each (runner.common.box_rows)
+              "points": "points"}  # each page's labelled points in slots, a confidence each (runner.common.point_rows)
 DECISION_CUT = 0.5  # a `decision` submission's grader: from this value on, yes
 STRING_FORMATS = ("labels", "ranked", "mask", "boxes", "span", "text", "ranking",
                   "sequence", "points", "boxes3d")  # one string per row, any text

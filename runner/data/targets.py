@@ -195,6 +195,10 @@ def read_labels(spec: CompetitionSpec, train: pd.DataFrame, columns: list[str], 
         from runner.data.box_targets import box_targets
 
         return box_targets(spec, train, path, warnings)
+    if spec.submission == "points":  # a page's characters, gathered into a row of points
+        from runner.data.point_targets import point_targets
+
+        return point_targets(spec, train, path, warnings)
     if spec.submission == "mask":  # each row's masks, learned pixel by pixel (their columns checked there)
         return train, None, mask_targets(spec, train, path)
     missing = [t for t in spec.targets if t not in train.columns]

@@ -28,7 +28,7 @@ EPOCH_LOG = "epochs.jsonl"  # per-epoch lines a running fold may write into its 
 # written once by a fold when its start-up is over and its first epoch begins: the supervisor's stall clock starts
 # there, and what came before is start-up, never an epoch's pace
 READY_FILE = "ready.json"
-SHAPES = ("pixels", "boxes")  # what a spec may be learned as that only an engine made for it learns (`learns`)
+SHAPES = ("pixels", "boxes", "points")  # what a spec may be learned as that only an engine made for it learns (`learns`)
 
 
 @dataclass

@@ -30,6 +30,7 @@ REGISTRY = {
     "masks": "runner.engines.masks.engine:Masks",
     "boxes": "runner.engines.boxes:Boxes",
     "centres": "runner.engines.centres.engine:Centres",
+    "characters": "runner.engines.centres.characters:Characters",
 }
 EXTRA_ENGINES_VARIABLE = "RUNNER_ENGINES"  # "name=module:Class,..." adds engines; fold processes inherit it
 

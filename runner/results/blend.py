@@ -40,6 +40,9 @@ SMOOTH = {"accuracy": "log_loss", "qwk": GRADE_ERROR, "bias_auc": "roc_auc", "wo
 LOWER_IS_BETTER = {**metrics.LOWER_IS_BETTER, GRADE_ERROR: True}
 # judged on ranks (or a correlation) across rows: not a sum of one term per row
 RANKED = {"roc_auc", "mean_column_roc_auc", "mean_column_spearman", "pearson"}
+# rows whose slots hold no fixed thing (a page's points, likeliest first): a mix of two members' rows is no row of
+# them, so the blend is its start member alone
+UNMIXED = {"point_in_box_f1"}
 
 
 @dataclass(frozen=True)
@@ -161,7 +164,7 @@ def choose_blend(metric: str, y: np.ndarray, members: list[MemberPredictions],
     start = max((m for m in starts if m.covered.sum() == widest),
                 key=lambda m: -own[m.name] if metrics.LOWER_IS_BETTER[metric] else own[m.name])
     smooth = smooth_metric(metric)
-    steps = _greedy(smooth, y, members, start, groups)
+    steps = _greedy(smooth, y, [start] if metric in UNMIXED else members, start, groups)
     rows = start.covered
     # the last step (the smoothest blend) that is not worse than the start in the competition's metric
     chosen = next(s for s in reversed(steps)
@@ -216,7 +219,7 @@ def pool_gain(metric: str, y: np.ndarray, members: list[MemberPredictions], new:
     rows = np.logical_and.reduce([m.covered for m in members]) & _selection_rows(len(y))
     rows &= np.cumsum(rows) <= POOL_ROWS
     others = [m.oof[rows] for m in members if m.name != new]
-    if rows.sum() < MIN_ROWS or not others or len(others) == len(members):
+    if rows.sum() < MIN_ROWS or not others or len(others) == len(members) or metric in UNMIXED:
         return 0.0
     before = _pool_loss(metric, y[rows], others)
     after = _pool_loss(metric, y[rows], others + [m.oof[rows] for m in members if m.name == new])

@@ -14,6 +14,7 @@ from runner.common import metrics
 from runner.common.binary_metrics import tune_decision
 from runner.common.mask_metrics import MASK_METRICS, tune_mask_cut
 from runner.common.mask_volumes import tune_volume_cut
+from runner.common.point_rows import tune_cut
 from runner.common.spread_metrics import best_spread
 from runner.competition.spec import CompetitionSpec
 from runner.data.mask_targets import mask_columns
@@ -47,6 +48,10 @@ def tuned(spec: CompetitionSpec, y: np.ndarray, pred: np.ndarray, rows: np.ndarr
         log.info("a pixel in the mask from %.2f on, a mask of fewer than %d pixels left empty: %s %.4f on the %s "
                  "rows", cut, least, spec.metric, value, what)
         return (cut, float(least))
+    if spec.learned_as == "points":
+        cut, value = tune_cut(truth, guess)
+        log.info("points written from a confidence of %.2f on: %s %.4f on the %s rows", cut, spec.metric, value, what)
+        return (cut,)
     if spec.metric in DECISION_METRICS and guess.ndim == 2 and guess.shape[1] == 2:
         metric = metrics.METRICS[spec.metric]
         cut, value = tune_decision(metric.score, metric.lower_is_better, truth, guess)

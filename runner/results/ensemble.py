@@ -7,7 +7,7 @@ import logging
 
 import numpy as np
 
-from runner.common import mask_metrics, mask_volumes, metrics
+from runner.common import mask_metrics, mask_volumes, metrics, point_rows
 from runner.data.mask_targets import mask_columns
 from runner.common.bias_metrics import best_cut
 from runner.common.label_metrics import LABEL_THRESHOLD, decided, stand_in_truth, tune_new_label, tune_threshold
@@ -49,7 +49,8 @@ class Ensemble:
 
     def add(self, state: MemberState, results: list[FoldResult]) -> None:
         """The member's out-of-fold and test predictions from its finished folds, and its own CV."""
-        predictions = member_predictions(state.member, results, self.outputs.out, self._ids(state.member))
+        combined = {"combined": point_rows.fused} if self.outputs.spec.learned_as == "points" else {}
+        predictions = member_predictions(state.member, results, self.outputs.out, self._ids(state.member), **combined)
         self.predictions[state.member.name] = predictions
         covered, groups = predictions.covered, self.dataset.score_groups
         state.cv = round(metrics.fast_score(self.metric, self.dataset.y[covered], predictions.oof[covered],
@@ -72,7 +73,7 @@ class Ensemble:
         # a set or a ranked list with a new label is held against the prior as the files written will score: each
         # set at its tuned threshold, unseen labels as new items and the new label where it was tuned
         ours, theirs = (self.as_new_items(blend, cuts) or self.as_sets(blend, cuts) or self.as_masks(blend, cuts)
-                        or (blend.cv, base))
+                        or self.as_points(blend, cuts) or (blend.cv, base))
         # models that do not beat the prior are not submitted: one that ties it learned nothing (a booster cut
         # after its first round predicts the majority class), and its predictions would only stand in for the prior's
         beaten = metrics.better(self.metric, ours, theirs)
@@ -90,9 +91,11 @@ class Ensemble:
             return {}
         self.blend = blend
         cv = blend.cv
-        if self.outputs.spec.learned_as == "pixels":  # masks are scored as written: the prior's at its own cut
+        if self.outputs.spec.learned_as in ("pixels", "points"):  # scored as written: the prior's at its own cut
             base = theirs
             cv = ours if self._series() is not None else cv  # a blend of flat rows was chosen on their mean Dice
+        if self.outputs.spec.learned_as == "points":
+            cv = ours
         return dict(submission_source=chosen.source, cv_score=cv, baseline_cv_score=base,
                     blend={**blend.summary(), **({"grade_thresholds": cuts} if cuts else {})})
 
@@ -189,6 +192,20 @@ class Ensemble:
         scored = [round(metrics.score(self.metric, truth, mask_metrics.decided(pred, cut, int(least))), 6)
                   for pred, (cut, least) in ((blend.oof[rows], cuts[:2]), (prior, own[:2]))]
         log.info("as the masks written score: blend %.4f, prior %.4f on the out-of-fold rows", *scored)
+        return scored[0], scored[1]
+
+    def as_points(self, blend: Blend, cuts) -> tuple[float, float] | None:
+        """(the blend's, the prior's) F1 on the out-of-fold rows of the points each writes: the blend's from its
+        tuned confidence on, the prior's at its own; None where these are no points."""
+        if cuts is None or self.outputs.spec.learned_as != "points":
+            return None
+        rows = blend.covered
+        truth = self.dataset.y[rows]
+        prior = np.tile(self.prior.values[0], (len(truth), 1))
+        own = self.prior.thresholds[0] if self.prior.thresholds else point_rows.POINT_CUT
+        scored = [round(point_rows.point_f1_rows(truth, pred, cut), 6)
+                  for pred, cut in ((blend.oof[rows], cuts[0]), (prior, own))]
+        log.info("as the points written score: blend %.4f, prior %.4f on the out-of-fold rows", *scored)
         return scored[0], scored[1]
 
     def as_volumes(self, blend: Blend, cuts) -> tuple[float, float]:

@@ -16,10 +16,11 @@ def unit_dir(out_dir: Path, member: str, fold: int) -> Path:
     return Path(out_dir) / "members" / member / ("prepare" if fold == PREPARE else str(fold))
 
 
-def member_predictions(member: Member, results: list[FoldResult], out_dir: Path,
-                       ids: np.ndarray) -> MemberPredictions | None:
+def member_predictions(member: Member, results: list[FoldResult], out_dir: Path, ids: np.ndarray,
+                       combined=lambda tests: np.mean(tests, axis=0)) -> MemberPredictions | None:
     """The member's validation predictions on the rows of its usable folds (`ids`: the fold of every train row in
-    its split), and the mean of their test predictions (None before its first usable fold)."""
+    its split), and their test predictions `combined` (their mean; rows of points are fused instead), None before
+    its first usable fold."""
     done = sorted(r.fold for r in results if r.member == member.name and r.usable and r.fold != PREPARE)
     if not done:
         return None
@@ -27,7 +28,7 @@ def member_predictions(member: Member, results: list[FoldResult], out_dir: Path,
     oof = np.zeros((len(ids), next(iter(vals.values())).shape[1]))
     for k, pred in vals.items():
         oof[ids == k] = pred
-    test = np.mean([np.load(unit_dir(out_dir, member.name, k) / "test.npy") for k in done], axis=0)
+    test = combined([np.load(unit_dir(out_dir, member.name, k) / "test.npy") for k in done])
     return MemberPredictions(member.name, oof, np.isin(ids, done), test)
 
 

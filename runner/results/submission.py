@@ -21,7 +21,7 @@ from runner.common.binary_metrics import decide
 from runner.common.direction_metrics import angles
 from runner.common.label_metrics import LABEL_THRESHOLD, decided, top_k
 from runner.common import mask_metrics, rle
-from runner.common import box_rows
+from runner.common import box_rows, point_rows
 from runner.common.correlation_metrics import CORRELATIONS, varied
 from runner.common.metrics import grades
 from runner.competition.id_parts import items_in_order, melted, melted_rows
@@ -222,7 +222,8 @@ WRITERS = {"probabilities": _probabilities, "probability": _probability, "label"
            "decision": _decision, "span": _chosen_span,
            "distribution": _probabilities,  # each row's values shared out to sum to one
            "direction": _direction, "value_and_spread": _value_and_spread, "mask": _masks,
-           "boxes": box_rows.boxes_column}  # each row's boxes in its image's pixels
+           "boxes": box_rows.boxes_column,  # each row's boxes in its image's pixels
+           "points": point_rows.points_column}  # each page's points from the tuned confidence on
 
 
 def build_submission(sample: pd.DataFrame, spec: CompetitionSpec, columns: list[str],

@@ -98,3 +98,36 @@ def decode(heat: np.ndarray, regression: np.ndarray, no_finding: np.ndarray) -> 
         out[:, :, s, 0] = np.where(np.take_along_axis(rank, best, -1)[..., 0] >= 2.0, chosen, 0.0)
         out[:, :, s, 1:] = np.take_along_axis(flat_boxes, best[:, :, None], -1)[..., 0]
     return np.column_stack([out.reshape(n, -1), no_finding])
+
+
+def _spread_at(heat: np.ndarray, column: int, row: int, sigma_x: float, sigma_y: float) -> None:
+    """`heat` (cells_y, cells_x) raised to a Gaussian peaking at 1 on (row, column), drawn within 3 sigmas only: a
+    page holds hundreds of characters, each a few cells across."""
+    cells_y, cells_x = heat.shape
+    reach_x, reach_y = int(np.ceil(3 * sigma_x)), int(np.ceil(3 * sigma_y))
+    x0, x1 = max(0, column - reach_x), min(cells_x, column + reach_x + 1)
+    y0, y1 = max(0, row - reach_y), min(cells_y, row + reach_y + 1)
+    rows, columns = np.mgrid[y0:y1, x0:x1]
+    spread = np.exp(-((columns - column) ** 2 / (2 * sigma_x ** 2) + (rows - row) ** 2 / (2 * sigma_y ** 2)))
+    heat[y0:y1, x0:x1] = np.maximum(heat[y0:y1, x0:x1], spread)
+
+
+def encode_points(pages: list[np.ndarray], cells: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One heatmap's targets for pages of characters, each page's boxes (k, 4: x, y, width, height in cells):
+    (heatmaps (n, 1, cells, cells), regression (n, 1, REGRESSION, cells, cells), centres (n, 1, cells, cells)
+    bool, and each character's (page, row, column) centre cell (k, 3), in the pages' order)."""
+    n = len(pages)
+    heat = np.zeros((n, 1, cells, cells), dtype=np.float32)
+    regression = np.zeros((n, 1, REGRESSION, cells, cells), dtype=np.float32)
+    centres = np.zeros((n, 1, cells, cells), dtype=bool)
+    where = []
+    for p, boxes in enumerate(pages):
+        for x, y, width, height in np.asarray(boxes, dtype=np.float64).reshape(-1, 4):
+            width, height = max(width, 1e-3), max(height, 1e-3)
+            cx, cy = min(max(x + width / 2, 0.0), cells - 1e-3), min(max(y + height / 2, 0.0), cells - 1e-3)
+            column, row = int(cx), int(cy)
+            _spread_at(heat[p, 0], column, row, max(MIN_SIGMA, ALPHA * width / 6), max(MIN_SIGMA, ALPHA * height / 6))
+            regression[p, 0, :, row, column] = (width, height, cx - column, cy - row)
+            centres[p, 0, row, column] = True
+            where.append((p, row, column))
+    return heat, regression, centres, np.array(where, dtype=np.int64).reshape(-1, 3)

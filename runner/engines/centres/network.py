@@ -37,17 +37,40 @@ class CentreNet(nn.Module):
         self.no_finding = nn.Linear(channels[-1], 1)
         nn.init.constant_(self.heat[-1].bias, float(np.log(PRIOR / (1 - PRIOR))))
 
-    def forward(self, images: torch.Tensor):
+    def decoded(self, images: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(the decoder's map at the heads' stride, the encoder's deepest level) of standardised images."""
         mean = images.mean(dim=(1, 2, 3), keepdim=True)
         x = (images - mean) / (images.std(dim=(1, 2, 3), keepdim=True) + 1e-3)
         features = self.encoder(x)[self.first:]
         h = self.lateral[-1](features[-1])
         for lateral, level in zip(reversed(self.lateral[:-1]), reversed(features[:-1])):
             h = lateral(level) + F.interpolate(h, size=level.shape[-2:], mode="nearest")
-        h = self.smooth(h)
-        cells = h.shape[-2:]
-        return (self.heat(h), self.regression(h).view(len(h), self.classes, REGRESSION, *cells),
-                self.no_finding(features[-1].mean(dim=(2, 3)))[:, 0])
+        return self.smooth(h), features[-1]
+
+    def boxes(self, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(heatmap logits, regression) of the decoder's map."""
+        return self.heat(h), self.regression(h).view(len(h), self.classes, REGRESSION, *h.shape[-2:])
+
+    def forward(self, images: torch.Tensor):
+        h, deepest = self.decoded(images)
+        return (*self.boxes(h), self.no_finding(deepest.mean(dim=(2, 3)))[:, 0])
+
+
+class CharacterNet(CentreNet):
+    """A reader of characters on pages: (heatmap logits (batch, 1, cells, cells), regression (batch, 1,
+    REGRESSION, cells, cells), code embeddings (batch, width, cells, cells)). One heatmap finds characters whatever
+    their code; `classify` names the code of an embedding taken at a character's centre, among the fold's `codes`
+    (gathered at centres only: thousands of codes at every cell of a page would not fit a card)."""
+
+    def __init__(self, encoder: nn.Module, codes: int, width: int):
+        super().__init__(encoder, 1, width)
+        del self.no_finding  # a page's characters have no no-finding class
+        self.embedding = _head(width, width)
+        self.classify = nn.Linear(width, codes)
+
+    def forward(self, images: torch.Tensor):
+        h, _ = self.decoded(images)
+        return (*self.boxes(h), self.embedding(h))
 
 
 def as_input(pixels, device: torch.device) -> torch.Tensor:

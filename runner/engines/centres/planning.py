@@ -10,6 +10,7 @@ card has it.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from runner.engines.base import TARGET_MEMORY_FRACTION
 from runner.machine.card_memory import CUDA_RUNTIME_BYTES
 from runner.machine.hardware import GiB, Gpu
@@ -41,6 +42,9 @@ MOST_BATCH = 128
 STARTUP_SECONDS = {"cpu": 3.0, "cuda": 15.0}  # process start, imports, reading the cache (and a CUDA context)
 DECODE_PER_CORE_SECOND = 500.0  # images decoded into the cache a core-second, where the data measured none
 PRIOR_GAIN = 0.5  # a learner of boxes beside the regressions: what it adds is measured once its folds end
+# what the plan says the detector is; its heads; what it writes (`reasons`)
+DETECTOR = ("centre-point detector", "CenterNet's heatmap, size and offset heads and a no-finding logit",
+            "mirrored at random, each slot its class's best peak on its side")
 
 
 class CentreSettings(EpochSettings):
@@ -54,12 +58,12 @@ class CentreSettings(EpochSettings):
     flips: bool = True  # mirror images left-right at random (each finding's side is learned from its place)
 
 
-def input_side(context: PlanContext, device: str) -> int:
-    """The detector's side: SIDE's, never above the images' own shorter side (a larger one only interpolates),
-    rounded up to the encoder's deepest stride (each level halves the side), which the network's input must be a
-    multiple of."""
+def input_side(context: PlanContext, device: str, sides: dict[str, int] = SIDE) -> int:
+    """The detector's side: `sides`' for the device, never above the images' own shorter side (a larger one only
+    interpolates), rounded up to the encoder's deepest stride (each level halves the side), which the network's
+    input must be a multiple of."""
     own, stride = context.data.image_side, 2 ** LEVELS[device]
-    return min(SIDE[device], max(stride, math.ceil(own / stride) * stride)) if own else SIDE[device]
+    return min(sides[device], max(stride, math.ceil(own / stride) * stride)) if own else sides[device]
 
 
 def fold_bytes(batch: int, pixels: int) -> int:
@@ -80,7 +84,7 @@ def whole_waves(folds: int, parallel: int) -> int:
     return folds if folds <= parallel else folds // parallel * parallel
 
 
-def _sizing(context: PlanContext, gpu: Gpu | None, pixels: int, per_pixel: float) -> Sizing:
+def sizing(context: PlanContext, gpu: Gpu | None, pixels: int, per_pixel: float) -> Sizing:
     """Folds filling whole waves of the slots, and the epochs each fold's wave holds in the window."""
     data = context.data
     per_gpu = min(context.folds, MOST_PER_GPU, max(1, context.cores)) if gpu else 0
@@ -97,55 +101,68 @@ def _sizing(context: PlanContext, gpu: Gpu | None, pixels: int, per_pixel: float
     return Sizing(folds, round(epochs, 2), step, batch, fold_bytes(batch, pixels) if gpu else 0, predict)
 
 
-def _reasons(context: PlanContext, sized: Sizing, side: int, device: str, per_gpu: int) -> list[str]:
+def reasons(context: PlanContext, sized: Sizing, side: int, device: str, per_gpu: int,
+            what: tuple[str, str, str] = DETECTOR) -> list[str]:
+    """What the plan says of a centre-point member: `what` it is and does first, then its batch and memory."""
     data, gpu = context.data, context.hardware.tightest_gpu
-    reasons = [f"centre-point detector: {ENCODER[device]} ({LEVELS[device]} levels, random init unless its weights "
-               f"are cached) under a width-{DECODER_WIDTH[device]} FPN decoder to stride 4, CenterNet's heatmap, "
-               f"size and offset heads and a no-finding logit; {sized.folds} folds x {sized.epochs:g} epochs of "
-               f"~{sized.step:.1f} s over {data.n_train} training images at {side} px, mirrored at random; each "
-               f"slot its class's best peak on its side"]
+    name, heads, writes = what
+    said = [f"{name}: {ENCODER[device]} ({LEVELS[device]} levels, random init unless its weights are cached) under "
+            f"a width-{DECODER_WIDTH[device]} FPN decoder to stride 4, {heads}; {sized.folds} folds x "
+            f"{sized.epochs:g} epochs of ~{sized.step:.1f} s over {data.n_train} training images at {side} px; "
+            f"{writes}"]
     if gpu:
-        reasons.append(f"bf16; batch {sized.batch}, estimated peak {sized.memory / GiB:.1f} GiB a fold, {per_gpu} "
+        said.append(f"bf16; batch {sized.batch}, estimated peak {sized.memory / GiB:.1f} GiB a fold, {per_gpu} "
                        f"fold(s) a card: {per_gpu * sized.memory / gpu.memory_bytes:.0%} of "
                        f"{gpu.memory_bytes / GiB:.0f} GiB; speed estimated at {GPU_PIXELS_PER_SECOND:,.0f} "
                        f"pixels/s, the first epoch re-times it")
         if (fits := memory_batch(gpu, per_gpu, side * side)) > sized.batch:
-            reasons.append(f"the batch is limited by the data or capped at {MOST_BATCH}, not by the card: its "
+            said.append(f"the batch is limited by the data or capped at {MOST_BATCH}, not by the card: its "
                            f"memory share would hold {fits:,}")
     else:
-        reasons.append(f"one core a fold, {min(sized.folds, context.cores)} at once on the lane's {context.cores}, "
+        said.append(f"one core a fold, {min(sized.folds, context.cores)} at once on the lane's {context.cores}, "
                        f"at ~{TRAIN_PIXELS_PER_CORE_SECOND:,.0f} training pixels a core-second (measured here); "
                        f"batch {BATCH}")
     if sized.folds < context.folds:
-        reasons.append(f"{sized.folds} folds, not {context.folds}: whole waves of the "
+        said.append(f"{sized.folds} folds, not {context.folds}: whole waves of the "
                        f"{per_gpu * len(context.hardware.gpus) if gpu else context.cores} fold(s) that run at once")
-    return reasons
+    return said
 
 
-def centres_member(context: PlanContext, slowdown: float = 1.0) -> Member:
-    """The detector member for this hardware, window and images; `slowdown`: real epochs against the estimate."""
+@dataclass(frozen=True)
+class Kind:
+    """What a centre-point member is: its engine's name, settings, input sides by device, and what the plan says
+    of it (`reasons`)."""
+
+    name: str = NAME
+    settings: type[CentreSettings] = CentreSettings
+    sides: dict = field(default_factory=lambda: SIDE)
+    what: tuple[str, str, str] = DETECTOR
+
+
+def centres_member(context: PlanContext, slowdown: float = 1.0, kind: Kind = Kind()) -> Member:
+    """The `kind` of member for this hardware, window and images; `slowdown`: real epochs against the estimate."""
     data, gpu = context.data, context.hardware.tightest_gpu
     device = "cuda" if gpu else "cpu"
     if not data.n_train:
-        return _left_out(context, "no training images")
-    side = input_side(context, device)
+        return _left_out(context, kind, "no training images")
+    side = input_side(context, device, kind.sides)
     per_pixel = slowdown * (1 / GPU_PIXELS_PER_SECOND if gpu else 1 / TRAIN_PIXELS_PER_CORE_SECOND)
-    sized = _sizing(context, gpu, side * side, per_pixel)
+    sized = sizing(context, gpu, side * side, per_pixel)
     if sized.epochs < MIN_EPOCHS:
-        return _left_out(context, f"{sized.folds} folds x {MIN_EPOCHS} epochs of ~{sized.step:.0f} s do not fit "
+        return _left_out(context, kind, f"{sized.folds} folds x {MIN_EPOCHS} epochs of ~{sized.step:.0f} s do not fit "
                                   f"{context.window:.0f} s")
     per_gpu = min(context.folds, MOST_PER_GPU, max(1, context.cores)) if gpu else 0
-    reasons = _reasons(context, sized, side, device, per_gpu)
-    settings = CentreSettings(encoder=ENCODER[device], levels=LEVELS[device], decoder_width=DECODER_WIDTH[device],
+    settings = kind.settings(encoder=ENCODER[device], levels=LEVELS[device], decoder_width=DECODER_WIDTH[device],
                               side=side, batch_size=sized.batch, device=device, threads=1,
                               precision=("bf16" if gpu.bf16 else "fp16") if gpu else "fp32", epochs=sized.epochs,
                               per_gpu=per_gpu, fold_memory_bytes=sized.memory,
                               memory_target=round(gpu.memory_target(TARGET_MEMORY_FRACTION), 3) if gpu
                               else TARGET_MEMORY_FRACTION, epoch_seconds=round(sized.step, 3),
-                              slowdown=round(slowdown, 3), reasons=tuple(reasons))
-    return network_member(NAME, settings, sized, context, STARTUP_SECONDS[device], DECODE_PER_CORE_SECOND,
+                              slowdown=round(slowdown, 3),
+                              reasons=tuple(reasons(context, sized, side, device, per_gpu, kind.what)))
+    return network_member(kind.name, settings, sized, context, STARTUP_SECONDS[device], DECODE_PER_CORE_SECOND,
                           PRIOR_GAIN)
 
-def _left_out(context: PlanContext, why: str) -> Member:
-    return Member(name=NAME, engine=NAME, slot="cpu", settings=CentreSettings(), folds=context.folds,
+def _left_out(context: PlanContext, kind: Kind, why: str) -> Member:
+    return Member(name=kind.name, engine=kind.name, slot="cpu", settings=kind.settings(), folds=context.folds,
                   left_out=why, reasons=(why,))

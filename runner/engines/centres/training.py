@@ -54,14 +54,18 @@ def focal_loss(logits: torch.Tensor, targets: Targets) -> torch.Tensor:
     return -(positive.sum() + negative.sum()) / centres.sum().clamp(min=1)
 
 
-def detector_loss(heads, targets: Targets, size_weight: float) -> torch.Tensor:
-    """The focal loss, the L1 of sizes (weighted) and offsets at the true centres, the no-finding cross-entropy."""
-    heat, regression, no_finding = (t.float() for t in heads)
+def box_loss(regression: torch.Tensor, targets, size_weight: float) -> torch.Tensor:
+    """The L1 of sizes (weighted) and offsets at the true centres, a sum over the centres' count."""
     at = targets.centres[:, :, None].expand_as(regression)
     error = (regression - targets.regression).abs() * at
     count = targets.centres.sum().clamp(min=1)
-    box_loss = (size_weight * error[:, :, :2].sum() + error[:, :, 2:].sum()) / count
-    return (focal_loss(heat, targets) + box_loss
+    return (size_weight * error[:, :, :2].sum() + error[:, :, 2:].sum()) / count
+
+
+def detector_loss(heads, targets: Targets, size_weight: float) -> torch.Tensor:
+    """The focal loss, the L1 of sizes and offsets at the true centres, the no-finding cross-entropy."""
+    heat, regression, no_finding = (t.float() for t in heads)
+    return (focal_loss(heat, targets) + box_loss(regression, targets, size_weight)
             + F.binary_cross_entropy_with_logits(no_finding, targets.no_finding))
 
 
