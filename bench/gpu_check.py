@@ -45,8 +45,9 @@ Sections, each recorded on its own (one failing keeps its error and leaves the o
   images a second, each in a fresh process forked from a server that imported torch and timm (as folds are), and
   the table they make: per rung the policy that trains a fold's images soonest, and the images each slower start
   needs to pay back.
-- masks_run, boxes_run (groups `masks` and `boxes`): whole `runner run`s of tgs-salt's and contrails' replicas
-  (the mask engine alone) and of vinbigdata's (the centre-point detector alone), 120 s each on the card: each must
+- masks_run, boxes_run, points_run (groups `masks`, `boxes` and `points`): whole `runner run`s of tgs-salt's and
+  contrails' replicas (the mask engine alone), of vinbigdata's (the centre-point detector alone) and of
+  kuzushiji's (the characters reader alone), 120 s each on the card: each must
   exit 0 within its budget, train every fold it planned on the card and beat its prior; they report the folds'
   images a second, batch, precision and the card's busy share of the training window.
 The whole runs print each unit the runner killed (report.json's `killed`): member, fold, why, when, its threads'
@@ -87,7 +88,7 @@ from _common import save
 from gpu_cold_start import cold_start
 from gpu_common import FULL, NEEDS_CUDA, SMOKE, Check, absolute_paths, failed, mib, paced, release
 from gpu_dog_breed import dog_breed_run
-from gpu_shapes import boxes_run, masks_run
+from gpu_shapes import boxes_run, masks_run, points_run
 from gpu_memory import confirm, hardware, memory, oom_backoff
 from gpu_runs import audio, fork_safety, image_to_image, leased_gpus
 from gpu_speed import monitor, planned_vs_failure, precision_layout_compile, shared_fold, shared_gpu, text_finetune
@@ -120,6 +121,8 @@ GROUPS = {
     "masks": ("masks_run",),
     # vinbigdata's replica, one whole run at 120 s, the centre-point detector alone on the card: about 2.5 min
     "boxes": ("boxes_run",),
+    # kuzushiji's replica, one whole run at 120 s, the characters reader alone on the card: about 2.5 min
+    "points": ("points_run",),
 }
 
 
@@ -137,7 +140,8 @@ FUNCTIONS = {"hardware": (hardware, True), "memory": (memory, True), "confirm_ba
              "text_finetune": (text_finetune, True), "fork_safety": (fork_safety, True),
              "leased_gpus": (leased_gpus, True), "audio": (audio, True), "image_to_image": (image_to_image, True),
              "dog_breed_run": (dog_breed_run, False), "cold_start": (cold_start, False),
-             "masks_run": (masks_run, False), "boxes_run": (boxes_run, False)}
+             "masks_run": (masks_run, False), "boxes_run": (boxes_run, False),
+             "points_run": (points_run, False)}
 # (key, function, on a CPU), group after group: the order of a run of them all
 SECTIONS = tuple((key, *FUNCTIONS[key]) for group in GROUPS.values() for key in group)
 

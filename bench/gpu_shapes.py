@@ -1,6 +1,7 @@
-"""The `masks` and `boxes` groups of bench/gpu_check.py's sections: masks_run, whole `runner run`s of two mask
-replicas on the card (tgs-salt's slices and contrails' band records, the mask engine alone), and boxes_run, one of
-vinbigdata's radiographs (the centre-point detector alone), SHAPES_RUN seconds each. Each run must end within its
+"""The `masks`, `boxes` and `points` groups of bench/gpu_check.py's sections: masks_run, whole `runner run`s of two
+mask replicas on the card (tgs-salt's slices and contrails' band records, the mask engine alone), boxes_run, one of
+vinbigdata's radiographs (the centre-point detector alone), and points_run, one of kuzushiji's pages (the
+characters reader alone), SHAPES_RUN seconds each. Each run must end within its
 budget with every planned fold of its engine trained on the card and beat its prior; it reports the folds' images a
 second and batch, and the card's busy share over the training window from the run's NVML samples."""
 from __future__ import annotations
@@ -14,6 +15,7 @@ SHAPES_RUN = 120  # seconds each run: the budget the mask and box replicas are l
 MASKS = {"tgs-salt-identification-challenge": "masks",
          "google-research-identify-contrails-reduce-global-warming": "masks"}
 BOXES = {"vinbigdata-chest-xray-abnormalities-detection": "centres"}
+POINTS = {"kuzushiji-recognition": "characters"}
 
 
 def card_share(report: dict, run_dir: Path) -> dict:
@@ -70,3 +72,7 @@ def masks_run(check: Check) -> dict:
 
 def boxes_run(check: Check) -> dict:
     return shapes_run(check, BOXES)
+
+
+def points_run(check: Check) -> dict:
+    return shapes_run(check, POINTS)

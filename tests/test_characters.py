@@ -57,11 +57,16 @@ def test_the_train_files_groups_are_read_into_rows_and_written_back_they_grade_o
 
 @pytest.mark.parametrize("labels, said", [("U+306F 10 10 20", "4 tokens, not groups of 5"),
                                           ("u+306f 10 10 20 20", "'u.306f' is no character code"),
-                                          ("U+306F 10 ten 20 20", "row 0")])
-def test_a_bad_group_is_named_with_its_file_and_row(tmp_path, labels, said):
-    with pytest.raises(InputError, match=said) as caught:
+                                          ("U+306F 10 ten 20 20", "row 0: could not convert")])
+def test_a_bad_group_is_named_with_its_file_and_row_and_its_page_dropped(tmp_path, labels, said):
+    with pytest.raises(InputError, match=said) as caught:  # no page can be read: the error
         point_targets(SPEC, pd.DataFrame({"image_id": ["a"], "labels": [labels]}), tmp_path / "train.csv", [])
     assert "train.csv" in str(caught.value)
+    warnings = []  # a page of several: dropped with a warning, the others learned
+    train = pd.DataFrame({"image_id": ["a", "b", "c"], "labels": [LABELS[0], labels, LABELS[2]]})
+    kept, _, y = point_targets(SPEC, train, tmp_path / "train.csv", warnings)
+    assert kept["image_id"].tolist() == ["a", "c"] and len(y) == 2 and point_rows.slots(y)[1, 0, 1] == 0x2000B
+    assert len(warnings) == 1 and "dropped 1 page(s)" in warnings[0] and "row 1" in warnings[0]
 
 
 def _page(*points) -> np.ndarray:

@@ -19,9 +19,10 @@ ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
 SECTIONS = ("hardware", "memory", "confirm_batch", "oom_backoff", "monitor", "precision_layout_compile",
             "planned_vs_failure", "shared_gpu", "text_finetune", "fork_safety", "leased_gpus", "audio",
-            "image_to_image", "dog_breed_run", "cold_start", "masks_run", "boxes_run")
+            "image_to_image", "dog_breed_run", "cold_start", "masks_run", "boxes_run", "points_run")
 # the sections a CPU smoke run skips (tests/test_gpu_check_smoke.py reads them and SECTIONS)
-CUDA_ONLY = ("confirm_batch", "oom_backoff", "shared_gpu", "dog_breed_run", "cold_start", "masks_run", "boxes_run")
+CUDA_ONLY = ("confirm_batch", "oom_backoff", "shared_gpu", "dog_breed_run", "cold_start", "masks_run", "boxes_run",
+             "points_run")
 
 
 def gpu_check(*args: str, cwd: Path = BENCH, paths: tuple = (ROOT, BENCH), **env: str) -> subprocess.CompletedProcess:

@@ -39,17 +39,28 @@ def _page(value, path: Path, row: int) -> np.ndarray:
 
 def point_targets(spec: CompetitionSpec, train: pd.DataFrame, path: Path,
                   warnings: list[str]) -> tuple[pd.DataFrame, None, np.ndarray]:
-    """(the pages, None, rows of points) from the train file's labels column (see the module's docstring)."""
+    """(the pages, None, rows of points) from the train file's labels column (see the module's docstring). A page
+    whose groups cannot be read is dropped with a warning naming the first such row; where none can, the error."""
     column = spec.targets[0]
     missing = [c for c in (spec.id_column, column) if c not in train.columns]
     if missing:
         raise InputError(f"{path}: missing column(s) {missing} (a page's `code x y width height` groups)")
-    pages = [_page(value, path, row) for row, value in enumerate(train[column].tolist())]
-    most = max((len(p) for p in pages), default=0)
+    pages, kept, bad = [], [], []
+    for row, value in enumerate(train[column].tolist()):
+        try:
+            pages.append(_page(value, path, row))
+            kept.append(row)
+        except InputError as exc:
+            bad.append(exc)
+    if bad and not pages:
+        raise bad[0]
+    if bad:
+        warnings.append(f"dropped {len(bad)} page(s) whose groups cannot be read, e.g. {bad[0]}")
+    most = max(len(p) for p in pages)
     if not most:
         raise InputError(f"{path}: column {column!r} names no character on any page")
     empty = sum(not len(p) for p in pages)
     if empty:
         warnings.append(f"{path}: {empty} page(s) without characters: learned as such")
     slots = max(LEAST_SLOTS, int(np.ceil(most * SLOT_MARGIN)))
-    return train.reset_index(drop=True), None, point_rows.as_rows(pages, point_rows.row_width(slots))
+    return train.iloc[kept].reset_index(drop=True), None, point_rows.as_rows(pages, point_rows.row_width(slots))
