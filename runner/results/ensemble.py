@@ -93,9 +93,8 @@ class Ensemble:
         cv = blend.cv
         if self.outputs.spec.learned_as in ("pixels", "points"):  # scored as written: the prior's at its own cut
             base = theirs
-            cv = ours if self._series() is not None else cv  # a blend of flat rows was chosen on their mean Dice
-        if self.outputs.spec.learned_as == "points":
-            cv = ours
+            # a blend of flat masks was chosen on their mean Dice; series and points are scored as written
+            cv = ours if self._series() is not None or self.outputs.spec.learned_as == "points" else cv
         return dict(submission_source=chosen.source, cv_score=cv, baseline_cv_score=base,
                     blend={**blend.summary(), **({"grade_thresholds": cuts} if cuts else {})})
 

@@ -1,1 +1,2 @@
-"""The box detector: a centre-point network (CenterNet's heads on a timm encoder) that finds labelled boxes."""
+"""The centre-point network (CenterNet's heads on a timm encoder): the box detector (`engine`, labelled boxes)
+and the reader of characters (`characters`, labelled points)."""

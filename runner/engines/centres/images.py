@@ -1,4 +1,5 @@
-"""The radiographs (and pages) cached once as squares of the detector's side, shared read-only by all of a member's folds.
+"""The radiographs (and pages) cached once as squares of the network's side, shared read-only by all of a member's
+folds.
 
 Each image is stretched (never cropped: boxes are shares of the whole image) to `side` x `side` (uint8,
 runner.engines.image_cache's layout, train rows then test rows; a gray radiograph the same in its three channels).

@@ -112,19 +112,19 @@ def reasons(context: PlanContext, sized: Sizing, side: int, device: str, per_gpu
             f"{writes}"]
     if gpu:
         said.append(f"bf16; batch {sized.batch}, estimated peak {sized.memory / GiB:.1f} GiB a fold, {per_gpu} "
-                       f"fold(s) a card: {per_gpu * sized.memory / gpu.memory_bytes:.0%} of "
-                       f"{gpu.memory_bytes / GiB:.0f} GiB; speed estimated at {GPU_PIXELS_PER_SECOND:,.0f} "
-                       f"pixels/s, the first epoch re-times it")
+                    f"fold(s) a card: {per_gpu * sized.memory / gpu.memory_bytes:.0%} of "
+                    f"{gpu.memory_bytes / GiB:.0f} GiB; speed estimated at {GPU_PIXELS_PER_SECOND:,.0f} "
+                    f"pixels/s, the first epoch re-times it")
         if (fits := memory_batch(gpu, per_gpu, side * side)) > sized.batch:
             said.append(f"the batch is limited by the data or capped at {MOST_BATCH}, not by the card: its "
-                           f"memory share would hold {fits:,}")
+                        f"memory share would hold {fits:,}")
     else:
         said.append(f"one core a fold, {min(sized.folds, context.cores)} at once on the lane's {context.cores}, "
-                       f"at ~{TRAIN_PIXELS_PER_CORE_SECOND:,.0f} training pixels a core-second (measured here); "
-                       f"batch {BATCH}")
+                    f"at ~{TRAIN_PIXELS_PER_CORE_SECOND:,.0f} training pixels a core-second (measured here); "
+                    f"batch {BATCH}")
     if sized.folds < context.folds:
         said.append(f"{sized.folds} folds, not {context.folds}: whole waves of the "
-                       f"{per_gpu * len(context.hardware.gpus) if gpu else context.cores} fold(s) that run at once")
+                    f"{per_gpu * len(context.hardware.gpus) if gpu else context.cores} fold(s) that run at once")
     return said
 
 
@@ -149,19 +149,20 @@ def centres_member(context: PlanContext, slowdown: float = 1.0, kind: Kind = Kin
     per_pixel = slowdown * (1 / GPU_PIXELS_PER_SECOND if gpu else 1 / TRAIN_PIXELS_PER_CORE_SECOND)
     sized = sizing(context, gpu, side * side, per_pixel)
     if sized.epochs < MIN_EPOCHS:
-        return _left_out(context, kind, f"{sized.folds} folds x {MIN_EPOCHS} epochs of ~{sized.step:.0f} s do not fit "
-                                  f"{context.window:.0f} s")
+        return _left_out(context, kind, f"{sized.folds} folds x {MIN_EPOCHS} epochs of ~{sized.step:.0f} s do not "
+                                        f"fit {context.window:.0f} s")
     per_gpu = min(context.folds, MOST_PER_GPU, max(1, context.cores)) if gpu else 0
     settings = kind.settings(encoder=ENCODER[device], levels=LEVELS[device], decoder_width=DECODER_WIDTH[device],
-                              side=side, batch_size=sized.batch, device=device, threads=1,
-                              precision=("bf16" if gpu.bf16 else "fp16") if gpu else "fp32", epochs=sized.epochs,
-                              per_gpu=per_gpu, fold_memory_bytes=sized.memory,
-                              memory_target=round(gpu.memory_target(TARGET_MEMORY_FRACTION), 3) if gpu
-                              else TARGET_MEMORY_FRACTION, epoch_seconds=round(sized.step, 3),
-                              slowdown=round(slowdown, 3),
-                              reasons=tuple(reasons(context, sized, side, device, per_gpu, kind.what)))
+                             side=side, batch_size=sized.batch, device=device, threads=1,
+                             precision=("bf16" if gpu.bf16 else "fp16") if gpu else "fp32", epochs=sized.epochs,
+                             per_gpu=per_gpu, fold_memory_bytes=sized.memory,
+                             memory_target=round(gpu.memory_target(TARGET_MEMORY_FRACTION), 3) if gpu
+                             else TARGET_MEMORY_FRACTION, epoch_seconds=round(sized.step, 3),
+                             slowdown=round(slowdown, 3),
+                             reasons=tuple(reasons(context, sized, side, device, per_gpu, kind.what)))
     return network_member(kind.name, settings, sized, context, STARTUP_SECONDS[device], DECODE_PER_CORE_SECOND,
                           PRIOR_GAIN)
+
 
 def _left_out(context: PlanContext, kind: Kind, why: str) -> Member:
     return Member(name=kind.name, engine=kind.name, slot="cpu", settings=kind.settings(), folds=context.folds,

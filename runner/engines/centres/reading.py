@@ -96,6 +96,8 @@ def as_point_rows(parts: tuple[np.ndarray, ...], sizes: np.ndarray, cells: int, 
                   width: int) -> np.ndarray:
     """Rows of points of `width` columns from `found`'s peaks in cells, boxes in each page's pixels."""
     confidence, code, cx, cy, w, h = parts
+    if not len(vocabulary):  # a fold whose training pages hold no character names none
+        return np.zeros((len(sizes), width))
     scale_x, scale_y = sizes[:, :1] / cells, sizes[:, 1:] / cells
     w, h = w * scale_x, h * scale_y
     pages = np.stack([confidence, vocabulary[code].astype(np.float64), cx * scale_x - w / 2, cy * scale_y - h / 2,
