@@ -107,6 +107,11 @@ def test_characters_drawn_into_one_heatmap_are_read_back_from_it():
     heat, regression, centres, where = heatmaps.encode_points([boxes], cells)
     assert centres.sum() == 3 and heat[centres].min() == 1.0 and where.tolist()[0] == [0, 4, 3]
     assert (heat[0, 0, 28:, :8] == 0).all()  # drawn within 3 sigmas only
+    # two characters side by side (centres at cells 8 and 12 of row 8): a cell between them holds the higher of
+    # their Gaussians, not their sum
+    pair, _, _, _ = heatmaps.encode_points([np.array([[2.0, 2.0, 12.0, 12.0], [6.0, 2.0, 12.0, 12.0]])], 24)
+    spread = lambda d: np.exp(-d ** 2 / (2 * (heatmaps.ALPHA * 12 / 6) ** 2))
+    assert pair[0, 0, 8, 10] == pytest.approx(spread(2)) and pair[0, 0, 8, 9] == pytest.approx(spread(1))
     encoder, _ = create_encoder("resnet10t", 4)
     net = CharacterNet(encoder, 4, 16).eval()
     logit = torch.from_numpy(np.log(heat / (1 - heat + 1e-6) + 1e-9)).clamp(-30, 30)

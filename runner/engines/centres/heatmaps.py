@@ -100,34 +100,33 @@ def decode(heat: np.ndarray, regression: np.ndarray, no_finding: np.ndarray) -> 
     return np.column_stack([out.reshape(n, -1), no_finding])
 
 
-def _spread_at(heat: np.ndarray, column: int, row: int, sigma_x: float, sigma_y: float) -> None:
-    """`heat` (cells_y, cells_x) raised to a Gaussian peaking at 1 on (row, column), drawn within 3 sigmas only: a
-    page holds hundreds of characters, each a few cells across."""
-    cells_y, cells_x = heat.shape
-    reach_x, reach_y = int(np.ceil(3 * sigma_x)), int(np.ceil(3 * sigma_y))
-    x0, x1 = max(0, column - reach_x), min(cells_x, column + reach_x + 1)
-    y0, y1 = max(0, row - reach_y), min(cells_y, row + reach_y + 1)
-    rows, columns = np.mgrid[y0:y1, x0:x1]
-    spread = np.exp(-((columns - column) ** 2 / (2 * sigma_x ** 2) + (rows - row) ** 2 / (2 * sigma_y ** 2)))
-    heat[y0:y1, x0:x1] = np.maximum(heat[y0:y1, x0:x1], spread)
-
-
 def encode_points(pages: list[np.ndarray], cells: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """One heatmap's targets for pages of characters, each page's boxes (k, 4: x, y, width, height in cells):
     (heatmaps (n, 1, cells, cells), regression (n, 1, REGRESSION, cells, cells), centres (n, 1, cells, cells)
-    bool, and each character's (page, row, column) centre cell (k, 3), in the pages' order)."""
+    bool, and each character's (page, row, column) centre cell (k, 3), in the pages' order). Each Gaussian is drawn
+    within 3 sigmas of its centre only, all of a page's at once: a page holds hundreds of characters, each a few
+    cells across."""
     n = len(pages)
     heat = np.zeros((n, 1, cells, cells), dtype=np.float32)
     regression = np.zeros((n, 1, REGRESSION, cells, cells), dtype=np.float32)
     centres = np.zeros((n, 1, cells, cells), dtype=bool)
     where = []
     for p, boxes in enumerate(pages):
-        for x, y, width, height in np.asarray(boxes, dtype=np.float64).reshape(-1, 4):
-            width, height = max(width, 1e-3), max(height, 1e-3)
-            cx, cy = min(max(x + width / 2, 0.0), cells - 1e-3), min(max(y + height / 2, 0.0), cells - 1e-3)
-            column, row = int(cx), int(cy)
-            _spread_at(heat[p, 0], column, row, max(MIN_SIGMA, ALPHA * width / 6), max(MIN_SIGMA, ALPHA * height / 6))
-            regression[p, 0, :, row, column] = (width, height, cx - column, cy - row)
-            centres[p, 0, row, column] = True
-            where.append((p, row, column))
+        x, y, width, height = np.asarray(boxes, dtype=np.float64).reshape(-1, 4).T
+        width, height = np.maximum(width, 1e-3), np.maximum(height, 1e-3)
+        cx, cy = np.clip(x + width / 2, 0.0, cells - 1e-3), np.clip(y + height / 2, 0.0, cells - 1e-3)
+        column, row = cx.astype(int), cy.astype(int)
+        sigma_x, sigma_y = np.maximum(MIN_SIGMA, ALPHA * width / 6), np.maximum(MIN_SIGMA, ALPHA * height / 6)
+        reach_x, reach_y = np.ceil(3 * sigma_x).astype(int), np.ceil(3 * sigma_y).astype(int)
+        offsets = np.arange(-max(reach_x.max(initial=0), reach_y.max(initial=0)),
+                            max(reach_x.max(initial=0), reach_y.max(initial=0)) + 1)
+        dy, dx = offsets[None, :, None], offsets[None, None, :]
+        rows, columns = np.broadcast_arrays(row[:, None, None] + dy, column[:, None, None] + dx)
+        drawn = ((np.abs(dx) <= reach_x[:, None, None]) & (np.abs(dy) <= reach_y[:, None, None])
+                 & (rows >= 0) & (rows < cells) & (columns >= 0) & (columns < cells))
+        spread = np.exp(-(dx ** 2 / (2 * sigma_x[:, None, None] ** 2) + dy ** 2 / (2 * sigma_y[:, None, None] ** 2)))
+        np.maximum.at(heat[p, 0], (rows[drawn], columns[drawn]), spread[drawn].astype(np.float32))
+        regression[p, 0, :, row, column] = np.stack([width, height, cx - column, cy - row], axis=1)
+        centres[p, 0, row, column] = True
+        where.extend((p, r, c) for r, c in zip(row.tolist(), column.tolist()))
     return heat, regression, centres, np.array(where, dtype=np.int64).reshape(-1, 3)
