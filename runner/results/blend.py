@@ -41,7 +41,7 @@ LOWER_IS_BETTER = {**metrics.LOWER_IS_BETTER, GRADE_ERROR: True}
 # judged on ranks (or a correlation) across rows: not a sum of one term per row
 RANKED = {"roc_auc", "mean_column_roc_auc", "mean_column_spearman", "pearson"}
 # rows whose slots hold no fixed thing (a page's points, likeliest first): a mix of two members' rows is no row of
-# them, so the blend is its start member alone
+# them, so the blend is its start member alone, and a pool's loss is its best member's (1 - its score, in [0, 1])
 UNMIXED = {"point_in_box_f1"}
 
 
@@ -219,8 +219,12 @@ def pool_gain(metric: str, y: np.ndarray, members: list[MemberPredictions], new:
     rows = np.logical_and.reduce([m.covered for m in members]) & _selection_rows(len(y))
     rows &= np.cumsum(rows) <= POOL_ROWS
     others = [m.oof[rows] for m in members if m.name != new]
-    if rows.sum() < MIN_ROWS or not others or len(others) == len(members) or metric in UNMIXED:
+    if rows.sum() < MIN_ROWS or not others or len(others) == len(members):
         return 0.0
+    if metric in UNMIXED:  # the pool is as good as its best member alone
+        loss = [1.0 - metrics.score(metric, y[rows], m.oof[rows]) for m in members]
+        before = min(lost for lost, m in zip(loss, members) if m.name != new)
+        return (before - min(loss)) / before if before > 0 else 0.0
     before = _pool_loss(metric, y[rows], others)
     after = _pool_loss(metric, y[rows], others + [m.oof[rows] for m in members if m.name == new])
     return (before - after) / before if before > 0 else 0.0
