@@ -23,7 +23,7 @@ SLOT_FIELDS = 6  # confidence, code, x, y, width, height
 TRUE_FROM = 0.5  # a truth row's slot holds a character from this confidence on (truths are 0/1)
 POINT_CUT = 0.3  # a prediction's point counts from this confidence on where no cut was tuned (CenterNet's own)
 CUTS = np.round(np.arange(0.05, 0.96, 0.05), 2)  # the confidences a cut is tuned among
-TUNE_PAGES = 400  # pages a cut is tuned on (evenly spaced): each cut scores them point by point
+TUNE_PAGES = 400  # pages a cut is tuned on (evenly spaced): bounds the seconds of a re-blend at any size
 SAME_CHARACTER = 0.5  # fused points closer than this share of their box's shorter side are one character
 
 
