@@ -235,17 +235,15 @@ def class_ap_iou50(truths: Sequence[Sequence[Box]], predictions: Sequence[Sequen
 def _inside(boxes: Sequence[tuple[str, float, float, float, float]],
             points: Sequence[tuple[str, float, float]]) -> np.ndarray:
     """(boxes, points): whether each point lies strictly inside each box of its label."""
-    names, codes = np.unique([str(p[0]) for p in points] + [str(b[0]) for b in boxes], return_inverse=True)
+    _, codes = np.unique([str(p[0]) for p in points] + [str(b[0]) for b in boxes], return_inverse=True)
     labels, box_labels = codes[:len(points)], codes[len(points):]  # labels as integers: compared fast
     xs, ys = np.array([p[1:3] for p in points], float).T
     x, y, width, height = np.array([b[1:5] for b in boxes], float).T[:, :, None]
     return (x < xs) & (xs < x + width) & (y < ys) & (ys < y + height) & (box_labels[:, None] == labels)
 
 
-def _found(inside: np.ndarray) -> int:
+def _walked(inside: np.ndarray) -> int:
     """Boxes that find a point, each box in the answers' order taking the first free point inside it."""
-    if (inside.sum(axis=0) <= 1).all():  # no point in two boxes: no box can take another's, so each finds its own
-        return int(inside.any(axis=1).sum())
     free, found = np.ones(inside.shape[1], bool), 0
     for row in inside:
         hit = row & free
@@ -261,14 +259,13 @@ def prefix_counts(boxes: Sequence[tuple[str, float, float, float, float]],
     confidence on, likeliest first, are a prefix): (len(lengths), 3), each as `point_counts` of the prefix."""
     lengths = np.asarray(lengths, dtype=int)
     if not len(boxes) or not len(points):
-        return np.column_stack([np.zeros_like(lengths), lengths if len(points) else 0 * lengths,
-                                np.full_like(lengths, len(boxes))])
+        return np.column_stack([np.zeros_like(lengths), lengths, np.full_like(lengths, len(boxes))])
     inside = _inside(boxes, points)
-    if (inside.sum(axis=0) <= 1).all():  # each box finds its first point inside, if the prefix holds it
-        first = np.where(inside.any(axis=1), inside.argmax(axis=1), len(points))
+    if (inside.sum(axis=0) <= 1).all():  # no point in two boxes: each box finds its first point inside, if the
+        first = np.where(inside.any(axis=1), inside.argmax(axis=1), len(points))  # prefix holds it
         found = (first[None, :] < lengths[:, None]).sum(axis=1)
-    else:
-        found = np.array([_found(inside[:, :m]) for m in lengths])
+    else:  # a box may take a point another box wanted: the grader's walk
+        found = np.array([_walked(inside[:, :m]) for m in lengths])
     return np.column_stack([found, lengths - found, len(boxes) - found])
 
 
@@ -276,12 +273,8 @@ def point_counts(boxes: Sequence[tuple[str, float, float, float, float]],
                  points: Sequence[tuple[str, float, float]]) -> tuple[int, int, int]:
     """A page's (found, false alarms, missed): boxes are (label, x, y, width, height), points (label, x, y); each
     box in turn takes the first free point of its label strictly inside it."""
-    if not len(points):
-        return 0, 0, len(boxes)
-    if not len(boxes):
-        return 0, len(points), 0
-    found = _found(_inside(boxes, points))
-    return found, len(points) - found, len(boxes) - found
+    found, alarms, missed = prefix_counts(boxes, points, [len(points)])[0].tolist()
+    return found, alarms, missed
 
 
 def point_f1_total(counts: np.ndarray) -> float:

@@ -85,8 +85,7 @@ def tune_cut(y: np.ndarray, pred: np.ndarray) -> tuple[float, float]:
     counts = np.zeros((len(CUTS), 3))
     for truth, row in zip(np.asarray(y)[pages], np.asarray(pred)[pages]):
         points = points_of(row, float(CUTS[0]))
-        confidences = np.sort(slots(row[None])[0, :, 0])[::-1][:len(points)]
-        lengths = (confidences[None, :] >= CUTS[:, None]).sum(axis=1)
+        lengths = (slots(row[None])[0, :, 0][None, :] >= CUTS[:, None]).sum(axis=1)  # each cut's prefix
         counts += box_metrics.prefix_counts(truth_boxes(truth), points, lengths)
     scored = [(box_metrics.point_f1_total(c), -cut) for c, cut in zip(counts, CUTS)]
     best, cut = max(scored)
