@@ -166,6 +166,19 @@ def dicom_size(path: Path | None) -> tuple[float, float]:
         return 1.0, 1.0
 
 
+def picture_size(path: Path | None) -> tuple[float, float]:
+    """(width, height) in pixels of a picture, from its header; (1, 1) when unreadable."""
+    if path is None:
+        return 1.0, 1.0
+    try:
+        from PIL import Image
+
+        with Image.open(path) as image:
+            return float(image.width), float(image.height)
+    except (OSError, SyntaxError, ValueError):
+        return 1.0, 1.0
+
+
 def image_sizes(folder: Path, ids: Sequence, suffix: str) -> list[tuple[float, float]]:
     """Each id's image size (width, height) from `folder/<id><suffix>` (a DICOM's header; any other image's own)."""
     out = []
@@ -173,14 +186,8 @@ def image_sizes(folder: Path, ids: Sequence, suffix: str) -> list[tuple[float, f
         path = Path(folder) / f"{name}{suffix}"
         if suffix.lower() in (".dicom", ".dcm"):
             out.append(dicom_size(path if path.exists() else None))
-            continue
-        try:
-            from PIL import Image
-
-            with Image.open(path) as image:
-                out.append((float(image.width), float(image.height)))
-        except (OSError, ValueError):
-            out.append((1.0, 1.0))
+        else:
+            out.append(picture_size(path))
     return out
 
 

@@ -12,8 +12,8 @@ from multiprocessing.pool import ThreadPool
 from pathlib import Path
 
 import numpy as np
-from PIL import Image
 
+from runner.common.box_rows import picture_size
 from runner.data.dataset import Dataset, decode_square
 from runner.engines.image_cache import cached_dataset, write_cache
 
@@ -37,17 +37,6 @@ def sizes_path(cache: str | Path) -> Path:
     return Path(cache).with_name(f"{Path(cache).stem}_sizes.npy")
 
 
-def page_size(path: Path | None) -> tuple[float, float]:
-    """(width, height) of a page from its header; (1, 1) where unreadable (its points are then placed at 1 px)."""
-    if path is None:
-        return 1.0, 1.0
-    try:
-        with Image.open(path) as image:
-            return float(image.width), float(image.height)
-    except (OSError, SyntaxError, ValueError):
-        return 1.0, 1.0
-
-
 def prepare_pages(dataset: Dataset, side: int, work_dir: Path, workers: int) -> Dataset:
     """The pages cached as the radiographs are (stretched to `side`) and each page's own (width, height) beside
     the cache (`sizes_path`): a character's place is learned in the cache's cells and written in the page's
@@ -55,6 +44,6 @@ def prepare_pages(dataset: Dataset, side: int, work_dir: Path, workers: int) -> 
     cached = prepare_radiographs(dataset, side, work_dir, workers, "pages")
     train, test = dataset.views["image"]
     with ThreadPool(max(1, workers)) as pool:
-        sizes = pool.map(page_size, list(train) + list(test), chunksize=64)
+        sizes = pool.map(picture_size, list(train) + list(test), chunksize=64)  # unreadable: 1 x 1
     np.save(sizes_path(cached.image_cache), np.array(sizes, dtype=np.float64).reshape(-1, 2))
     return cached
