@@ -29,6 +29,14 @@ MIN_LR_SHARE = 0.01  # where the cosine ends, and where its warm-up starts, as a
 WEIGHT_DECAY = 1e-4  # AdamW's: light, the nets are small and their epochs few
 RESERVE_MARGIN = 1.25  # the test rows' estimated seconds (at the validation rows' pace) are stretched by this
 CHECKPOINT = "model.pt"
+MIN_RAGGED = 4  # a last batch of fewer images is left out of its epoch: one image's batch norm is noise
+
+
+def epoch_steps(samples: int, batch: int) -> int:
+    """Batches an epoch of `samples`: a ragged last one only where it holds MIN_RAGGED images (batch norm's
+    statistics), at least one."""
+    whole, ragged = divmod(samples, batch)
+    return max(1, whole + (ragged >= MIN_RAGGED))
 
 
 class Optimised:

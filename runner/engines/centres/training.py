@@ -22,11 +22,11 @@ from runner.engines.base import EPOCH_LOG, EngineResult, FoldData, say_ready
 from runner.engines.centres import heatmaps
 from runner.engines.centres.network import STRIDE, CentreNet, as_input, outputs
 from runner.engines.centres.planning import CentreSettings
-from runner.engines.optimising import Epochs, Optimised, Progress, fit_epochs, fold_result, from_start_on_oom
+from runner.engines.optimising import (Epochs, Optimised, Progress, epoch_steps, fit_epochs, fold_result,
+                                       from_start_on_oom)
 
 FOCAL_ALPHA, FOCAL_BETA = 2.0, 4.0  # CenterNet's: hard cells weigh more, cells near a centre less
 PREDICT_BATCH = 64  # images a prediction pass holds at once: bounds memory, whatever the test set's size
-MIN_RAGGED = 4  # a last batch of fewer images is left out of its epoch: one image's batch norm is noise
 
 
 @dataclass
@@ -110,9 +110,8 @@ class Radiographs:
             yield as_input(images, device), Targets.of(boxes, self.cells, device)
 
     def steps(self, batch: int) -> int:
-        """Batches an epoch: a ragged last one only where it holds MIN_RAGGED images (batch norm's statistics)."""
-        whole, ragged = divmod(len(self.train), batch)
-        return max(1, whole + (ragged >= MIN_RAGGED))
+        """Batches an epoch: its images, a ragged last batch only where it is large enough."""
+        return epoch_steps(len(self.train), batch)
 
 
 class Detector(Optimised):

@@ -21,11 +21,11 @@ from runner.engines.masks import tiles
 from runner.engines.backbones import create_encoder
 from runner.engines.masks.network import MaskNet, as_input, predict_masks
 from runner.engines.masks.planning import MaskSettings, epoch_samples
-from runner.engines.optimising import Epochs, Optimised, Progress, fit_epochs, fold_result, from_start_on_oom
+from runner.engines.optimising import (Epochs, Optimised, Progress, epoch_steps, fit_epochs, fold_result,
+                                       from_start_on_oom)
 
 SMOOTH = 1.0  # soft Dice's smoothing: an empty batch's Dice is 1, not 0/0
 PREDICT_BATCH = 64  # images a prediction pass holds at once: bounds memory, whatever the test set's size
-MIN_RAGGED = 4  # a last batch of fewer images is left out of its epoch: one image's batch norm is noise
 
 
 def mask_loss(logits: torch.Tensor, masks: torch.Tensor, dice_weight: float) -> torch.Tensor:
@@ -93,9 +93,8 @@ class Images:
         return probabilities.reshape(len(probabilities), int(np.prod(self.shape))).numpy().astype(np.float32)
 
     def steps(self, batch: int) -> int:
-        """Batches an epoch: a ragged last one only where it holds MIN_RAGGED images (batch norm's statistics)."""
-        whole, ragged = divmod(self.samples, batch)
-        return max(1, whole + (ragged >= MIN_RAGGED))
+        """Batches an epoch: its crops or images, a ragged last batch only where it is large enough."""
+        return epoch_steps(self.samples, batch)
 
 
 class Segmenter(Optimised):
