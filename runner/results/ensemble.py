@@ -164,18 +164,23 @@ class Ensemble:
                  spec.new_label, *scored)
         return scored[0], scored[1]
 
+    def _as_written(self, blend: Blend, written, cuts, own) -> tuple[float, float]:
+        """(the blend's, the prior's) score on the blend's out-of-fold rows of what each writes: `written(pred,
+        cuts)` at the blend's tuned cuts and at the prior's `own`."""
+        rows = blend.covered
+        truth = self.dataset.y[rows]
+        prior = np.tile(self.prior.values[0], (len(truth), 1))
+        scored = [round(metrics.score(self.metric, truth, written(pred, cut)), 6)
+                  for pred, cut in ((blend.oof[rows], cuts), (prior, own))]
+        return scored[0], scored[1]
+
     def as_sets(self, blend: Blend, cuts) -> tuple[float, float] | None:
         """(the blend's, the prior's) score on the out-of-fold rows of the sets each writes: at the blend's tuned
         threshold, and at the prior's own (tuned on the training rows); None where this is no set of labels."""
         if cuts is None or self.dataset.labels is None:
             return None
-        rows = blend.covered
-        truth = self.dataset.y[rows]
-        prior = np.tile(self.prior.values[0], (len(truth), 1))
-        own = self.prior.thresholds[0] if self.prior.thresholds else LABEL_THRESHOLD
-        scored = [round(metrics.score(self.metric, truth, decided(pred, cut)), 6)
-                  for pred, cut in ((blend.oof[rows], cuts[0]), (prior, own))]
-        return scored[0], scored[1]
+        own = self.prior.thresholds or (LABEL_THRESHOLD,)
+        return self._as_written(blend, lambda pred, cut: decided(pred, cut[0]), cuts, own)
 
     def as_masks(self, blend: Blend, cuts) -> tuple[float, float] | None:
         """(the blend's, the prior's) score on the out-of-fold rows of the masks each writes: each at its own tuned
@@ -184,28 +189,22 @@ class Ensemble:
             return None
         if self._series() is not None:
             return self.as_volumes(blend, cuts)
-        rows = blend.covered
-        truth = self.dataset.y[rows]
-        prior = np.tile(self.prior.values[0], (len(truth), 1))
         own = self.prior.thresholds or (mask_metrics.MASK_CUT, 0)
-        scored = [round(metrics.score(self.metric, truth, mask_metrics.decided(pred, cut, int(least))), 6)
-                  for pred, (cut, least) in ((blend.oof[rows], cuts[:2]), (prior, own[:2]))]
+        scored = self._as_written(blend, lambda pred, cut: mask_metrics.decided(pred, cut[0], int(cut[1])), cuts,
+                                  own)
         log.info("as the masks written score: blend %.4f, prior %.4f on the out-of-fold rows", *scored)
-        return scored[0], scored[1]
+        return scored
 
     def as_points(self, blend: Blend, cuts) -> tuple[float, float] | None:
         """(the blend's, the prior's) F1 on the out-of-fold rows of the points each writes: the blend's from its
         tuned confidence on, the prior's at its own; None where these are no points."""
         if cuts is None or self.outputs.spec.learned_as != "points":
             return None
-        rows = blend.covered
-        truth = self.dataset.y[rows]
-        prior = np.tile(self.prior.values[0], (len(truth), 1))
-        own = self.prior.thresholds[0] if self.prior.thresholds else point_rows.POINT_CUT
-        scored = [round(point_rows.point_f1_rows(truth, pred, cut), 6)
-                  for pred, cut in ((blend.oof[rows], cuts[0]), (prior, own))]
+        own = self.prior.thresholds or (point_rows.POINT_CUT,)
+        scored = self._as_written(blend, lambda pred, cut: [point_rows.points_of(row, cut[0]) for row in pred], cuts,
+                                  own)
         log.info("as the points written score: blend %.4f, prior %.4f on the out-of-fold rows", *scored)
-        return scored[0], scored[1]
+        return scored
 
     def as_volumes(self, blend: Blend, cuts) -> tuple[float, float]:
         """(the blend's, the depth prior's) score of the masks each writes on the out-of-fold rows' series, each at
