@@ -44,19 +44,10 @@ def test_each_image_is_an_item_with_its_opacities_none_and_its_study_s_appearanc
         assert np.allclose(slots[k, 1 + appearance, 1, 1:], (0, 0, 1, 1))
 
 
-def test_written_rows_parse_and_grade_as_the_grader_reads_them_and_as_cross_validation_scores_them(replica,
-                                                                                               tmp_path):
-    """The test rows' truths, made rows of boxes and written, score 1 under the grader; a blurred copy scores as the
-    out-of-fold metric scores the same rows, each image row standing for its study too."""
-    public, private = replica
-    sample = pd.read_csv(public / "sample_submission.csv")
-    answers = pd.read_csv(private / "test.csv")
-    files = row_files(SIIM, public, sample)
-    assert all(f is not None for f in files)
-    box_rows.with_file_sizes(sample, files)
+def _truth_rows(sample: pd.DataFrame, answers: pd.DataFrame) -> np.ndarray:
+    """The sample rows' answers as rows of boxes in shares of each image's size (the sizes in its attributes)."""
     truths = answers.set_index("id").loc[sample["id"], "PredictionString"].tolist()
-    width = box_rows.row_width(len(SIIM.boxes.labels) - 1)
-    rows = np.zeros((len(sample), width))
+    rows = np.zeros((len(sample), box_rows.row_width(len(SIIM.boxes.labels) - 1)))
     slots = box_rows.slots(rows).copy()
     for k, (text, (w, h)) in enumerate(zip(truths, sample.attrs[box_rows.SIZES])):
         for label, x0, y0, x1, y1 in parsed_boxes(text, ""):
@@ -68,6 +59,28 @@ def test_written_rows_parse_and_grade_as_the_grader_reads_them_and_as_cross_vali
                 side = int((x0 + x1) / 2 / w >= 0.5)
                 slots[k, 0, side] = (1.0, x0 / w, y0 / h, x1 / w, y1 / h)
     rows[:, :-1] = slots.reshape(len(rows), -1)
+    return rows
+
+
+def _blurred(rows: np.ndarray, seed: int) -> np.ndarray:
+    """`rows` with their confidences mixed with noise, so that ranks overlap."""
+    rng = np.random.default_rng(seed)
+    blurred = rows.copy()
+    b = box_rows.slots(blurred).copy()
+    b[..., 0] = np.clip(b[..., 0] * 0.3 + rng.uniform(0, 0.7, b.shape[:3]), 0, 1)
+    blurred[:, :-1] = b.reshape(len(rows), -1)
+    blurred[:, -1] = np.clip(rows[:, -1] * 0.3 + rng.uniform(0, 0.7, len(rows)), 0, 1)
+    return blurred
+
+
+def test_written_rows_parse_and_grade_as_the_grader_reads_them(replica, tmp_path):
+    """The test rows' truths, made rows of boxes and written, score 1 under the grader; a blurred copy less."""
+    public, private = replica
+    sample = pd.read_csv(public / "sample_submission.csv")
+    files = row_files(SIIM, public, sample)
+    assert all(f is not None for f in files)
+    box_rows.with_file_sizes(sample, files)
+    rows = _truth_rows(sample, pd.read_csv(private / "test.csv"))
     written = build_submission(sample, SIIM, ["PredictionString"], Predictions(rows, None, "test"))
     validate_submission(written, sample, SIIM, ["PredictionString"])
     study = written["id"].str.endswith("_study")
@@ -75,20 +88,42 @@ def test_written_rows_parse_and_grade_as_the_grader_reads_them_and_as_cross_vali
     assert not written.loc[~study, "PredictionString"].str.contains("typical|negative").any()
     written.to_csv(tmp_path / "perfect.csv", index=False)
     assert grade(tmp_path / "perfect.csv", SIIM, private).score == pytest.approx(1.0)
-    rng = np.random.default_rng(0)
-    blurred = rows.copy()
-    b = box_rows.slots(blurred).copy()
-    b[..., 0] = np.clip(b[..., 0] * 0.3 + rng.uniform(0, 0.7, b.shape[:3]), 0, 1)  # ranks overlap
-    blurred[:, :-1] = b.reshape(len(rows), -1)
-    blurred[:, -1] = np.clip(rows[:, -1] * 0.3 + rng.uniform(0, 0.7, len(rows)), 0, 1)
-    noisy = build_submission(sample, SIIM, ["PredictionString"], Predictions(blurred, None, "test"))
+    noisy = build_submission(sample, SIIM, ["PredictionString"], Predictions(_blurred(rows, 0), None, "test"))
     noisy.to_csv(tmp_path / "noisy.csv", index=False)
-    graded = grade(tmp_path / "noisy.csv", SIIM, private).score
-    assert 0.3 < graded < 0.99
-    # cross-validation scores the rows themselves: every class in every row, where the writer keeps a study row's
-    # appearances and an image row's opacities and `none`; the blurred confidences score alike either way
-    cv = metrics.score(SIIM.metric, rows, blurred)
-    assert 0.3 < cv < 0.99 and abs(cv - graded) < 0.15, (cv, graded)
+    assert 0.3 < grade(tmp_path / "noisy.csv", SIIM, private).score < 0.99
+
+
+def test_out_of_fold_images_score_as_the_file_written_from_them_grades(replica, tmp_path):
+    """Cross-validation sees images only, each with its study's appearance: made into the grader's rows (a study
+    row pooling its images' appearances as the writer does, and an image row each), they score what the grader
+    gives the file written from the same images; scoring the images' rows themselves does not."""
+    from runner.data.study_images import study_rows
+
+    public, private = replica
+    sample = pd.read_csv(public / "sample_submission.csv")
+    files = row_files(SIIM, public, sample)
+    box_rows.with_file_sizes(sample, files)
+    sample.attrs[box_rows.ROW_GROUPS] = study_rows(SIIM, sample, files)
+    truth = _truth_rows(sample, pd.read_csv(private / "test.csv"))
+    ids = sample["id"].tolist()
+    images = [k for k, i in enumerate(ids) if i.endswith("_image")]
+    studies = np.array([files[k].parents[1].name for k in images], dtype=object)
+    assert len(set(studies)) < len(images)  # some study holds several radiographs
+    of_study = [ids.index(f"{study}_study") for study in studies]
+    image_truth = truth[images].copy()  # an image's truth holds its study's appearance, as a training row does
+    whole = box_rows.slots(image_truth).copy()
+    whole[:, 1:] = box_rows.slots(truth[of_study])[:, 1:]
+    image_truth[:, :-1] = whole.reshape(len(images), -1)
+    for seed in (1, 2):
+        blurred = _blurred(truth, seed)
+        written = build_submission(sample, SIIM, ["PredictionString"], Predictions(blurred, None, "test"))
+        written.to_csv(tmp_path / "noisy.csv", index=False)
+        graded = grade(tmp_path / "noisy.csv", SIIM, private).score
+        as_graded = metrics.score(SIIM.metric, box_rows.as_graded(image_truth, studies, SIIM.boxes, True),
+                                  box_rows.as_graded(blurred[images], studies, SIIM.boxes, False))
+        assert as_graded == pytest.approx(graded, abs=2e-4), (seed, as_graded, graded)
+        rows_themselves = metrics.score(SIIM.metric, image_truth, blurred[images])
+        assert abs(rows_themselves - graded) > 1e-3, (seed, rows_themselves, graded)
 
 
 def test_a_study_row_reads_its_study_s_first_image_and_an_image_row_its_own(replica):

@@ -128,6 +128,13 @@ def _named(boxes: list[box_metrics.Box], layout, allowed: tuple[str, ...]) -> li
     return out + [(name, confidence, *NO_FINDING_BOX) for name, confidence in whole.items()]
 
 
+def _fallback(layout, allowed: tuple[str, ...], classes: int) -> str:
+    """The class a row with no box says (every row needs a string): no finding (the last class) where the row may
+    say it, else its first class."""
+    no_finding = row_classes(layout, "", classes)[-1]
+    return no_finding if no_finding in allowed else allowed[0]
+
+
 def written(values: np.ndarray, sizes: Sequence[tuple[float, float]], layout=None,
             ids: Sequence[str] | None = None) -> list[str]:
     """Each row's `class confidence x_min y_min x_max y_max` groups, single spaces, in pixels of its image's
@@ -139,7 +146,6 @@ def written(values: np.ndarray, sizes: Sequence[tuple[float, float]], layout=Non
     if len(values) != len(sizes) or (ids is not None and len(ids) != len(values)):
         raise ValueError(f"{len(values)} rows of boxes for {len(sizes)} image sizes")
     classes = finding_classes(values.shape[1])
-    no_finding = row_classes(layout, "", classes)[-1]  # its name (the last class), where a row may say it
     out = []
     for k, (row, size) in enumerate(zip(values, sizes)):
         row = row.copy()
@@ -148,8 +154,7 @@ def written(values: np.ndarray, sizes: Sequence[tuple[float, float]], layout=Non
         allowed = row_classes(layout, str(ids[k]) if ids is not None else "", classes)
         groups = [f"{label} {confidence:.5f} " + " ".join(_number(round(v, 1)) for v in box)
                   for label, confidence, *box in _named(boxes_of(row, False, size), layout, allowed)]
-        fallback = no_finding if no_finding in allowed else allowed[0]
-        out.append(" ".join(groups) or f"{fallback} {MIN_CONFIDENCE:.5f} 0 0 1 1")
+        out.append(" ".join(groups) or f"{_fallback(layout, allowed, classes)} {MIN_CONFIDENCE:.5f} 0 0 1 1")
     return out
 
 
@@ -220,6 +225,29 @@ def pooled(values: np.ndarray, groups: Sequence[Sequence[int]], whole: Sequence[
             grid[k, list(whole), :, 0] = 0.0
             grid[k, list(whole), 1, 0] = best[list(group)].mean(axis=0)
     out[:, :-1] = grid.reshape(len(out), -1)
+    return out
+
+
+def as_graded(values: np.ndarray, studies: Sequence, layout, truth: bool) -> list[list[box_metrics.Box]]:
+    """Rows of boxes of images (`studies`: each image's study) as the grader's rows of a file written from them: a
+    row per study (in their first image's order) with its whole-image classes pooled over its images as the writer
+    pools them, then a row per image with the other classes; a prediction row with no box says the writer's
+    fallback (`_fallback` at MIN_CONFIDENCE)."""
+    values = np.nan_to_num(np.asarray(values, dtype=np.float64))
+    classes = finding_classes(values.shape[1])
+    images: dict = {}
+    for k, study in enumerate(studies):
+        images.setdefault(study, []).append(k)
+    whole = [layout.labels.index(name) for name in layout.whole]
+    pooled_values = pooled(values, [images[study] for study in studies], whole)
+    study_rows = [pooled_values[rows[0]] for rows in images.values()]
+    out = []
+    for rows, suffix in ((study_rows, layout.study_suffix), (values, layout.image_suffix)):
+        allowed = row_classes(layout, suffix, classes)
+        for row in rows:
+            named = _named(boxes_of(row, truth), layout, allowed)
+            out.append(named or ([] if truth else [(_fallback(layout, allowed, classes), MIN_CONFIDENCE,
+                                                    *NO_FINDING_BOX)]))
     return out
 
 

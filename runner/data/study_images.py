@@ -66,7 +66,8 @@ def _study_classes(spec: CompetitionSpec, layout: BoxFormat, data_dir: Path) -> 
 
 def study_images(spec: CompetitionSpec, data_dir: Path, work_dir: Path, sample: pd.DataFrame):
     """(a row per drawn box: id, class_id, x_min, y_min, x_max, y_max, width, height; each row's image file; the
-    test rows' files; what was read; None; each row's study, which a fold keeps whole)."""
+    test rows' files; what was read; None; each row's study, which a fold keeps whole and the grader scores as one
+    row of appearances)."""
     layout = _layout(spec)
     path = data_dir / spec.train_file
     images = read_csv(path, "train file", data_dir)
@@ -95,7 +96,7 @@ def study_images(spec: CompetitionSpec, data_dir: Path, work_dir: Path, sample: 
         raise InputError(f"{path}: no id names an image below {data_dir / (spec.image_dir or 'train')}")
     train = pd.DataFrame(rows, columns=[spec.id_column, "class_id", "x_min", "y_min", "x_max", "y_max", "width",
                                         "height"])
-    return train, files, row_files(spec, data_dir, sample), str(path), None, groups
+    return train, files, row_files(spec, data_dir, sample), str(path), None, groups, groups  # scored by study too
 
 
 def row_files(spec: CompetitionSpec, data_dir: Path, sample: pd.DataFrame) -> list[Path | None]:

@@ -7,7 +7,7 @@ import logging
 
 import numpy as np
 
-from runner.common import mask_metrics, mask_volumes, metrics, point_rows
+from runner.common import box_rows, mask_metrics, mask_volumes, metrics, point_rows
 from runner.data.mask_targets import mask_columns
 from runner.common.bias_metrics import best_cut
 from runner.common.label_metrics import LABEL_THRESHOLD, decided, stand_in_truth, tune_new_label, tune_threshold
@@ -72,8 +72,9 @@ class Ensemble:
         chosen = Predictions(blend.test, classes, f"blend: {weights}", cuts, self.dataset.choices, labels)
         # a set or a ranked list with a new label is held against the prior as the files written will score: each
         # set at its tuned threshold, unseen labels as new items and the new label where it was tuned
+        studies = self.as_studies(blend)
         ours, theirs = (self.as_new_items(blend, cuts) or self.as_sets(blend, cuts) or self.as_masks(blend, cuts)
-                        or self.as_points(blend, cuts) or (blend.cv, base))
+                        or self.as_points(blend, cuts) or studies or (blend.cv, base))
         # models that do not beat the prior are not submitted: one that ties it learned nothing (a booster cut
         # after its first round predicts the majority class), and its predictions would only stand in for the prior's
         beaten = metrics.better(self.metric, ours, theirs)
@@ -91,10 +92,10 @@ class Ensemble:
             return {}
         self.blend = blend
         cv = blend.cv
-        if self.outputs.spec.learned_as in ("pixels", "points"):  # scored as written: the prior's at its own cut
+        if self.outputs.spec.learned_as in ("pixels", "points") or studies:  # scored as written: the prior too
             base = theirs
-            # a blend of flat masks was chosen on their mean Dice; series and points are scored as written
-            cv = ours if self._series() is not None or self.outputs.spec.learned_as == "points" else cv
+            # a blend of flat masks was chosen on their mean Dice; series, points and studies are scored as written
+            cv = ours if self._series() is not None or self.outputs.spec.learned_as == "points" or studies else cv
         return dict(submission_source=chosen.source, cv_score=cv, baseline_cv_score=base,
                     blend={**blend.summary(), **({"grade_thresholds": cuts} if cuts else {})})
 
@@ -205,6 +206,21 @@ class Ensemble:
                                   own)
         log.info("as the points written score: blend %.4f, prior %.4f on the out-of-fold rows", *scored)
         return scored
+
+    def as_studies(self, blend: Blend) -> tuple[float, float] | None:
+        """(the blend's, the prior's) score on the out-of-fold images as the grader scores the file written from
+        them: a row per study, its appearances pooled over its images, and a row per image
+        (runner.common.box_rows.as_graded); None where no class labels a whole study."""
+        layout, studies = self.outputs.spec.boxes, self.dataset.score_groups
+        if layout is None or not layout.whole or studies is None:
+            return None
+        rows = blend.covered
+        truth = box_rows.as_graded(self.dataset.y[rows], studies[rows], layout, truth=True)
+        prior = np.tile(self.prior.values[0], (int(rows.sum()), 1))
+        scored = [round(metrics.score(self.metric, truth, box_rows.as_graded(pred, studies[rows], layout, False)), 6)
+                  for pred in (blend.oof[rows], prior)]
+        log.info("as the studies and images written score: blend %.4f, prior %.4f on the out-of-fold rows", *scored)
+        return scored[0], scored[1]
 
     def as_volumes(self, blend: Blend, cuts) -> tuple[float, float]:
         """(the blend's, the depth prior's) score of the masks each writes on the out-of-fold rows' series, each at
