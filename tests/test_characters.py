@@ -185,16 +185,24 @@ def test_a_short_fold_reads_the_glyphs_past_the_prior_and_its_points_grade_as_wr
     assert report.score == pytest.approx(point_rows.point_f1_rows(y[val][:3], result.val_pred[:3], cut), abs=1e-5)
 
 
-def test_a_pool_of_rows_of_points_is_as_good_as_its_best_member_alone():
+def test_members_rows_of_points_are_fused_where_that_scores_better_never_averaged():
     from runner.results.blend import MemberPredictions, choose_blend, pool_gain
 
     truth = np.concatenate([_page((1, 5, 0, 0, 10, 10), (1, 6, 20, 0, 10, 10)) for _ in range(24)])
-    half = np.concatenate([_page((0.9, 5, 1, 1, 8, 8)) for _ in range(24)])  # finds one of two: F1 2/3
+    left = np.concatenate([_page((0.9, 5, 1, 1, 8, 8)) for _ in range(24)])  # finds one of two: F1 2/3
+    right = np.concatenate([_page((0.8, 6, 21, 1, 8, 8)) for _ in range(24)])  # the other one
     whole = np.concatenate([_page((0.9, 5, 1, 1, 8, 8), (0.8, 6, 21, 1, 8, 8)) for _ in range(24)])  # F1 1
-    members = [MemberPredictions(name, oof, np.ones(24, bool), oof[:2]) for name, oof in
-               (("baseline", np.zeros_like(truth)), ("half", half), ("whole", whole))]
-    assert pool_gain(SPEC.metric, truth, members[:2], "half") == pytest.approx(2 / 3)  # 1 - F1: from 1 to 1/3
-    assert pool_gain(SPEC.metric, truth, members, "whole") == pytest.approx(1.0)  # from 1/3 to 0
-    assert pool_gain(SPEC.metric, truth, members[::-1], "half") == 0.0  # no better than the best there
-    blend = choose_blend(SPEC.metric, truth, members[1:])
-    assert blend.weights == {"whole": 1.0} and blend.cv == 1.0  # one member, never a mix of rows of points
+    covered = np.ones(24, bool)
+    members = {name: MemberPredictions(name, oof, covered, oof[:2]) for name, oof in
+               (("baseline", np.zeros_like(truth)), ("left", left), ("right", right), ("whole", whole))}
+    pool = [members["baseline"], members["left"]]
+    assert pool_gain(SPEC.metric, truth, pool, "left") == pytest.approx(2 / 3)  # 1 - F1: from 1 to 1/3
+    assert pool_gain(SPEC.metric, truth, pool + [members["right"]], "right") == pytest.approx(1.0)  # fused: F1 1
+    assert pool_gain(SPEC.metric, truth, [members["whole"], members["left"]], "left") == 0.0
+    blend = choose_blend(SPEC.metric, truth, [members["left"], members["right"]])
+    assert blend.weights == {"left": 0.5, "right": 0.5} and blend.cv == 1.0  # each page's two points, not a mean
+    assert blend.oof.shape == truth.shape and (point_rows.slots(blend.oof)[:, :2, 0] > 0).all()
+    assert point_rows.slots(blend.test)[:, :2, 0].tolist() == [[0.45, 0.4]] * 2  # the test pages fused alike
+    assert choose_blend(SPEC.metric, truth, [members["whole"], members["left"]]).weights == {"whole": 1.0}
+    partial = MemberPredictions("right", right, np.arange(24) < 12, right[:2])  # cut before its last folds
+    assert choose_blend(SPEC.metric, truth, [members["left"], partial]).weights == {"left": 1.0}

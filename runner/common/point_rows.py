@@ -6,7 +6,7 @@ A row is a page: SLOT_FIELDS columns a slot, `confidence, code, x, y, width, hei
 pixels, (x, y) its top-left corner as the answers give it.
 A training row's truth holds a slot of confidence 1 per character, then empty slots (confidence 0); a prediction's
 slots hold what a detector found, its point the box's centre. Slots are in no order, so rows are never averaged:
-a member's folds are fused point by point (`fused`) and a blend takes one member.
+a member's folds are fused point by point (`fused`), and a blend's members alike.
 
 Points are written from a confidence on (`cut`, tuned on out-of-fold rows for F1: a point below it costs more as a
 false alarm than it finds); the metric of rows scores them at the cut they were written with."""
