@@ -199,8 +199,9 @@ def _fused_choice(metric: str, y: np.ndarray, members: list[MemberPredictions],
     pages = _judged_pages(start.covered)
     chosen, best = [start], judge(y[pages], start.oof[pages])
     while True:
+        names = {c.name for c in chosen}
         trials = {m.name: judge(y[pages], combine([c.oof[pages] for c in (*chosen, m)])) for m in members
-                  if m not in chosen and m.covered[start.covered].all()}
+                  if m.name not in names and m.covered[start.covered].all()}
         if not trials or max(trials.values()) <= best:
             return chosen
         name = max(trials, key=trials.get)
@@ -213,10 +214,12 @@ def _fused_blend(metric: str, y: np.ndarray, members: list[MemberPredictions], s
     """The start member fused with those that make it better (`_fused_choice`), each weighed alike."""
     combine = FUSED[metric][0]
     chosen, rows = _fused_choice(metric, y, members, start), start.covered
-    oof = start.oof if len(chosen) == 1 else np.zeros_like(start.oof)
-    if len(chosen) > 1:
+    if len(chosen) == 1:
+        oof, test = start.oof, start.test
+    else:
+        oof = np.zeros_like(start.oof)
         oof[rows] = combine([m.oof[rows] for m in chosen])
-    test = start.test if len(chosen) == 1 else combine([m.test for m in chosen])
+        test = combine([m.test for m in chosen])
     cv = metrics.score(metric, y[rows], oof[rows])
     return Blend({m.name: round(1 / len(chosen), 4) for m in chosen}, round(cv, 6), int(rows.sum()), start.name,
                  {k: round(v, 6) for k, v in own.items()}, test, rows, oof)
