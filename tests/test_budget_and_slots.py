@@ -37,6 +37,20 @@ def test_fold_deadline_is_an_equal_share_of_the_window_per_wave():
     assert fold_deadline(now=60, training_deadline=90, pending=1, slots=1) == 90
 
 
+def test_a_slot_is_counted_free_from_the_deadline_of_the_fold_running_in_it():
+    """kuzushiji on 2 cores, 4 folds: its third fold started 2 s before its wave's second fold ended and counted
+    that fold in its own wave: half the time left (9.6 s, 5 epochs), where the fourth, started beside no fold of
+    its own, got the rest (18.8 s, 11 epochs). A running fold holds its slot until its deadline, no longer."""
+    waves = [fold_deadline(now=0, training_deadline=50, pending=p, slots=2, busy_until=[25.0] * (4 - p))
+             for p in (4, 3)]
+    assert waves == [25.0, 25.0]  # one wave's folds share one deadline
+    third = fold_deadline(now=25, training_deadline=50, pending=2, slots=2, busy_until=[27.0])
+    assert third == 48.0  # the fourth fold gets the other slot from 27 s on: 23 s each
+    assert fold_deadline(now=25, training_deadline=50, pending=3, slots=2, busy_until=[27.0]) == 37.5  # two waves
+    assert fold_deadline(now=25, training_deadline=50, pending=2, slots=2, busy_until=[49.0]) == 37.5  # no room
+    assert fold_deadline(now=0, training_deadline=90, pending=3, slots=2, need=50.0) == 90  # start-up: one wave
+
+
 def test_a_cheap_fixed_time_fold_is_given_its_own_start_not_three_times_a_fit_of_a_second():
     """aptos' pixel member on a machine whose cores three test workers shared: folds planned at 0.8 s were cut at
     their 2.5 s deadline (three times the plan) with their 1 s fits done, their start on a busy core being part of

@@ -84,18 +84,18 @@ def test_one_waves_folds_share_one_deadline_and_the_next_wave_is_planned_with_it
     waiting fell as each started), and the second wave's folds were not started ("needs about 55 s, 49 s left")."""
     member = network(startup=12.0)  # least fold 12 s + 1.33 s + 3 s alone
     rest = member.min_fold_seconds - member.startup_seconds
-    first = [fold_window(member, 0.0, 98.0, [], pending, 3, running=5 - pending, together=3)
+    first = [fold_window(member, 0.0, 98.0, [], pending, 3, running=[49.0] * (5 - pending), together=3)
              for pending in (5, 4, 3)]
     assert [deadline for deadline, _ in first] == [49.0, 49.0, 49.0]
     assert [need for _, need in first] == pytest.approx([rest + 3 * 12.0] * 3)  # three start-ups on a card at once
     # the first wave measured 47 s of start-up with three at once: 15.7 s alone; two folds now start together
     measured = with_startup(member, 47.0 / 3)
-    deadline, need = fold_window(measured, 49.0, 98.0, [], 2, 3, running=0, together=2)
+    deadline, need = fold_window(measured, 49.0, 98.0, [], 2, 3, running=(), together=2)
     assert need == pytest.approx(rest + 2 * 47.0 / 3, abs=0.1) and need < 49.0
     assert deadline == 98.0
     done = [FoldResult(k, "completed", member.name, startup_seconds=47.0, train_seconds=45.0, wall_seconds=95.0,
                        predict_seconds=3.0, min_train_seconds=1.4) for k in range(3)]
-    _, need_measured = fold_window(measured, 49.0, 98.0, done, 2, 3, running=0, together=2)
+    _, need_measured = fold_window(measured, 49.0, 98.0, done, 2, 3, running=(), together=2)
     assert need_measured == pytest.approx(95.0 - 45.0 - 47.0 + 1.4 + 2 * 47.0 / 3, abs=0.1)
 
 

@@ -1,8 +1,10 @@
 """When a unit starting now must end, and the least time it needs (pure: the scheduler hands in what it knows).
 
 Members whose folds stretch to fill the time they get (a CNN's epochs, or boosters whose rounds were not timed) get
-an equal share of the window left per wave of their folds (AutoGluon's "time left / folds left"), the folds of the
-member running now counted in their wave, so one wave's folds share one deadline; the others get their planned
+an equal share of the window left per wave of their folds (AutoGluon's "time left / folds left"), a slot one of the
+member's running folds holds counted free from that fold's deadline on: one wave's folds share one deadline, and a
+fold starting as another of its wave ends is not held to half the time left (on 2 cores, a kuzushiji fold that
+started 2 s before its wave's other fold ended got 9.6 s and 5 epochs, the last one 18.8 s); the others get their planned
 longest fold, measured folds replacing the plan's estimate as they arrive, and never less than a fold's own start
 on a busy machine needs.
 
@@ -13,12 +15,13 @@ fewer waves.
 """
 from __future__ import annotations
 
-import math
+from typing import Sequence
 
 from runner.planning.registry import get_engine
 from runner.units.tasks import FoldResult
 from runner.planning.portfolio import Member, Plan
 
+ROUNDING = 1e-9  # a share of the time left that fits k times counts k times, its division's rounding aside
 MIN_FOLD_SECONDS = 1.0  # below this no unit can load its data and fit anything (forked units start in ~0.1 s)
 MEASURED_SLACK = 1.5  # a fold that does not stretch may take this many times the longest measured one
 # the least a fold that does not stretch is given from its start: its own start (a fork, its data read, a warm-up
@@ -44,14 +47,25 @@ def startup_on_card(alone: float, together: int) -> float:
     return alone * (1 + STARTUP_SERIAL_SHARE * (max(1, together) - 1))
 
 
-def fold_deadline(now: float, training_deadline: float, pending: int, slots: int, need: float = 0.0) -> float:
-    """Equal share of the time left for the waves of folds still to run, in as many waves as each can hold `need`
-    (its folds' start-up and least training): fewer, and longer, where start-up would leave a wave too little."""
+def fold_deadline(now: float, training_deadline: float, pending: int, slots: int, need: float = 0.0,
+                  busy_until: Sequence[float] = ()) -> float:
+    """The longest equal time each of the `pending` folds (this one included) can get, `slots` running at once:
+    one slot free now, the others now or when a fold running in it must end (`busy_until`, those folds' deadlines).
+    With every slot free, an equal share of the time left per wave; where start-up (`need`) would leave a fold
+    too little, fewer and longer waves."""
     left = training_deadline - now
-    waves = max(1, math.ceil(pending / max(1, slots)))
-    if need > 0:
-        waves = max(1, min(waves, int(left // need)))
-    return now + left / waves
+    starts = sorted([now] * max(1, slots - len(busy_until))
+                    + [min(max(t, now), training_deadline) for t in busy_until])[:max(1, slots)]
+
+    def held(share: float) -> int:  # folds of `share` seconds the slots hold one after another until the end
+        return sum(int((training_deadline - start) / share + ROUNDING) for start in starts)
+
+    shares = sorted({(training_deadline - start) / k for start in starts if start < training_deadline
+                     for k in range(1, max(1, pending) + 1)}, reverse=True)
+    share = next((s for s in shares if held(s) >= pending), left / max(1, pending))
+    if 0 < share < need:
+        share = left / max(1, int(left // need))
+    return now + share
 
 
 def stretches(member: Member) -> bool:
@@ -117,14 +131,14 @@ def prepare_deadline(member: Member, training_deadline: float) -> tuple[float, f
 
 
 def fold_window(member: Member, now: float, training_deadline: float, done: list[FoldResult], pending: int,
-                slots: int, running: int = 0, together: int = 1) -> tuple[float, float]:
+                slots: int, running: Sequence[float] = (), together: int = 1) -> tuple[float, float]:
     """(deadline, least seconds it needs) for one of the member's folds starting now; `done`: its folds that
-    ended, `pending`: its folds still waiting (this one included), `slots`: how many run at once, `running`: its
-    folds running now (their wave is this one's when there is room beside them), `together`: its folds starting
+    ended, `pending`: its folds still waiting (this one included), `slots`: how many run at once, `running`: the
+    deadlines of its folds running now (each one's slot is free again then), `together`: its folds starting
     on this one's card at once (starting_together)."""
     need = fold_need(member, done, together)
     if stretches(member):
-        return fold_deadline(now, training_deadline, pending + running, slots, need), need
+        return fold_deadline(now, training_deadline, pending, slots, need, running), need
     longest = max([MIN_FIXED_SECONDS, member.max_fold_seconds,
                    *(MEASURED_SLACK * r.wall_seconds for r in done if r.usable)])
     return min(training_deadline, now + longest), need

@@ -174,7 +174,8 @@ class Scheduler:
         queued = [(u.member, u.fold == PREPARE) for u in self.pending.waiting]
         end -= kept_for_queued(member, queued, lane_capacity(self.plan, member.slot), end - now,
                                self.plan.window_seconds or end - now)
-        return fold_window(member, now, end, done, pending, capacity(member, self.plan), len(mine), together)
+        return fold_window(member, now, end, done, pending, capacity(member, self.plan),
+                           [r.task.deadline for r in mine], together)
 
     def _start(self, unit: Unit, now: float, gpu: int | None, threads: int, lane: str) -> None:
         deadline, _ = self._deadline(unit, now)
