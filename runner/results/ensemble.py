@@ -7,10 +7,9 @@ import logging
 
 import numpy as np
 
-from runner.common import box_rows, mask_metrics, mask_volumes, metrics, point_rows
-from runner.data.mask_targets import mask_columns
+from runner.common import metrics, point_rows
 from runner.common.bias_metrics import best_cut
-from runner.common.label_metrics import LABEL_THRESHOLD, decided, stand_in_truth, tune_new_label, tune_threshold
+from runner.common.label_metrics import tune_new_label, tune_threshold
 from runner.results.member_state import MemberState
 from runner.results.blend import Blend, MemberPredictions, choose_blend, pool_gain
 from runner.results.decisions import tuned
@@ -20,6 +19,7 @@ from runner.units.tasks import FoldResult, assign_folds
 from runner.results.run_folder import RunOutputs
 from runner.planning.portfolio import Member
 from runner.results.oof import baseline_score, member_predictions
+from runner.results.written_scores import WrittenScores
 from runner.results.submission import Predictions
 
 log = logging.getLogger("runner")
@@ -34,7 +34,7 @@ class Ensemble:
         self.predictions: dict[str, MemberPredictions] = {}
         self.blend: Blend | None = None
         self.fold_ids: dict[tuple[int, int], np.ndarray] = {}
-        self.depth_prior: tuple | None = None  # a series' depth prior of the training rows and its cut (as_volumes)
+        self.written = WrittenScores(outputs.spec, dataset, prior)
 
     @property
     def weights(self) -> dict[str, float]:
@@ -70,11 +70,9 @@ class Ensemble:
                                     self.dataset.score_groups), 6)  # as the CV
         labels = tuple(self.dataset.labels) if self.dataset.labels is not None else None
         chosen = Predictions(blend.test, classes, f"blend: {weights}", cuts, self.dataset.choices, labels)
-        # a set or a ranked list with a new label is held against the prior as the files written will score: each
-        # set at its tuned threshold, unseen labels as new items and the new label where it was tuned
-        studies = self.as_studies(blend)
-        ours, theirs = (self.as_new_items(blend, cuts) or self.as_sets(blend, cuts) or self.as_masks(blend, cuts)
-                        or self.as_points(blend, cuts) or studies or (blend.cv, base))
+        # held against the prior as the files written will score where that is not the blend's CV (written_scores)
+        written = self.written.of(blend, cuts)
+        ours, theirs = (written.ours, written.theirs) if written else (blend.cv, base)
         # models that do not beat the prior are not submitted: one that ties it learned nothing (a booster cut
         # after its first round predicts the majority class), and its predictions would only stand in for the prior's
         beaten = metrics.better(self.metric, ours, theirs)
@@ -91,11 +89,8 @@ class Ensemble:
             log.error("blend rejected, previous submission kept: %s", exc)
             return {}
         self.blend = blend
-        cv = blend.cv
-        if self.outputs.spec.learned_as in ("pixels", "points") or studies:  # scored as written: the prior too
-            base = theirs
-            # a blend of flat masks was chosen on their mean Dice; series, points and studies are scored as written
-            cv = ours if self._series() is not None or self.outputs.spec.learned_as == "points" or studies else cv
+        cv = ours if written and written.reported else blend.cv
+        base = theirs if written and written.prior_reported else base
         return dict(submission_source=chosen.source, cv_score=cv, baseline_cv_score=base,
                     blend={**blend.summary(), **({"grade_thresholds": cuts} if cuts else {})})
 
@@ -127,12 +122,7 @@ class Ensemble:
         """A yes-or-no row's cut or a value's spread, tuned on the blend's out-of-fold rows that the grader's rule
         would score (runner.results.decisions)."""
         rows = blend.covered if self.dataset.scored is None else blend.covered & self.dataset.scored
-        return tuned(self.outputs.spec, self.dataset.y, blend.oof, rows, series=self._series())
-
-    def _series(self) -> np.ndarray | None:
-        """Each training row's series, where the metric scores masks as series' volumes (dice_hausdorff)."""
-        mask = self.outputs.spec.mask
-        return self.dataset.score_groups if mask is not None and mask.series else None
+        return tuned(self.outputs.spec, self.dataset.y, blend.oof, rows, series=self.written.series())
 
     def new_label_score(self, blend: Blend) -> tuple[float] | None:
         """For a ranked list with a new label (an item none of the training labels names): the score it is given
@@ -147,102 +137,6 @@ class Ensemble:
         log.info("%s given %.4f in every row: MAP@%d %.4f on the out-of-fold rows, unseen labels counted as new",
                  spec.new_label, score, spec.top_k, tuned)
         return (score,)
-
-    def as_new_items(self, blend: Blend, cuts) -> tuple[float, float] | None:
-        """(the blend's, the prior's) MAP@k on the out-of-fold rows with unseen labels counted as new items, the
-        blend's new label at its tuned score; None where no new label was tuned."""
-        spec = self.outputs.spec
-        if cuts is None or spec.submission != "ranked" or spec.new_label is None:
-            return None
-        new = [str(c) for c in self.dataset.classes].index(spec.new_label)
-        rows = blend.covered
-        truth = stand_in_truth(self.dataset.y[rows], new)
-        ours = blend.oof[rows].copy()
-        ours[:, new] = cuts[0]
-        prior = np.tile(self.prior.values[0], (len(truth), 1))
-        scored = [round(metrics.score(self.metric, truth, pred), 6) for pred in (ours, prior)]
-        log.info("as the test set scores them (labels no other row holds counted as %s): blend %.4f, prior %.4f",
-                 spec.new_label, *scored)
-        return scored[0], scored[1]
-
-    def _as_written(self, blend: Blend, written, cuts, own) -> tuple[float, float]:
-        """(the blend's, the prior's) score on the blend's out-of-fold rows of what each writes: `written(pred,
-        cuts)` at the blend's tuned cuts and at the prior's `own`."""
-        rows = blend.covered
-        truth = self.dataset.y[rows]
-        prior = np.tile(self.prior.values[0], (len(truth), 1))
-        scored = [round(metrics.score(self.metric, truth, written(pred, cut)), 6)
-                  for pred, cut in ((blend.oof[rows], cuts), (prior, own))]
-        return scored[0], scored[1]
-
-    def as_sets(self, blend: Blend, cuts) -> tuple[float, float] | None:
-        """(the blend's, the prior's) score on the out-of-fold rows of the sets each writes: at the blend's tuned
-        threshold, and at the prior's own (tuned on the training rows); None where this is no set of labels."""
-        if cuts is None or self.dataset.labels is None:
-            return None
-        own = self.prior.thresholds or (LABEL_THRESHOLD,)
-        return self._as_written(blend, lambda pred, cut: decided(pred, cut[0]), cuts, own)
-
-    def as_masks(self, blend: Blend, cuts) -> tuple[float, float] | None:
-        """(the blend's, the prior's) score on the out-of-fold rows of the masks each writes: each at its own tuned
-        pixel cut and least size; None where this is no mask."""
-        if cuts is None or self.outputs.spec.learned_as != "pixels":
-            return None
-        if self._series() is not None:
-            return self.as_volumes(blend, cuts)
-        own = self.prior.thresholds or (mask_metrics.MASK_CUT, 0)
-        scored = self._as_written(blend, lambda pred, cut: mask_metrics.decided(pred, cut[0], int(cut[1])), cuts,
-                                  own)
-        log.info("as the masks written score: blend %.4f, prior %.4f on the out-of-fold rows", *scored)
-        return scored
-
-    def as_points(self, blend: Blend, cuts) -> tuple[float, float] | None:
-        """(the blend's, the prior's) F1 on the out-of-fold rows of the points each writes: the blend's from its
-        tuned confidence on, the prior's at its own; None where these are no points."""
-        if cuts is None or self.outputs.spec.learned_as != "points":
-            return None
-        own = self.prior.thresholds or (point_rows.POINT_CUT,)
-        scored = self._as_written(blend, lambda pred, cut: [point_rows.points_of(row, cut[0]) for row in pred], cuts,
-                                  own)
-        log.info("as the points written score: blend %.4f, prior %.4f on the out-of-fold rows", *scored)
-        return scored
-
-    def as_studies(self, blend: Blend) -> tuple[float, float] | None:
-        """(the blend's, the prior's) score on the out-of-fold images as the grader scores the file written from
-        them: a row per study, its appearances pooled over its images, and a row per image
-        (runner.common.box_rows.as_graded); None where no class labels a whole study."""
-        layout, studies = self.outputs.spec.boxes, self.dataset.score_groups
-        if layout is None or not layout.whole or studies is None:
-            return None
-        rows = blend.covered
-        truth = box_rows.as_graded(self.dataset.y[rows], studies[rows], layout, truth=True)
-        prior = np.tile(self.prior.values[0], (int(rows.sum()), 1))
-        scored = [round(metrics.score(self.metric, truth, box_rows.as_graded(pred, studies[rows], layout, False)), 6)
-                  for pred in (blend.oof[rows], prior)]
-        log.info("as the studies and images written score: blend %.4f, prior %.4f on the out-of-fold rows", *scored)
-        return scored[0], scored[1]
-
-    def as_volumes(self, blend: Blend, cuts) -> tuple[float, float]:
-        """(the blend's, the depth prior's) score of the masks each writes on the out-of-fold rows' series, each at
-        its own tuned cut and least size: the prior each class's share by depth and place drawn from every training
-        row (runner.common.mask_volumes.depth_prior), at its best, as the rule that is the prior's submission."""
-        spec, y, series = self.outputs.spec, self.dataset.y, self._series()
-        metric, classes = mask_metrics.MASK_METRICS[self.metric], len(mask_columns(spec))
-        if self.depth_prior is None:
-            shares = mask_volumes.depth_prior(y, series)
-            self.depth_prior = (shares, tuned(spec, y, shares, what="training", series=series))
-        shares, (cut, least) = self.depth_prior
-        groups = [rows for rows in mask_volumes.series_rows(series) if blend.covered[rows].all()]
-        truth = y >= mask_metrics.MASK_CUT
-
-        def written(pred: np.ndarray, cut: float, least: float) -> float:
-            masks = mask_volumes.decided_classes(pred, classes, cut, int(least))
-            return round(mask_volumes.volume_score(metric, truth, masks, groups, classes), 6)
-
-        ours, theirs = written(blend.oof, *cuts[:2]), written(shares, cut, least)
-        log.info("as the masks written score on %d series: blend %.4f, depth prior %.4f on the out-of-fold rows",
-                 len(groups), ours, theirs)
-        return ours, theirs
 
     def decision_cut(self, blend: Blend) -> tuple[float] | None:
         """For a decision the grader cuts: the probability from which a row is a yes, where the blend's out-of-fold

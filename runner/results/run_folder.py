@@ -129,7 +129,7 @@ class RunOutputs:
     def write_prior(self, dataset: Dataset) -> Predictions:
         """The class prior (or mean) once labels are read: the submission and the baseline every blend must beat;
         where a learned spec of series of masks names a rule (`baseline`), the rule's submission is both instead
-        (the blend is held against the depth prior, the rule's kind: runner.results.ensemble.as_volumes)."""
+        (the blend is held against the depth prior, the rule's kind: runner.results.written_scores)."""
         prior = prior_predictions(dataset.y, dataset.classes, dataset.n_test, dataset.choices, dataset.labels,
                                   self.spec.metric)
         if self.spec.baseline and self.spec.learned_as == "pixels" and self.spec.mask.series:
