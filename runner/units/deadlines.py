@@ -4,9 +4,9 @@ Members whose folds stretch to fill the time they get (a CNN's epochs, or booste
 an equal share of the window left per wave of their folds (AutoGluon's "time left / folds left"), a slot one of the
 member's running folds holds counted free from that fold's deadline on: one wave's folds share one deadline, and a
 fold starting as another of its wave ends is not held to half the time left (on 2 cores, a kuzushiji fold that
-started 2 s before its wave's other fold ended got 9.6 s and 5 epochs, the last one 18.8 s); the others get their planned
-longest fold, measured folds replacing the plan's estimate as they arrive, and never less than a fold's own start
-on a busy machine needs.
+started 2 s before its wave's other fold ended got 9.6 s and 5 epochs, the last one 18.8 s); the others get their
+planned longest fold, measured folds replacing the plan's estimate as they arrive, and never less than a fold's own
+start on a busy machine needs.
 
 Start-up (process, data, and on a card the CUDA context, weights and batch probe) is a cost of its own, apart from
 an epoch's pace: each fold pays it, so each wave does, and folds starting on one card at once each pay more. A
