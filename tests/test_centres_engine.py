@@ -3,19 +3,16 @@ batch from the card's memory (no card needed: planning is pure) and a CPU's fold
 stretches each radiograph whole, and a short real fold finds bright findings past the prior, its rows written as
 the grader parses them."""
 import dataclasses
-import time
 
 import numpy as np
 import pandas as pd
 import pytest
 from PIL import Image
 
-from pace import paced
 from runner.common import box_rows, metrics
 from runner.competition.catalog import load_spec
 from runner.competition.grade import grade
 from runner.data.dataset import Dataset
-from runner.engines.base import EPOCH_LOG, FoldData
 from runner.engines.centres import heatmaps
 from runner.engines.centres.planning import MIN_EPOCHS, centres_member
 from runner.machine.hardware import GiB
@@ -23,6 +20,7 @@ from runner.machine.profiles import profile
 from runner.planning.portfolio import DataShape, Member, PlanContext
 from runner.planning.registry import get_engine
 from runner.results.submission import Predictions, build_submission, validate_submission
+from short_fold import short_fold
 from test_box_shapes import _images
 
 SPEC = load_spec("vinbigdata")
@@ -125,20 +123,13 @@ def test_a_short_fold_finds_the_findings_past_the_prior_and_its_rows_grade_as_wr
     shades, y = _images(np.random.default_rng(3), n_train + n_val + n_test, side)  # the boxes engine's findings
     gray = (np.clip(shades, 0, 1) * 255).astype(np.uint8).reshape(-1, side, side, 1)
     np.save(tmp_path / "cache.npy", np.repeat(gray, 3, axis=-1))
-    train, val, test = np.split(np.arange(len(y)), [n_train, n_train + n_val])
-    data = FoldData(SPEC, None, train, y[train], val, y[val], test, str(tmp_path / "cache.npy"))
     settings = get_engine("centres").Settings(side=side, epochs=8)
-    import runner.engines.centres.training  # noqa: F401 - torch and timm imported before the fold's clock starts
-
-    started = time.monotonic()
-    result = get_engine("centres").train_fold(settings, data, tmp_path, time.monotonic() + paced(2.5))
-    assert time.monotonic() - started < paced(2.5) + 3
-    assert result.val_pred.shape == (n_val, y.shape[1]) and result.test_pred.shape == (n_test, y.shape[1])
+    result, val = short_fold(SPEC, "centres", settings, tmp_path / "cache.npy", y, (n_train, n_val, n_test),
+                             tmp_path, 2.5, 3, warm="runner.engines.centres.training")
     learned = metrics.score(SPEC.metric, y[val], result.val_pred)
-    prior = metrics.score(SPEC.metric, y[val], np.tile(y[train].mean(axis=0), (n_val, 1)))
+    prior = metrics.score(SPEC.metric, y[val], np.tile(y[:n_train].mean(axis=0), (n_val, 1)))
     print(f"{learned:.3f} against the prior's {prior:.3f}; {result.epochs} epochs, best {result.best_epoch}")
     assert learned > prior + 0.2, (learned, prior, result.epochs, result.message)
-    assert len((tmp_path / EPOCH_LOG).read_text().splitlines()) == result.epochs >= result.best_epoch >= 1
     # the validation rows written in their images' pixels parse and grade as the grader reads the file
     ids, sizes = [f"{k:032x}" for k in range(n_val)], [(60.0, 72.0)] * n_val
     sample = pd.DataFrame({"image_id": ids, "PredictionString": "14 1 0 0 1 1"})

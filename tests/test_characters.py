@@ -4,25 +4,23 @@ one character fused into one, the confidence cut tuned where F1 peaks, character
 back from it, the reader planned from a card's memory at its larger side, and a short real fold reading the
 replica's glyphs past the prior (F1 0), its points graded as written."""
 import dataclasses
-import time
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from pace import paced
 from runner.common import point_rows
 from runner.common.errors import InputError
 from runner.competition.catalog import load_spec
 from runner.competition.grade import grade
 from runner.data.point_targets import point_targets
-from runner.engines.base import EPOCH_LOG, FoldData
 from runner.engines.centres import heatmaps
 from runner.machine.hardware import GiB
 from runner.machine.profiles import profile
 from runner.planning.portfolio import DataShape, PlanContext
 from runner.planning.registry import get_engine
 from runner.results.submission import Predictions, build_submission, validate_submission
+from short_fold import short_fold
 
 SPEC = load_spec("kuzushiji")
 PAGES = ["hnsd006-002", "100241706_00004_2", "umgy001-016"]
@@ -167,19 +165,12 @@ def test_a_short_fold_reads_the_glyphs_past_the_prior_and_its_points_grade_as_wr
     cache, sizes, y, labels = _replica_pages(n_train + n_val + n_test, side)
     np.save(tmp_path / "pages_96.npy", cache)
     np.save(tmp_path / "pages_96_sizes.npy", sizes)
-    train, val, test = np.split(np.arange(len(y)), [n_train, n_train + n_val])
-    data = FoldData(SPEC, None, train, y[train], val, y[val], test, str(tmp_path / "pages_96.npy"))
     settings = get_engine("characters").Settings(side=side, epochs=10)
-    import runner.engines.centres.reading  # noqa: F401 - torch and timm imported before the fold's clock starts
-
-    started = time.monotonic()
-    result = get_engine("characters").train_fold(settings, data, tmp_path, time.monotonic() + paced(8.0))
-    assert time.monotonic() - started < paced(8.0) + 4
-    assert result.val_pred.shape == (n_val, y.shape[1]) and result.test_pred.shape == (n_test, y.shape[1])
+    result, val = short_fold(SPEC, "characters", settings, tmp_path / "pages_96.npy", y, (n_train, n_val, n_test),
+                             tmp_path, 8.0, 4, warm="runner.engines.centres.reading")
     cut, learned = point_rows.tune_cut(y[val], result.val_pred)
     print(f"F1 {learned:.3f} from {cut:.2f} on; {result.epochs} epochs, best {result.best_epoch}; {result.message}")
     assert learned > 0.15, (learned, result.epochs, result.message)  # the prior writes no point: F1 0
-    assert len((tmp_path / EPOCH_LOG).read_text().splitlines()) == result.epochs >= result.best_epoch >= 1
     _, report = _written_and_graded(tmp_path, result.val_pred[:3], labels[n_train:n_train + 3], cut)
     assert report.valid_submission
     assert report.score == pytest.approx(point_rows.point_f1_rows(y[val][:3], result.val_pred[:3], cut), abs=1e-5)
