@@ -7,11 +7,11 @@ import logging
 
 import numpy as np
 
-from runner.common import metrics, point_rows
+from runner.common import metrics
 from runner.common.bias_metrics import best_cut
 from runner.common.label_metrics import tune_new_label, tune_threshold
 from runner.results.member_state import MemberState
-from runner.results.blend import Blend, MemberPredictions, choose_blend, pool_gain
+from runner.results.blend import FUSED, Blend, MemberPredictions, choose_blend, pool_gain
 from runner.results.decisions import tuned
 from runner.data.dataset import Dataset
 from runner.common.errors import InvalidSubmissionError
@@ -49,7 +49,8 @@ class Ensemble:
 
     def add(self, state: MemberState, results: list[FoldResult]) -> None:
         """The member's out-of-fold and test predictions from its finished folds, and its own CV."""
-        combined = {"combined": point_rows.fused} if self.outputs.spec.learned_as == "points" else {}
+        # rows the blend fuses rather than mixes (points) are fused across a member's folds the same way
+        combined = {"combined": FUSED[self.metric][0]} if self.metric in FUSED else {}
         predictions = member_predictions(state.member, results, self.outputs.out, self._ids(state.member), **combined)
         self.predictions[state.member.name] = predictions
         covered, groups = predictions.covered, self.dataset.score_groups
